@@ -1,0 +1,57 @@
+# spark_dp developer commands. `make help` lists them.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+ARGS   ?=
+
+export PYSPARK_PYTHON        := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+export SPARK_LOCAL_IP        ?= 127.0.0.1
+
+DEMO := demo_output
+
+.PHONY: help setup test lint format demo bench bench-quick package clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+setup: $(VENV)/.installed ## create .venv and install spark_dp with its test tools
+
+$(VENV)/.installed: setup.py pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+test: setup ## lint, then run the whole test suite (what CI runs)
+	$(PY) -m ruff check .
+	$(PY) -m pytest $(ARGS)
+
+lint: setup ## ruff lint and format check
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: setup ## apply ruff formatting and import sorting
+	$(PY) -m ruff check --fix --select I .
+	$(PY) -m ruff format .
+
+demo: setup ## generate data and run the demo on local Spark (outputs in demo_output/)
+	$(PY) jobs/generate.py --kind zipf --users 20000 --output $(DEMO)/zipf --seed 7 --overwrite
+	$(PY) -m bench --scale quick --out $(DEMO)/bench
+
+bench: setup ## run the full benchmark (bench/results/results.md)
+	$(PY) -m bench --scale full $(ARGS)
+
+bench-quick: setup ## a small benchmark run for a smoke check
+	$(PY) -m bench --scale quick $(ARGS)
+
+package: setup ## build dist/spark_dp.zip for spark-submit --py-files
+	rm -rf dist/spark_dp.zip
+	mkdir -p dist
+	$(PY) -c "import shutil; shutil.make_archive('dist/spark_dp', 'zip', '.', 'spark_dp')"
+	@echo "built dist/spark_dp.zip"
+
+clean: ## remove build artifacts, caches and demo output
+	rm -rf dist build *.egg-info .pytest_cache .ruff_cache .hypothesis spark-warehouse \
+	       $(DEMO) bench/work
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

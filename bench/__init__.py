@@ -1,0 +1,1 @@
+"""Benchmark harness of spark_dp (``make bench``); see bench/harness.py."""

@@ -1,0 +1,50 @@
+"""Packaging for spark_dp (``pip install -e .`` or ``python -m build``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(
+    r'^__version__ = "([^"]+)"', (HERE / "spark_dp" / "__init__.py").read_text(), re.M
+).group(1)
+
+setup(
+    name="spark_dp",
+    version=VERSION,
+    description="User-level differential privacy on Apache Spark: partition selection, "
+    "contribution bounding for multi-owner records, person-level distinct count.",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["spark_dp", "spark_dp.*"]),
+    package_data={"spark_dp": ["py.typed"]},
+    install_requires=[
+        "pyspark>=3.5,<5",
+        "numpy>=1.23",
+        "scipy>=1.10",
+        # pandas UDFs need pandas and pyarrow; PySpark warns on pandas 3.
+        "pandas>=1.5,<3",
+        "pyarrow>=11",
+        "pyyaml>=6",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=7",
+            "chispa>=0.9",
+            "hypothesis>=6.80",
+            "mpmath>=1.3",
+            "ruff>=0.5",
+        ],
+    },
+    entry_points={"console_scripts": ["spark-dp=spark_dp.cli:main"]},
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "License :: OSI Approved :: Apache Software License",
+        "Topic :: Security",
+    ],
+)

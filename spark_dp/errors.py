@@ -1,0 +1,44 @@
+"""Typed errors of spark_dp.
+
+Every error a user can fix (bad parameter, bad input file, output already present) is a
+subclass of :class:`SparkDPUserError`. Jobs map those to exit code 2 and print the message as
+one line; anything else is a bug or an infrastructure failure (exit code 1).
+
+Messages name the offending parameter, column or path, show what was found, and say how to
+fix it. They never contain private values (weights, counts, item names).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetError",
+    "ConfigError",
+    "InputContractError",
+    "OutputExistsError",
+    "ParameterError",
+    "SparkDPUserError",
+]
+
+
+class SparkDPUserError(ValueError):
+    """Base class: the caller can fix this (exit code 2 in jobs)."""
+
+
+class ParameterError(SparkDPUserError):
+    """A parameter is out of its domain (for example ε ≤ 0 or δ outside (0, 1))."""
+
+
+class ConfigError(SparkDPUserError):
+    """A configuration file or command-line override cannot be used."""
+
+
+class InputContractError(SparkDPUserError):
+    """An input table breaks its contract (missing column, wrong type, nulls, empty, ...)."""
+
+
+class OutputExistsError(SparkDPUserError):
+    """The output path already exists and overwriting was not requested."""
+
+
+class BudgetError(SparkDPUserError):
+    """A privacy budget would be exceeded or is malformed."""

@@ -1,0 +1,465 @@
+"""Input and output contracts: column names, readers, validation, atomic writers.
+
+One vocabulary for all three families. Canonical column names (after renaming from the
+user's column names):
+
+======================  =======================================================
+``USER_ID``             the privacy unit (user / person), string
+``ITEM``                an item / partition key, string
+``RECORD_ID``           a multi-owner record (hyperedge), string
+``CAPACITY``            a per-user contribution capacity b(u), long ≥ 0
+======================  =======================================================
+
+Ids are canonicalized to strings (integers in plain base 10, dates ISO), so joins between
+tables never compare a string with a number. Floating-point ids are rejected: equality on
+doubles is not an identity.
+
+Readers return ``(DataFrame, InputSummary)``. The summary holds *confidential* diagnostics
+(row counts, duplicates dropped): they are logged for the operator and never written to a
+privacy report.
+
+Writers never leave half-written output: they write to a hidden temporary sibling and move it
+into place; an existing output is replaced only when ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spark_dp.errors import InputContractError, OutputExistsError
+
+__all__ = [
+    "CAPACITY",
+    "ITEM",
+    "RECORD_ID",
+    "USER_ID",
+    "InputSummary",
+    "check_output_path",
+    "load_capacities",
+    "load_incidences",
+    "load_pairs",
+    "output_exists",
+    "read_table",
+    "validate_edges",
+    "write_json_atomic",
+    "write_parquet_atomic",
+]
+
+USER_ID = "user_id"
+ITEM = "item"
+RECORD_ID = "record_id"
+CAPACITY = "cap"
+
+log = logging.getLogger(__name__)
+
+_ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint", "date", "boolean")
+
+
+@dataclass(frozen=True)
+class InputSummary:
+    """Confidential diagnostics of an input table (log them; never release them)."""
+
+    path: str
+    rows_read: int
+    null_rows_dropped: int
+    duplicates_dropped: int
+    rows: int
+
+    def log(self, logger: logging.Logger = log) -> None:
+        """Log the diagnostics at INFO level."""
+        logger.info(
+            "input %s: %d rows read, %d with null ids dropped, %d duplicate pairs dropped, "
+            "%d distinct pairs kept",
+            self.path,
+            self.rows_read,
+            self.null_rows_dropped,
+            self.duplicates_dropped,
+            self.rows,
+        )
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _input_format(path: str, fmt: str | None) -> str:
+    if fmt:
+        fmt = fmt.lower()
+        if fmt not in ("parquet", "csv"):
+            raise InputContractError(f"input format must be 'parquet' or 'csv', got {fmt!r}")
+        return fmt
+    return "csv" if path.lower().endswith((".csv", ".csv.gz")) else "parquet"
+
+
+def read_table(spark, path: str, fmt: str | None = None):
+    """Read a Parquet file or directory (or a CSV file with a header row).
+
+    CSV columns are read as strings (no type inference), so ids keep their exact spelling.
+    Parquet directories are read with schema merging, so part files whose columns disagree in
+    type are reported as an input error instead of failing later.
+
+    Raises:
+        InputContractError: the path does not exist, or its files disagree on column types.
+    """
+    fmt = _input_format(str(path), fmt)
+    try:
+        if fmt == "csv":
+            return spark.read.option("header", True).option("inferSchema", False).csv(str(path))
+        return spark.read.option("mergeSchema", True).parquet(str(path))
+    except Exception as exc:
+        msg = str(exc)
+        if "PATH_NOT_FOUND" in msg or "Path does not exist" in msg:
+            raise InputContractError(
+                f"input path {path!r} does not exist; pass --input with a Parquet file or directory"
+            ) from None
+        if "CANNOT_MERGE" in msg or "Failed to merge" in msg or "merge incompatible" in msg:
+            raise InputContractError(
+                f"input {path!r}: part files disagree on a column's type (ids of mixed types); "
+                f"rewrite the input with one type per column. Spark said: {_first_line(msg)}"
+            ) from None
+        if "UNABLE_TO_INFER_SCHEMA" in msg:
+            raise InputContractError(
+                f"input {path!r} holds no readable {fmt} files (empty directory?)"
+            ) from None
+        raise
+
+
+def _first_line(msg: str) -> str:
+    return msg.strip().splitlines()[0][:300] if msg.strip() else msg
+
+
+def _check_id_column(df, col: str, role: str, path: str):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if col not in df.columns:
+        raise InputContractError(
+            f"input {path!r} has no column {col!r} ({role}); columns present: {df.columns}. "
+            f"Pass the right name with the matching --*-col flag"
+        )
+    dtype = df.schema[col].dataType
+    if isinstance(dtype, T.DecimalType) and dtype.scale == 0:
+        return F.col(col).cast("string")
+    if isinstance(dtype, (T.FloatType, T.DoubleType, T.DecimalType)):
+        raise InputContractError(
+            f"column {col!r} ({role}) has floating-point type {dtype.simpleString()}; "
+            "ids must be strings or integers (cast them upstream, e.g. to bigint or string)"
+        )
+    if dtype.simpleString() not in _ID_TYPES_OK:
+        raise InputContractError(
+            f"column {col!r} ({role}) has unsupported type {dtype.simpleString()}; "
+            "ids must be strings or integers"
+        )
+    return F.col(col).cast("string")
+
+
+def validate_edges(
+    df,
+    columns: dict[str, str],
+    *,
+    path: str = "<DataFrame>",
+    drop_nulls: bool = False,
+    persist: bool = True,
+):
+    """Check and normalize a two-column id table.
+
+    Args:
+        df: the raw table.
+        columns: canonical name -> column in ``df``, e.g. ``{USER_ID: "uid", ITEM: "word"}``.
+        path: shown in messages.
+        drop_nulls: drop rows with a null id (and log how many) instead of failing.
+        persist: cache the normalized table (the algorithms read it several times).
+
+    Returns:
+        (normalized DataFrame with exactly the canonical columns as strings, deduplicated;
+        :class:`InputSummary`).
+
+    Raises:
+        InputContractError: missing column, wrong type, nulls (unless dropped), empty input.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    exprs = [
+        _check_id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()
+    ]
+    typed = df.select(*exprs)
+    null_any = F.lit(False)
+    for canon in columns:
+        null_any = null_any | F.col(canon).isNull()
+    aggs = [F.count(F.lit(1)).alias("_rows")]
+    aggs += [F.sum(F.col(c).isNull().cast("long")).alias(f"_null_{c}") for c in columns]
+    aggs.append(F.sum(null_any.cast("long")).alias("_null_any"))
+    stats = typed.agg(*aggs).collect()[0]
+    rows_read = int(stats["_rows"])
+    if rows_read == 0:
+        raise InputContractError(
+            f"input {path!r} is empty (0 rows); check the path and any upstream filter"
+        )
+    null_rows = int(stats["_null_any"] or 0)
+    if null_rows and not drop_nulls:
+        detail = ", ".join(
+            f"{columns[c]!r}: {int(stats[f'_null_{c}'] or 0)}"
+            for c in columns
+            if stats[f"_null_{c}"]
+        )
+        raise InputContractError(
+            f"input {path!r} has null ids ({detail} rows); remove them upstream or pass "
+            "--drop-nulls to drop those rows"
+        )
+    clean = typed.where(~null_any) if null_rows else typed
+    deduped = clean.dropDuplicates(list(columns))
+    if persist:
+        deduped = deduped.persist(StorageLevel.MEMORY_AND_DISK)
+    rows = deduped.count()
+    if rows == 0:
+        raise InputContractError(f"input {path!r} has no rows left after dropping null ids")
+    summary = InputSummary(
+        path=path,
+        rows_read=rows_read,
+        null_rows_dropped=null_rows,
+        duplicates_dropped=rows_read - null_rows - rows,
+        rows=rows,
+    )
+    if summary.duplicates_dropped:
+        log.warning(
+            "input %s: dropped %d duplicate pairs (each pair counts once)",
+            path,
+            summary.duplicates_dropped,
+        )
+    return deduped, summary
+
+
+def load_pairs(
+    spark,
+    path: str,
+    *,
+    user_col: str = USER_ID,
+    item_col: str = ITEM,
+    fmt: str | None = None,
+    drop_nulls: bool = False,
+):
+    """Read (user, item) pairs for partition selection and distinct count.
+
+    Returns:
+        ((user_id, item) strings, deduplicated, cached; :class:`InputSummary`).
+    """
+    df = read_table(spark, path, fmt)
+    return validate_edges(
+        df, {USER_ID: user_col, ITEM: item_col}, path=str(path), drop_nulls=drop_nulls
+    )
+
+
+def load_incidences(
+    spark,
+    path: str,
+    *,
+    record_col: str = RECORD_ID,
+    user_col: str = USER_ID,
+    fmt: str | None = None,
+    drop_nulls: bool = False,
+):
+    """Read (record, user) incidences of a hypergraph for contribution bounding.
+
+    Only the id columns are read: bounding must never depend on record content
+    (fixed-graph DP, spec contribution_bounding.md §1.5).
+
+    Returns:
+        ((record_id, user_id) strings, deduplicated, cached; :class:`InputSummary`).
+    """
+    df = read_table(spark, path, fmt)
+    return validate_edges(
+        df, {RECORD_ID: record_col, USER_ID: user_col}, path=str(path), drop_nulls=drop_nulls
+    )
+
+
+def load_capacities(
+    spark,
+    path: str,
+    *,
+    user_col: str = USER_ID,
+    cap_col: str = CAPACITY,
+    fmt: str | None = None,
+):
+    """Read a per-user capacity table: (user_id string, cap long ≥ 0), one row per user.
+
+    Raises:
+        InputContractError: missing columns, non-integer or negative or null capacities,
+            null users, or a user listed twice with different capacities.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    df = read_table(spark, path, fmt)
+    user = _check_id_column(df, user_col, "user id of the capacities table", str(path))
+    if cap_col not in df.columns:
+        raise InputContractError(
+            f"capacities {path!r} has no column {cap_col!r}; columns present: {df.columns}"
+        )
+    cap_type = df.schema[cap_col].dataType
+    if isinstance(cap_type, T.StringType):  # CSV
+        cap = F.col(cap_col).cast("long")
+        bad_cast = F.col(cap_col).isNotNull() & cap.isNull()
+    elif isinstance(cap_type, T.IntegralType):
+        cap = F.col(cap_col).cast("long")
+        bad_cast = F.lit(False)
+    else:
+        raise InputContractError(
+            f"capacities column {cap_col!r} has type {cap_type.simpleString()}; "
+            "capacities must be integers >= 0"
+        )
+    t = df.select(user.alias(USER_ID), cap.alias(CAPACITY), bad_cast.alias("_bad"))
+    s = t.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.col(USER_ID).isNull().cast("long")).alias("null_users"),
+        F.sum((F.col(CAPACITY).isNull() & ~F.col("_bad")).cast("long")).alias("null_caps"),
+        F.sum(F.col("_bad").cast("long")).alias("bad"),
+        F.sum((F.col(CAPACITY) < 0).cast("long")).alias("negative"),
+    ).collect()[0]
+    if not s["rows"]:
+        raise InputContractError(f"capacities {path!r} is empty; omit --capacities instead")
+    problems = []
+    if s["null_users"]:
+        problems.append(f"{s['null_users']} rows with a null {user_col!r}")
+    if s["null_caps"]:
+        problems.append(f"{s['null_caps']} rows with a null {cap_col!r}")
+    if s["bad"]:
+        problems.append(f"{s['bad']} values of {cap_col!r} that are not integers")
+    if s["negative"]:
+        problems.append(f"{s['negative']} negative capacities")
+    if problems:
+        raise InputContractError(
+            f"capacities {path!r}: {'; '.join(problems)}. Capacities must be integers >= 0 "
+            "(0 means the user contributes nothing)"
+        )
+    t = t.drop("_bad").distinct()
+    conflicts = t.groupBy(USER_ID).count().where("count > 1").count()
+    if conflicts:
+        raise InputContractError(
+            f"capacities {path!r}: {conflicts} users are listed with different capacities; "
+            "keep one row per user"
+        )
+    return t
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _hadoop_fs(spark, path: str):
+    jvm = spark.sparkContext._jvm
+    jpath = jvm.org.apache.hadoop.fs.Path(str(path))
+    fs = jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    return fs, jpath, jvm
+
+
+def output_exists(spark, path: str) -> bool:
+    """True if ``path`` exists (local, HDFS or object store paths)."""
+    fs, jpath, _ = _hadoop_fs(spark, path)
+    return bool(fs.exists(jpath))
+
+
+def check_output_path(path: str | None, overwrite: bool) -> None:
+    """Fail fast, before any Spark work, if a local output exists and may not be replaced."""
+    if path and not overwrite and "://" not in str(path) and Path(path).exists():
+        raise OutputExistsError(
+            f"output {str(path)!r} already exists; pass --overwrite to replace it, or choose "
+            "another path"
+        )
+
+
+def _tmp_sibling(jvm, jpath):
+    return jvm.org.apache.hadoop.fs.Path(
+        jpath.getParent(), f".{jpath.getName()}.tmp-{uuid.uuid4().hex[:12]}"
+    )
+
+
+def _move_into_place(spark, tmp_path: str, path: str, overwrite: bool) -> None:
+    fs, jpath, jvm = _hadoop_fs(spark, path)
+    jtmp = jvm.org.apache.hadoop.fs.Path(tmp_path)
+    if fs.exists(jpath):
+        if not overwrite:
+            fs.delete(jtmp, True)
+            raise OutputExistsError(
+                f"output {path!r} already exists; pass --overwrite to replace it"
+            )
+        backup = jvm.org.apache.hadoop.fs.Path(
+            jpath.getParent(), f".{jpath.getName()}.old-{uuid.uuid4().hex[:12]}"
+        )
+        if not fs.rename(jpath, backup):
+            raise OSError(f"could not move the old output {path!r} aside")
+        if not fs.rename(jtmp, jpath):
+            fs.rename(backup, jpath)
+            raise OSError(f"could not move the new output into {path!r}")
+        fs.delete(backup, True)
+    elif not fs.rename(jtmp, jpath):
+        raise OSError(f"could not move the new output into {path!r}")
+
+
+def write_parquet_atomic(df, path: str, *, overwrite: bool = False) -> None:
+    """Write ``df`` as Parquet at ``path``, all or nothing.
+
+    Writes to a hidden temporary sibling, then renames it into place. With ``overwrite`` an
+    existing output is moved aside, replaced, then deleted; without it an existing output is
+    an :class:`OutputExistsError` (raised before writing when possible).
+    """
+    spark = df.sparkSession
+    fs, jpath, jvm = _hadoop_fs(spark, path)
+    if fs.exists(jpath) and not overwrite:
+        raise OutputExistsError(
+            f"output {path!r} already exists; pass --overwrite to replace it"
+        )
+    parent = jpath.getParent()
+    if parent is not None and not fs.exists(parent):
+        fs.mkdirs(parent)
+    tmp = _tmp_sibling(jvm, jpath)
+    try:
+        df.write.mode("error").parquet(tmp.toString())
+    except BaseException:
+        fs.delete(tmp, True)
+        raise
+    _move_into_place(spark, tmp.toString(), path, overwrite)
+
+
+def write_json_atomic(obj: Any, path: str, *, overwrite: bool = True, spark=None) -> None:
+    """Write ``obj`` as indented JSON at ``path`` atomically (temp file + rename).
+
+    Local paths use ``os.replace``; other filesystems go through Hadoop when ``spark`` is given.
+    """
+    text = json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n"
+    if "://" in str(path) and not str(path).startswith("file://"):
+        if spark is None:
+            raise ValueError(f"writing {path!r} needs a Spark session for its filesystem")
+        fs, jpath, jvm = _hadoop_fs(spark, path)
+        tmp = _tmp_sibling(jvm, jpath)
+        out = fs.create(tmp, True)
+        out.write(bytearray(text.encode("utf-8")))
+        out.close()
+        _move_into_place(spark, tmp.toString(), path, overwrite)
+        return
+    import os
+
+    p = Path(str(path).removeprefix("file://"))
+    if p.exists() and not overwrite:
+        raise OutputExistsError(f"{str(p)!r} already exists; pass --overwrite to replace it")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp-{uuid.uuid4().hex[:12]}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, p)
+
+
+def _json_default(o: Any) -> Any:
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, (set, frozenset, tuple)):
+        return list(o)
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")

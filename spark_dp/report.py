@@ -1,0 +1,126 @@
+"""The privacy report: a JSON account of what a job released and what it spent.
+
+Filled by the objects that did the work (calibration objects, mechanisms, the job runner), so
+nobody re-describes a mechanism by hand. It holds only public values: parameters, calibrated
+constants (σ, ρ, thresholds, GEM details), the budget spent per step, the randomness mode,
+row counts of *released* outputs, versions and timings. Never private statistics.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from spark_dp import __version__
+from spark_dp.io import write_json_atomic
+
+__all__ = ["BudgetEntry", "PrivacyReport", "software_versions"]
+
+
+@dataclass(frozen=True)
+class BudgetEntry:
+    """Privacy spent by one step (a round, a selection, a release)."""
+
+    label: str
+    epsilon: float
+    delta: float = 0.0
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "epsilon": self.epsilon, "delta": self.delta, **self.details}
+
+
+def software_versions() -> dict[str, str]:
+    """Versions of Python, spark_dp and the numeric stack (pyspark when importable)."""
+    out = {"spark_dp": __version__, "python": platform.python_version()}
+    for mod in ("pyspark", "numpy", "scipy", "pandas", "pyarrow"):
+        m = sys.modules.get(mod)
+        if m is None:
+            try:
+                m = __import__(mod)
+            except ImportError:
+                continue
+        out[mod] = getattr(m, "__version__", "unknown")
+    return out
+
+
+class PrivacyReport:
+    """Builder for a job's JSON report.
+
+    Args:
+        job: job name (``partition_selection``, ...).
+        guarantee: one sentence: the DP notion and the neighbouring relation.
+    """
+
+    def __init__(self, job: str, guarantee: str = "") -> None:
+        self.job = job
+        self.guarantee = guarantee
+        self.algorithm: str | None = None
+        self.parameters: dict[str, Any] = {}
+        self.mechanism: dict[str, Any] = {}
+        self.budget: list[BudgetEntry] = []
+        self.randomness: dict[str, Any] = {}
+        self.outputs: dict[str, Any] = {}
+        self.timings: dict[str, float] = {}
+        self.notes: list[str] = []
+        self.extra: dict[str, Any] = {}
+        self.spark: dict[str, Any] = {}
+
+    def spend(self, label: str, epsilon: float, delta: float = 0.0, **details: Any) -> None:
+        """Record the budget one step spends (basic composition sums the entries)."""
+        self.budget.append(BudgetEntry(label, float(epsilon), float(delta), details))
+
+    def note(self, sentence: str) -> None:
+        """Append one plain sentence describing a step that ran."""
+        self.notes.append(sentence)
+
+    @property
+    def epsilon_spent(self) -> float:
+        """Σ ε over the budget entries (basic composition)."""
+        return float(sum(b.epsilon for b in self.budget))
+
+    @property
+    def delta_spent(self) -> float:
+        """Σ δ over the budget entries (basic composition)."""
+        return float(sum(b.delta for b in self.budget))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
+        privacy: dict[str, Any] = {
+            "guarantee": self.guarantee,
+            "epsilon_spent": self.epsilon_spent,
+            "delta_spent": self.delta_spent,
+            "composition": "basic (sum over steps)",
+            "steps": [b.to_dict() for b in self.budget],
+        }
+        if self.mechanism:
+            privacy["mechanism"] = self.mechanism
+        out: dict[str, Any] = {
+            "job": self.job,
+            "algorithm": self.algorithm,
+            "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "parameters": self.parameters,
+            "privacy": privacy,
+            "randomness": self.randomness,
+            "outputs": self.outputs,
+        }
+        out.update(self.extra)
+        out["notes"] = self.notes
+        out["timings_seconds"] = self.timings
+        out["software"] = software_versions()
+        if self.spark:
+            out["spark"] = self.spark
+        return out
+
+    def write(self, path: str | None, *, spark=None) -> None:
+        """Write the report atomically to ``path``, or to stdout when ``path`` is ``None``."""
+        if path is None:
+            import json
+
+            sys.stdout.write(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+            sys.stdout.flush()
+            return
+        write_json_atomic(self.to_dict(), path, overwrite=True, spark=spark)

@@ -1,0 +1,112 @@
+"""The SparkSession every job and notebook uses.
+
+Rules:
+
+* An active session (a notebook's, a test's, an Airflow task's) is reused as it is.
+* Under ``spark-submit`` the master and every ``--conf`` come from spark-submit; spark_dp never
+  overrides them. Settings from ``conf/`` files only fill keys spark-submit left unset.
+* A plain ``python jobs/<name>.py`` run gets ``local[*]``, with the workers started by the
+  same Python interpreter as the driver (otherwise pandas UDFs would run in whatever ``python3``
+  is first on the PATH).
+
+Job defaults (:data:`DEFAULT_SPARK_CONF`) enable adaptive query execution and its skew-join
+handling (hot items, hub users) and Arrow transfers. Test-only speed settings live in
+``tests/conftest.py``, never here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+
+__all__ = ["DEFAULT_SPARK_CONF", "get_session", "graphframes_available", "launched_by_spark_submit"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SPARK_CONF: dict[str, str] = {
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.adaptive.skewJoin.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    # spark_dp logs its own per-stage progress; Spark's console bar would interleave with it.
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def launched_by_spark_submit() -> bool:
+    """True when this Python driver was started by ``spark-submit`` (or a PySpark shell)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def get_session(
+    app_name: str = "spark_dp",
+    spark_conf: Mapping[str, str] | None = None,
+    *,
+    master: str | None = None,
+    log_level: str = "WARN",
+):
+    """Return the active SparkSession or build one.
+
+    Args:
+        app_name: application name shown in the Spark UI.
+        spark_conf: settings from ``conf/`` and ``--spark-conf``; they never replace a value
+            that spark-submit already set.
+        master: explicit master for a plain Python run (ignored under spark-submit).
+        log_level: Spark's own log level (spark_dp logs through Python logging).
+    """
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+
+    wanted = dict(DEFAULT_SPARK_CONF)
+    wanted.update({k: str(v) for k, v in (spark_conf or {}).items()})
+
+    if launched_by_spark_submit():
+        from pyspark import SparkContext
+
+        SparkContext._ensure_initialized()
+        preset = SparkConf()  # loads what spark-submit put into the JVM's system properties
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in wanted.items():
+            if key != "spark.master" and not preset.contains(key):
+                builder = builder.config(key, value)
+    else:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        builder = SparkSession.builder.appName(app_name)
+        builder = builder.master(master or wanted.pop("spark.master", None) or "local[*]")
+        for key, value in wanted.items():
+            if key != "spark.master":
+                builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    log.info(
+        "Spark %s, master %s, default parallelism %d",
+        spark.version,
+        spark.sparkContext.master,
+        spark.sparkContext.defaultParallelism,
+    )
+    return spark
+
+
+def graphframes_available(spark) -> bool:
+    """True when both the GraphFrames Python package and its JVM jar are usable.
+
+    Cluster users add the jar with ``--packages graphframes:graphframes:<version>`` (or
+    ``--jars``) and ``pip install graphframes-py`` (or the package's Python files via
+    ``--py-files``); without them spark_dp uses its plain DataFrame code paths.
+    """
+    try:
+        import graphframes  # noqa: F401
+    except ImportError:
+        return False
+    try:
+        spark.sparkContext._jvm.java.lang.Class.forName("org.graphframes.GraphFrame")
+    except Exception:
+        return False
+    return True
