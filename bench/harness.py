@@ -291,8 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         wall = time.perf_counter() - t0
         secs = float(figures.pop("seconds", wall))
         results.append(
-            Result(case.name, case.family, ds.name, rows, secs, base, secs / base, figures,
-                   case.notes)
+            Result(
+                case.name, case.family, ds.name, rows, secs, base, secs / base, figures, case.notes
+            )
         )
         print(f"[bench] case {case.name}: {secs:.2f}s ({secs / base:.2f}x) {figures}", flush=True)
 

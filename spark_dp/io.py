@@ -184,9 +184,7 @@ def validate_edges(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    exprs = [
-        _check_id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()
-    ]
+    exprs = [_check_id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
     typed = df.select(*exprs)
     null_any = F.lit(False)
     for canon in columns:
@@ -302,7 +300,7 @@ def load_capacities(
         )
     cap_type = df.schema[cap_col].dataType
     if isinstance(cap_type, T.StringType):  # CSV
-        cap = F.col(cap_col).cast("long")
+        cap = F.expr(f"try_cast(`{cap_col}` AS BIGINT)")  # ANSI mode: cast would throw
         bad_cast = F.col(cap_col).isNotNull() & cap.isNull()
     elif isinstance(cap_type, T.IntegralType):
         cap = F.col(cap_col).cast("long")
@@ -409,9 +407,7 @@ def write_parquet_atomic(df, path: str, *, overwrite: bool = False) -> None:
     spark = df.sparkSession
     fs, jpath, jvm = _hadoop_fs(spark, path)
     if fs.exists(jpath) and not overwrite:
-        raise OutputExistsError(
-            f"output {path!r} already exists; pass --overwrite to replace it"
-        )
+        raise OutputExistsError(f"output {path!r} already exists; pass --overwrite to replace it")
     parent = jpath.getParent()
     if parent is not None and not fs.exists(parent):
         fs.mkdirs(parent)

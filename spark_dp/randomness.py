@@ -18,7 +18,7 @@ stream's key, so a row's noise depends only on its key. In entropy mode the UDF 
 non-deterministic; call :func:`materialize` on its result before using it twice, or Spark may
 recompute the lineage and draw different noise for the same item.
 
-Samplers: uniforms carry 53 random bits in the open interval (0, 1); Gaussians by Box-Muller;
+Samplers: uniforms carry 52 random bits in the open interval (0, 1); Gaussians by Box-Muller;
 Laplace as the difference of two Exp(1) draws; categorical draws by inverse CDF. These are
 floating-point samplers (research grade): they are not hardened against the floating-point
 attacks of Mironov (2012); see the README's privacy caveats.
@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 __all__ = [
     "DriverNoise",
@@ -59,8 +60,13 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def _uniform_from_bits(bits: np.ndarray) -> np.ndarray:
-    """Map uint64 words to doubles in the open interval (0, 1) using their top 53 bits."""
-    return ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / 9007199254740992.0)
+    """Map uint64 words to doubles in the open interval (0, 1) using their top 52 bits.
+
+    u = (2k + 1)·2^-53 for k < 2^52: every value is exactly representable, the smallest is
+    2^-53 and the largest 1 − 2^-53, so ln(u) and ln(1 − u) are always finite.
+    """
+    k = (bits >> np.uint64(12)).astype(np.float64)
+    return (2.0 * k + 1.0) * (1.0 / 9007199254740992.0)
 
 
 def _entropy_bits(n: int, words: int) -> np.ndarray:
@@ -244,7 +250,6 @@ def add_noise_column(
         ``df`` with the float64 column ``out_col``. In entropy mode, :func:`materialize` the
         result before reading it twice.
     """
-    import pandas as pd
     from pyspark.sql import functions as F
 
     if distribution not in ("gaussian", "laplace"):

@@ -18,6 +18,7 @@ Output ids are integers: ``record_id`` is the record's index among all generated
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -73,7 +74,7 @@ class GraphSample:
 
 def n_users_for(n_records: int, mean_size: float, records_per_user: float) -> int:
     """m = |E|·μ/d_u (spec contribution_bounding.md §5.1, A21), at least 1."""
-    return max(1, int(round(n_records * mean_size / records_per_user)))
+    return max(1, round(n_records * mean_size / records_per_user))
 
 
 def _check(n_records: int, mean_size: float, records_per_user: float) -> None:
@@ -160,6 +161,38 @@ def regular_hypergraph(
     return GraphSample(np.concatenate(recs), np.concatenate(users), n_records, m, empty, "regular")
 
 
+def _attachment_draw(
+    rng: np.random.Generator,
+    count: int,
+    *,
+    total: float,
+    n_fresh: int,
+    cdf: np.ndarray,
+    touched: np.ndarray,
+    deg: np.ndarray,
+) -> np.ndarray:
+    """``count`` users drawn with probability ∝ (1 + deg)^α from a degree snapshot.
+
+    ``cdf`` is the cumulative weight of the users already seen (``touched``); the ``n_fresh``
+    users of degree 0 weigh 1 each and are drawn uniformly by rejection.
+    """
+    u = rng.random(count) * total
+    out = np.empty(count, dtype=np.int64)
+    fresh = u < n_fresh
+    if len(cdf):
+        j = np.searchsorted(cdf, u[~fresh] - n_fresh, side="right")
+        out[~fresh] = touched[np.minimum(j, len(touched) - 1)]
+    nf = int(fresh.sum())
+    if nf:
+        m = len(deg)
+        picks = np.empty(0, dtype=np.int64)
+        while len(picks) < nf:
+            c = rng.integers(0, m, size=2 * (nf - len(picks)) + 8, dtype=np.int64)
+            picks = np.concatenate([picks, c[deg[c] == 0]])
+        out[fresh] = picks[:nf]
+    return out
+
+
 def skewed_hypergraph(
     n_records: int,
     *,
@@ -197,7 +230,7 @@ def skewed_hypergraph(
     out_rec, out_user = [], []
     pos = 0
     while pos < n_records:
-        block = min(n_records - pos, max(1, int(math.ceil(block_fraction * pos))))
+        block = min(n_records - pos, max(1, math.ceil(block_fraction * pos)))
         bsizes = sizes[pos : pos + block]
         rec = np.repeat(np.arange(pos, pos + block, dtype=np.int64), bsizes)
         k = len(rec)
@@ -207,22 +240,15 @@ def skewed_hypergraph(
             n_fresh = m - len(touched)
             total = n_fresh + (cdf[-1] if len(cdf) else 0.0)
 
-            def draw(count: int) -> np.ndarray:
-                u = rng.random(count) * total
-                out = np.empty(count, dtype=np.int64)
-                fresh = u < n_fresh
-                if len(cdf):
-                    j = np.searchsorted(cdf, u[~fresh] - n_fresh, side="right")
-                    out[~fresh] = touched[np.minimum(j, len(touched) - 1)]
-                nf = int(fresh.sum())
-                if nf:  # uniform over users with degree 0 at the block start (rejection)
-                    picks = np.empty(0, dtype=np.int64)
-                    while len(picks) < nf:
-                        c = rng.integers(0, m, size=2 * (nf - len(picks)) + 8, dtype=np.int64)
-                        picks = np.concatenate([picks, c[deg[c] == 0]])
-                    out[fresh] = picks[:nf]
-                return out
-
+            draw = functools.partial(
+                _attachment_draw,
+                rng,
+                total=total,
+                n_fresh=n_fresh,
+                cdf=cdf,
+                touched=touched,
+                deg=deg,
+            )
             users = _distinct_within_records(rec, draw(k), draw)
             new = np.unique(users[deg[users] == 0])
             np.add.at(deg, users, 1)
@@ -232,9 +258,7 @@ def skewed_hypergraph(
         pos += block
     rec_all = np.concatenate(out_rec) if out_rec else np.empty(0, np.int64)
     user_all = np.concatenate(out_user) if out_user else np.empty(0, np.int64)
-    return GraphSample(
-        rec_all, user_all, n_records, m, int(np.sum(sizes == 0)), "skewed_approx"
-    )
+    return GraphSample(rec_all, user_all, n_records, m, int(np.sum(sizes == 0)), "skewed_approx")
 
 
 def skewed_hypergraph_exact(

@@ -59,9 +59,9 @@ def zipf_chunk(
     """Users ``start..stop-1`` of :func:`zipf_user_items` as (user ids, word ranks).
 
     Set sizes: 1 + LogNormal with mean ``mean_items`` word draws (before de-duplication) and
-    shape ``degree_sigma``, capped at ``max_items``. Words: Zipf-like ranks with tail exponent ``exponent``; the word
-    of rank r is named ``w<r>`` (:func:`word_names`). Duplicate words of a user are dropped, so
-    a set is a set and users hold fewer distinct words than draws.
+    shape ``degree_sigma``, capped at ``max_items``. Words: Zipf-like ranks with tail exponent
+    ``exponent``; the word of rank r is named ``w<r>`` (:func:`word_names`). Duplicate words of
+    a user are dropped, so a set is a set and users hold fewer distinct words than draws.
     """
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(chunk)]))
     n = stop - start
@@ -81,7 +81,7 @@ def zipf_user_items(
     n_users: int,
     *,
     mean_items: float = 30.0,
-    exponent: float = 1.2,
+    exponent: float = 1.3,
     degree_sigma: float = 1.0,
     max_items: int = 100_000,
     seed: int = 0,
@@ -143,7 +143,8 @@ def heavy_light_user_items(n_users: int = 15_000, *, n_light: int = 1_000, seed:
     check_int_at_least("n_light", n_light, 2)
     frames = []
     for chunk, start in enumerate(range(0, n_users, CHUNK_USERS)):
-        u, i = heavy_light_chunk(seed, chunk, start, min(start + CHUNK_USERS, n_users),
-                                 n_light=n_light)
+        u, i = heavy_light_chunk(
+            seed, chunk, start, min(start + CHUNK_USERS, n_users), n_light=n_light
+        )
         frames.append(pd.DataFrame({"user_id": u, "item": i}))
     return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,159 @@
+"""I/O contracts: readers, validation errors (asserting the messages), atomic writers."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from chispa import assert_df_equality
+
+from spark_dp import io
+from spark_dp.errors import InputContractError, OutputExistsError
+
+
+def _write(spark, rows, schema, path):
+    spark.createDataFrame(rows, schema).write.mode("overwrite").parquet(str(path))
+    return str(path)
+
+
+def test_load_pairs_canonicalizes_and_deduplicates(spark, tmp_path):
+    path = _write(
+        spark,
+        [(1, "a"), (1, "a"), (1, "b"), (2, "a"), (2, "ü€")],
+        "uid long, word string",
+        tmp_path / "p",
+    )
+    df, summary = io.load_pairs(spark, path, user_col="uid", item_col="word")
+    expected = spark.createDataFrame(
+        [("1", "a"), ("1", "b"), ("2", "a"), ("2", "ü€")], "user_id string, item string"
+    )
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+    assert (summary.rows_read, summary.duplicates_dropped, summary.rows) == (5, 1, 4)
+
+
+def test_csv_ids_are_read_as_exact_strings(spark, tmp_path):
+    p = tmp_path / "pairs.csv"
+    p.write_text("user_id,item\n007,x\n7,x\n")
+    df, _ = io.load_pairs(spark, str(p))
+    assert sorted(r["user_id"] for r in df.collect()) == ["007", "7"]
+
+
+def test_integer_ids_become_base10_strings(spark, tmp_path):
+    path = _write(spark, [(10**15, 3)], "record_id long, user_id int", tmp_path / "i")
+    df, _ = io.load_incidences(spark, path)
+    assert df.collect()[0].asDict() == {"record_id": "1000000000000000", "user_id": "3"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "schema", "kwargs", "message"),
+    [
+        (
+            [(1, "a")],
+            "uid long, item string",
+            {},
+            r"no column 'user_id' \(user_id\).*\['uid', 'item'\]",
+        ),
+        ([(1.5, "a")], "user_id double, item string", {}, "floating-point type double"),
+        ([(1, [1])], "user_id long, item array<int>", {}, "unsupported type array<int>"),
+        ([], "user_id long, item string", {}, "is empty"),
+        ([(1, None), (2, "b")], "user_id long, item string", {}, r"null ids \('item': 1 rows\)"),
+    ],
+)
+def test_bad_pairs_have_clear_errors(spark, tmp_path, rows, schema, kwargs, message):
+    path = _write(spark, rows, schema, tmp_path / "bad")
+    with pytest.raises(InputContractError, match=message):
+        io.load_pairs(spark, path, **kwargs)
+
+
+def test_nulls_can_be_dropped_and_are_counted(spark, tmp_path):
+    path = _write(
+        spark, [(1, None), (None, "x"), (2, "b")], "user_id long, item string", tmp_path / "n"
+    )
+    df, summary = io.load_pairs(spark, path, drop_nulls=True)
+    assert df.count() == 1 and summary.null_rows_dropped == 2
+    only_nulls = _write(spark, [(None, "x")], "user_id long, item string", tmp_path / "n2")
+    with pytest.raises(InputContractError, match="no rows left"):
+        io.load_pairs(spark, only_nulls, drop_nulls=True)
+
+
+def test_missing_path_and_mixed_types(spark, tmp_path):
+    with pytest.raises(InputContractError, match="does not exist"):
+        io.load_pairs(spark, str(tmp_path / "nope"))
+    mixed = tmp_path / "mixed"
+    spark.createDataFrame([(1, "a")], "user_id long, item string").write.parquet(
+        str(mixed / "part=1")
+    )
+    spark.createDataFrame([("u", "a")], "user_id string, item string").write.parquet(
+        str(mixed / "part=2")
+    )
+    with pytest.raises(InputContractError, match="mixed types"):
+        io.load_pairs(spark, str(mixed))
+
+
+def test_capacities_contract(spark, tmp_path):
+    ok = _write(spark, [(1, 2), (2, 0), (2, 0)], "user_id long, cap int", tmp_path / "c")
+    caps = io.load_capacities(spark, ok)
+    assert sorted(tuple(r) for r in caps.collect()) == [("1", 2), ("2", 0)]
+    cases = [
+        ([(1, -1)], "user_id long, cap int", "1 negative capacities"),
+        ([(1, None)], "user_id long, cap int", "null 'cap'"),
+        ([(1, 1.5)], "user_id long, cap double", "capacities must be integers"),
+        ([(1, 1), (1, 2)], "user_id long, cap int", "listed with different capacities"),
+        ([], "user_id long, cap int", "is empty"),
+    ]
+    for i, (rows, schema, message) in enumerate(cases):
+        path = _write(spark, rows, schema, tmp_path / f"bad{i}")
+        with pytest.raises(InputContractError, match=message):
+            io.load_capacities(spark, path)
+    csv = tmp_path / "caps.csv"
+    csv.write_text("user_id,cap\na,1\nb,x\n")
+    with pytest.raises(InputContractError, match="not integers"):
+        io.load_capacities(spark, str(csv))
+
+
+def test_atomic_parquet_writer(spark, tmp_path):
+    out = str(tmp_path / "out")
+    df = spark.createDataFrame([("a",), ("b",)], "item string")
+    io.write_parquet_atomic(df, out)
+    assert spark.read.parquet(out).count() == 2
+    with pytest.raises(OutputExistsError, match="--overwrite"):
+        io.write_parquet_atomic(df, out)
+    io.write_parquet_atomic(df.limit(1), out, overwrite=True)
+    assert spark.read.parquet(out).count() == 1
+    assert sorted(os.listdir(tmp_path)) == ["out"]  # no temporary or backup left behind
+
+
+def test_failed_write_leaves_nothing(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    out = str(tmp_path / "never")
+    boom = F.udf(lambda x: 1 // 0, "int")
+    df = spark.range(3).select(boom("id").alias("x"))
+    with pytest.raises(Exception, match=r"ZeroDivisionError|division"):
+        io.write_parquet_atomic(df, out)
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_overwrite_keeps_the_old_output(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    out = str(tmp_path / "keep")
+    io.write_parquet_atomic(spark.range(4), out)
+    boom = F.udf(lambda x: 1 // 0, "int")
+    with pytest.raises(Exception, match=r"ZeroDivisionError|division"):
+        io.write_parquet_atomic(spark.range(3).select(boom("id")), out, overwrite=True)
+    assert spark.read.parquet(out).count() == 4
+    assert os.listdir(tmp_path) == ["keep"]
+
+
+def test_json_writer_and_fail_fast_check(tmp_path):
+    p = tmp_path / "r" / "report.json"
+    io.write_json_atomic({"a": 1}, str(p))
+    assert json.loads(p.read_text()) == {"a": 1}
+    with pytest.raises(OutputExistsError):
+        io.write_json_atomic({"a": 2}, str(p), overwrite=False)
+    with pytest.raises(OutputExistsError, match="already exists"):
+        io.check_output_path(str(p), overwrite=False)
+    io.check_output_path(str(p), overwrite=True)
+    io.check_output_path(str(tmp_path / "new"), overwrite=False)
