@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 
 DEMO := demo_output
 
-.PHONY: help setup test lint format demo bench bench-quick package clean
+.PHONY: help setup airflow-venv test lint format demo bench bench-quick package clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -23,7 +23,15 @@ $(VENV)/.installed: setup.py pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
-test: setup ## lint, then run the whole test suite (what CI runs)
+airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG test)
+
+.venv-airflow/.installed:
+	$(PYTHON) -m venv .venv-airflow
+	.venv-airflow/bin/python -m pip install --quiet --upgrade pip
+	.venv-airflow/bin/python -m pip install --quiet apache-airflow apache-airflow-providers-apache-spark
+	touch $@
+
+test: setup airflow-venv ## lint, then run the whole test suite (what CI runs)
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(ARGS)
 
@@ -46,9 +54,12 @@ bench-quick: setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
 
 package: setup ## build dist/spark_dp.zip for spark-submit --py-files
-	rm -rf dist/spark_dp.zip
+	rm -f dist/spark_dp.zip
 	mkdir -p dist
-	$(PY) -c "import shutil; shutil.make_archive('dist/spark_dp', 'zip', '.', 'spark_dp')"
+	$(PY) -c "import pathlib, zipfile; \
+	z = zipfile.ZipFile('dist/spark_dp.zip', 'w', zipfile.ZIP_DEFLATED); \
+	[z.write(p) for p in sorted(pathlib.Path('spark_dp').rglob('*')) \
+	 if p.is_file() and '__pycache__' not in p.parts]; z.close()"
 	@echo "built dist/spark_dp.zip"
 
 clean: ## remove build artifacts, caches and demo output

@@ -14,6 +14,8 @@ Command line (common flags, then the job's own parameters from its parameter dat
     --spark-conf K=V      extra Spark settings (never override spark-submit's)
     --master URL          master for a plain `python jobs/...` run (default local[*])
     --log-level LEVEL     spark_dp log level (default INFO)
+    --ledger PATH         append (dataset, ε, δ) of this release to a budget ledger
+    --dataset-id ID       dataset name in the ledger (default: the resolved input path)
 
 Exit codes: 0 success; 2 bad arguments, configuration or input (one line says what to fix);
 1 anything else (the traceback is logged).
@@ -185,6 +187,8 @@ def build_parser(spec: JobSpec) -> argparse.ArgumentParser:
     )
     g.add_argument("--master", default=None, help="master for a plain python run (local[*])")
     g.add_argument("--log-level", default="INFO", help="spark_dp log level (default INFO)")
+    g.add_argument("--ledger", metavar="PATH", help="append this release to a budget ledger")
+    g.add_argument("--dataset-id", metavar="ID", help="dataset name in the ledger")
     add_param_arguments(parser, spec.params_cls)
     return parser
 
@@ -194,6 +198,25 @@ def _report_path(args: argparse.Namespace) -> str | None:
         return args.report
     out = getattr(args, "output", None)
     return f"{out.rstrip('/')}.report.json" if out else None
+
+
+def _append_ledger(args: argparse.Namespace, spec: JobSpec, report: PrivacyReport) -> None:
+    from spark_dp.ledger import LedgerEntry, append_entry, dataset_id
+
+    source = args.dataset_id or (dataset_id(args.input) if getattr(args, "input", None) else "")
+    append_entry(
+        args.ledger,
+        LedgerEntry(
+            dataset=source,
+            job=spec.name,
+            algorithm=report.algorithm,
+            epsilon=report.epsilon_spent,
+            delta=report.delta_spent,
+            output=getattr(args, "output", None),
+            report=_report_path(args),
+            seed_mode=report.randomness.get("mode", "unknown"),
+        ),
+    )
 
 
 def run_job(spec: JobSpec, argv: Sequence[str] | None = None) -> int:
@@ -243,6 +266,8 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None) -> int:
         summary = spec.execute(ctx)
         report.timings = dict(ctx.timer.seconds, total=round(time.perf_counter() - t0, 3))
         report.write(_report_path(args), spark=spark)
+        if args.ledger and report.budget:
+            _append_ledger(args, spec, report)
         log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
         return EXIT_OK
     except SparkDPUserError as exc:
