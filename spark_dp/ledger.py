@@ -121,7 +121,8 @@ def totals(entries: Iterable[LedgerEntry], dataset: str | None = None) -> list[T
         t["delta"] += e.delta
         t["fixed"] += e.seed_mode != "entropy"
     return [
-        Totals(k, v["releases"], v["epsilon"], v["delta"], v["fixed"]) for k, v in sorted(acc.items())
+        Totals(k, v["releases"], v["epsilon"], v["delta"], v["fixed"])
+        for k, v in sorted(acc.items())
     ]
 
 

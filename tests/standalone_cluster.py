@@ -56,7 +56,7 @@ class StandaloneCluster:
         )
 
     def _start(self, args: list[str], name: str) -> None:
-        log = open(self.dir / f"{name}.log", "w")  # noqa: SIM115 - kept open for the process
+        log = open(self.dir / f"{name}.log", "w")
         cmd = [str(spark_home() / "bin" / "spark-class"), *args]
         self.procs.append(subprocess.Popen(cmd, env=self.env, stdout=log, stderr=log))
 
@@ -71,8 +71,9 @@ class StandaloneCluster:
         while time.time() < deadline:
             for p in self.procs:
                 if p.poll() is not None:
-                    raise RuntimeError(f"a cluster process exited while waiting for {what}: "
-                                       f"see logs in {self.dir}")
+                    raise RuntimeError(
+                        f"a cluster process exited while waiting for {what}: see logs in {self.dir}"
+                    )
             try:
                 if predicate(self.status()):
                     return
@@ -83,8 +84,15 @@ class StandaloneCluster:
 
     def start(self) -> StandaloneCluster:
         self._start(
-            ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-             "--port", str(self.port), "--webui-port", str(self.ui_port)],
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--webui-port",
+                str(self.ui_port),
+            ],
             "master",
         )
         self._wait(lambda s: s.get("status") == "ALIVE", "the master")
@@ -92,9 +100,20 @@ class StandaloneCluster:
             wdir = self.dir / f"worker{i}"
             wdir.mkdir()
             self._start(
-                ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--cores", str(self.cores), "--memory", self.memory,
-                 "--webui-port", str(_free_port()), "--work-dir", str(wdir), self.master_url],
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--webui-port",
+                    str(_free_port()),
+                    "--work-dir",
+                    str(wdir),
+                    self.master_url,
+                ],
                 f"worker{i}",
             )
         self._wait(

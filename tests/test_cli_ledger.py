@@ -26,9 +26,7 @@ def test_ledger_sums_per_dataset(tmp_path):
     assert [(t.dataset, t.releases) for t in rows] == [("d1", 2), ("d2", 1)]
     assert rows[0].epsilon == pytest.approx(1.5) and rows[0].delta == pytest.approx(3e-6)
     assert rows[1].fixed_seed_releases == 1
-    assert check_totals(rows, 1.8, None) == [
-        "dataset d2: epsilon spent 2 exceeds the budget 1.8"
-    ]
+    assert check_totals(rows, 1.8, None) == ["dataset d2: epsilon spent 2 exceeds the budget 1.8"]
     assert check_totals(rows, 2.0, 1e-5) == []
     assert len(totals(read_ledger(led), "d2")) == 1
 
@@ -59,8 +57,14 @@ def test_budget_command(tmp_path, capsys):
 def test_dispatch_help_and_unknown(capsys):
     assert cli.main(["--help"]) == 0
     out = capsys.readouterr().out
-    for name in ("generate", "partition-selection", "contribution-bounding", "distinct-count",
-                 "calibrate", "budget"):
+    for name in (
+        "generate",
+        "partition-selection",
+        "contribution-bounding",
+        "distinct-count",
+        "calibrate",
+        "budget",
+    ):
         assert name in out
     assert cli.main([]) == 2
     assert cli.main(["frobnicate"]) == 2
@@ -71,8 +75,9 @@ def test_dispatch_help_and_unknown(capsys):
 
 
 def test_python_dash_m_entry_point():
-    done = subprocess.run([sys.executable, "-m", "spark_dp", "--help"], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_dp", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and "spark-dp" in done.stdout
 
 
@@ -96,8 +101,12 @@ def test_jobs_append_to_the_ledger(spark, tmp_path):
     led = tmp_path / "ledger.jsonl"
     spec = JobSpec("ledger_test", "t", P, job, output="none")
     for _ in range(2):
-        assert run_job(spec, ["--input", src, "--ledger", str(led), "--report",
-                              str(tmp_path / "r.json")]) == 0
+        assert (
+            run_job(
+                spec, ["--input", src, "--ledger", str(led), "--report", str(tmp_path / "r.json")]
+            )
+            == 0
+        )
     entries = read_ledger(led)
     assert len(entries) == 2 and entries[0].dataset == str(tmp_path / "in")
     assert json.loads(led.read_text().splitlines()[0])["epsilon"] == 0.25
