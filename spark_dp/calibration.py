@@ -24,22 +24,40 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import optimize, special
 
-from spark_dp.config import check_delta, check_epsilon, check_int_at_least, check_positive
+from spark_dp.config import (
+    check_delta,
+    check_epsilon,
+    check_int_at_least,
+    check_nonnegative,
+    check_positive,
+)
 from spark_dp.errors import ParameterError
 
 __all__ = [
+    "GaussianThresholding",
+    "LaplaceThresholding",
+    "MadConstants",
     "Threshold",
+    "TruncatedGeometric",
     "WeightAndThreshold",
+    "adjusted_delta",
+    "check_bias_bounds",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_sigma",
     "gaussian_threshold",
+    "gaussian_thresholding_threshold",
     "laplace_scale",
+    "laplace_thresholding_threshold",
     "laplace_weighted_threshold",
+    "min_adaptive_degree",
+    "reroute_discount",
 ]
 
 
 # --------------------------------------------------------------------------- Gaussian
+
+_SIGMA_MARGIN = 1e-10
 
 
 def _log_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
@@ -100,9 +118,12 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
         if hi > 60:
             raise ParameterError(f"cannot calibrate sigma for epsilon={epsilon}, delta={delta}")
     log_s = optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
-    sigma = math.exp(log_s)
-    while _log_gaussian_delta(sigma, epsilon, 1.0) > log_target:  # round up (conservative)
-        sigma = math.nextafter(sigma, math.inf) * (1.0 + 1e-15)
+    # Round up (conservative): the float evaluation of ln δ(σ) is accurate to ~1e-12 relative,
+    # so add a 1e-10 relative margin on σ (it lowers δ(σ) by ~1e-8 relative, far more than the
+    # evaluation error), then make sure the float check holds too.
+    sigma = math.exp(log_s) * (1.0 + _SIGMA_MARGIN)
+    while _log_gaussian_delta(sigma, epsilon, 1.0) > log_target:
+        sigma *= 1.0 + _SIGMA_MARGIN
     return sigma * sensitivity
 
 
@@ -126,8 +147,9 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
         if hi > 1e6:
             raise ParameterError(f"sigma={sigma} is too small for delta={delta}")
     eps = optimize.brentq(f, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
+    eps *= 1.0 + _SIGMA_MARGIN  # round up, as in gaussian_sigma
     while f(eps) > 0:
-        eps = math.nextafter(eps, math.inf)
+        eps *= 1.0 + _SIGMA_MARGIN
     return eps
 
 
@@ -256,5 +278,305 @@ class WeightAndThreshold:
             l2_sensitivity=1.0,
             delta_noise=self.delta_noise,
             delta_threshold=self.delta_threshold,
+        )
+        return out
+
+
+# --------------------------------------------------------------------------- MAD constants
+
+
+def reroute_discount(b_min: float, max_adaptive_degree: int) -> float:
+    """α = b_min − 1/(2·√d_max), the discount on the excess an adaptive user re-sends in MAD.
+
+    Lemma B.8 (Chen et al. 2025, ICML App. B; arXiv Sec. 5) shows this is the infimum over the
+    new user's excess γ ∈ (0, 1] of the admissible α in the ℓ2 bound
+    α·γ/√d_max + sqrt(1 − 2·b_min·γ/√d_max + γ/d_max) ≤ 1 (spec partition_selection.md §3.3).
+    """
+    _check_b_min(b_min)
+    check_int_at_least("max_adaptive_degree", max_adaptive_degree, 4)
+    return b_min - 1.0 / (2.0 * math.sqrt(max_adaptive_degree))
+
+
+def min_adaptive_degree(b_min: float) -> int:
+    """⌈1/b_min²⌉: the smallest degree of an adaptive user (1 when b_min = 1, 4 when 0.5).
+
+    The ℓ2 proof (Lemma B.6) needs d_v ≥ 1/b_min²; rounding up is the conservative side.
+    """
+    _check_b_min(b_min)
+    return math.ceil(1.0 / (b_min * b_min))
+
+
+def check_bias_bounds(b_min: float, b_max: float) -> None:
+    """MAD's bias multipliers: b_min ∈ [0.5, 1] and a finite b_max ≥ 1 (spec §2.5, A5).
+
+    Raises:
+        ParameterError: naming the bad multiplier and its allowed range.
+    """
+    _check_b_min(b_min)
+    if (
+        isinstance(b_max, bool)
+        or not isinstance(b_max, (int, float))
+        or not math.isfinite(b_max)
+        or b_max < 1.0
+    ):
+        raise ParameterError(
+            f"b_max must be a finite number >= 1 (an infinite b_max makes the threshold "
+            f"infinite), got {b_max!r}"
+        )
+
+
+def _check_b_min(b_min: float) -> None:
+    if isinstance(b_min, bool) or not isinstance(b_min, (int, float)) or not 0.5 <= b_min <= 1.0:
+        raise ParameterError(
+            f"b_min must lie in [0.5, 1] (the MAD privacy proof needs it), got {b_min!r}"
+        )
+
+
+@dataclass(frozen=True)
+class MadConstants:
+    """Constants of one MAD weighting round (Chen et al. 2025, Alg. 2 ICML / Alg. 3 arXiv).
+
+    τ = ρ + β·σ is the truncation level, α = b_min − 1/(2√d_max) the reroute discount, and
+    users with ⌈1/b_min²⌉ ≤ d_u ≤ d_max are adaptive (spec partition_selection.md §2.5, §3.3).
+    MAD's novel ℓ∞ sensitivity is b_max/√t (Lemma 4.1/B.3), so the round's threshold must have
+    been calibrated with h(t) = b_max/√t or larger: :meth:`for_round` checks this, and MAD's
+    ℓ2 sensitivity is 1 (Lemma 4.2/B.6), as :class:`WeightAndThreshold` assumes.
+
+    Attributes:
+        tau: truncation level τ (≥ 1, a precondition of Lemma B.3).
+        alpha: reroute discount α.
+        beta: β, noise standard deviations between ρ and τ.
+        max_adaptive_degree: d_max (≥ 4, spec A4).
+        min_adaptive_degree: ⌈1/b_min²⌉.
+        b_min: minimum bias multiplier (1 when unbiased).
+        b_max: maximum bias multiplier (1 when unbiased).
+    """
+
+    tau: float
+    alpha: float
+    beta: float
+    max_adaptive_degree: int
+    min_adaptive_degree: int
+    b_min: float
+    b_max: float
+
+    @classmethod
+    def for_round(
+        cls,
+        round_calibration: WeightAndThreshold,
+        *,
+        beta: float,
+        max_adaptive_degree: int,
+        b_min: float = 1.0,
+        b_max: float = 1.0,
+    ) -> MadConstants:
+        """Constants for a round calibrated by ``round_calibration`` (σ, ρ, h_scale).
+
+        Raises:
+            ParameterError: β < 0, d_max < 4, b_min outside [0.5, 1], b_max < 1 or infinite,
+                or b_max larger than the h_scale the round's ρ was calibrated for (that would
+                break the novel-item bound).
+        """
+        check_nonnegative("beta", beta)
+        check_bias_bounds(b_min, b_max)
+        if b_max > round_calibration.h_scale:
+            raise ParameterError(
+                f"b_max={b_max} exceeds the h_scale={round_calibration.h_scale} the threshold "
+                "was calibrated for; calibrate the round with h_scale=b_max"
+            )
+        tau = round_calibration.rho + beta * round_calibration.sigma
+        if tau < 1.0:  # cannot happen: τ ≥ ρ ≥ h(1) ≥ 1; kept as the proof's precondition
+            raise ParameterError(f"MAD needs tau >= 1, got {tau}")
+        return cls(
+            tau=float(tau),
+            alpha=reroute_discount(b_min, max_adaptive_degree),
+            beta=float(beta),
+            max_adaptive_degree=int(max_adaptive_degree),
+            min_adaptive_degree=min_adaptive_degree(b_min),
+            b_min=float(b_min),
+            b_max=float(b_max),
+        )
+
+    def to_report(self) -> dict:
+        """JSON-ready description (public constants)."""
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- classic thresholding
+# Count thresholding as the mainstream DP libraries offer it (Google's differential-privacy
+# library, cc/algorithms/partition-selection.h, which PipelineDP uses through PyDP): every user
+# contributes to at most k partitions (items), and the item's user count n is thresholded.
+
+
+def adjusted_delta(delta: float, max_partitions: int) -> float:
+    """δ_k = 1 − (1 − δ)^{1/k}: the per-item δ such that a user's k items, each kept with
+    probability ≤ δ_k independently, are all dropped with probability ≥ 1 − δ.
+
+    Stable form −expm1(log1p(−δ)/k).
+    """
+    check_delta(delta)
+    check_int_at_least("max_partitions", max_partitions, 1)
+    return -math.expm1(math.log1p(-delta) / max_partitions)
+
+
+@dataclass(frozen=True)
+class TruncatedGeometric:
+    """Truncated-geometric ("magic") partition selection: keep an item with n users with
+    probability p(n), the optimal (ε, δ)-DP keep probabilities (Desfontaines, Voss, Gipson,
+    Mandayam 2022, "Differentially private partition selection", Thm. 1).
+
+    With ε' = ε/k and δ' = 1 − (1 − δ)^{1/k} (k = partitions per user):
+
+    * p(n) = δ'·(e^{nε'} − 1)/(e^{ε'} − 1)                                   for n ≤ n1
+    * p(n) = p(n1) − (1 − p(n1) + δ'/(e^{ε'} − 1))·(e^{−(n−n1)ε'} − 1)        for n1 < n ≤ n2
+    * p(n) = 1                                                                for n > n2
+
+    with the crossovers n1 = 1 + ⌊ln(1 + tanh(ε'/2)·(1/δ' − 1))/ε'⌋ and
+    n2 = n1 + ⌊ln(1 + (e^{ε'} − 1)/δ'·(1 − p(n1)))/ε'⌋, as in Google's library
+    (``PreaggPartitionSelection``). p(1) = δ', p(0) = 0.
+    """
+
+    epsilon: float
+    delta: float
+    max_partitions: int
+    adjusted_epsilon: float
+    adjusted_delta: float
+    crossover_1: int
+    crossover_2: int
+
+    @classmethod
+    def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> TruncatedGeometric:
+        """The strategy for (ε, δ) and k = ``max_partitions`` items per user."""
+        check_epsilon(epsilon)
+        d = adjusted_delta(delta, max_partitions)
+        e = epsilon / max_partitions
+        n1 = 1 + math.floor(math.log1p(math.tanh(e / 2.0) * (1.0 / d - 1.0)) / e)
+        p1 = _tg_low(n1, e, d)
+        n2 = n1 + math.floor(math.log1p(math.expm1(e) / d * (1.0 - p1)) / e)
+        return cls(float(epsilon), float(delta), int(max_partitions), e, d, n1, n2)
+
+    def keep_probability(self, n) -> np.ndarray:
+        """p(n) for user counts ``n`` (array-like of integers ≥ 0)."""
+        n = np.asarray(n, dtype=float)
+        e, d, n1 = self.adjusted_epsilon, self.adjusted_delta, self.crossover_1
+        p1 = _tg_low(n1, e, d)
+        with np.errstate(over="ignore", invalid="ignore"):
+            low = _tg_low(n, e, d)
+            mid = p1 - (1.0 - p1 + d / math.expm1(e)) * np.expm1(-(n - n1) * e)
+        out = np.where(n <= n1, low, np.where(n <= self.crossover_2, mid, 1.0))
+        return np.where(n <= 0, 0.0, np.minimum(out, 1.0))
+
+    def to_report(self) -> dict:
+        """JSON-ready description (public constants)."""
+        out = asdict(self)
+        out["mechanism"] = "truncated geometric partition selection"
+        return out
+
+
+def _tg_low(n, adjusted_epsilon: float, adjusted_delta: float):
+    """δ'·(e^{nε'} − 1)/(e^{ε'} − 1), the first branch of the truncated-geometric p(n)."""
+    ratio = np.expm1(np.multiply(n, adjusted_epsilon)) / math.expm1(adjusted_epsilon)
+    return ratio * adjusted_delta
+
+
+def laplace_thresholding_threshold(epsilon: float, delta: float, max_partitions: int) -> float:
+    """Threshold T of Laplace count thresholding: keep an item iff n + Laplace(k/ε) ≥ T.
+
+    A user changes k counts by 1 each (ℓ1 sensitivity k, so scale b = k/ε, pure ε-DP). The
+    whole δ bounds the chance that one of the new user's k novel items (count 1) crosses T:
+    P(1 + L ≥ T) = δ' = 1 − (1 − δ)^{1/k}, i.e. T = 1 − b·ln(2δ') for δ' ≤ 1/2 and
+    T = 1 + b·ln(2(1 − δ')) otherwise. Google's library branches on δ instead of δ'; the two
+    agree for every δ ≤ 1/2.
+    """
+    b = laplace_scale(epsilon, sensitivity=float(max_partitions))
+    d = adjusted_delta(delta, max_partitions)
+    if d <= 0.5:
+        return 1.0 - b * math.log(2.0 * d)
+    return 1.0 + b * math.log(2.0 * (1.0 - d))
+
+
+@dataclass(frozen=True)
+class LaplaceThresholding:
+    """Laplace count thresholding: keep iff n + Laplace(scale) ≥ threshold
+    (see :func:`laplace_thresholding_threshold`)."""
+
+    epsilon: float
+    delta: float
+    max_partitions: int
+    scale: float
+    threshold: float
+
+    @classmethod
+    def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> LaplaceThresholding:
+        """Scale k/ε and the threshold for (ε, δ, k)."""
+        return cls(
+            float(epsilon),
+            float(delta),
+            int(max_partitions),
+            laplace_scale(epsilon, sensitivity=float(max_partitions)),
+            laplace_thresholding_threshold(epsilon, delta, max_partitions),
+        )
+
+    def to_report(self) -> dict:
+        """JSON-ready description (public constants)."""
+        out = asdict(self)
+        out.update(mechanism="laplace count thresholding", l1_sensitivity=self.max_partitions)
+        return out
+
+
+def gaussian_thresholding_threshold(
+    sigma: float, delta_threshold: float, max_partitions: int
+) -> float:
+    """Threshold T of Gaussian count thresholding for a given noise σ.
+
+    T = 1 + σ·Φ̄⁻¹(δ'), δ' = 1 − (1 − δ_thr)^{1/k}: a novel item has count 1, so each of the
+    new user's ≤ k novel items crosses T with probability δ' and some item with probability
+    δ_thr. Here ``delta_threshold`` is the threshold's own share of δ.
+    """
+    check_positive("sigma", sigma)
+    d = adjusted_delta(delta_threshold, max_partitions)
+    return 1.0 - sigma * float(special.ndtri(d))
+
+
+@dataclass(frozen=True)
+class GaussianThresholding:
+    """Gaussian count thresholding: keep iff n + N(0, σ²) ≥ threshold.
+
+    The budget (ε, δ) is split as in Google's library: δ/2 for the Gaussian mechanism on the
+    counts (ℓ2 sensitivity √k: a user changes k counts by 1) and δ/2 for the threshold.
+    """
+
+    epsilon: float
+    delta: float
+    max_partitions: int
+    sigma: float
+    threshold: float
+    delta_noise: float
+    delta_threshold: float
+
+    @classmethod
+    def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> GaussianThresholding:
+        """σ for (ε, δ/2) with Δ2 = √k, and the threshold for δ/2."""
+        check_epsilon(epsilon)
+        check_delta(delta)
+        check_int_at_least("max_partitions", max_partitions, 1)
+        sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=math.sqrt(max_partitions))
+        threshold = gaussian_thresholding_threshold(sigma, delta / 2.0, max_partitions)
+        return cls(
+            float(epsilon),
+            float(delta),
+            int(max_partitions),
+            sigma,
+            threshold,
+            delta / 2.0,
+            delta / 2.0,
+        )
+
+    def to_report(self) -> dict:
+        """JSON-ready description (public constants)."""
+        out = asdict(self)
+        out.update(
+            mechanism="gaussian count thresholding",
+            l2_sensitivity=math.sqrt(self.max_partitions),
         )
         return out

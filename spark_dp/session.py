@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 DEFAULT_SPARK_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.skewJoin.enabled": "true",
+    # Let AQE coalesce the partitions of cached plans (the validated input every job caches):
+    # without it a 200-partition cache makes each later stage run 200 tiny tasks (measured
+    # 22 s instead of 0.9 s for one groupBy on 366k cached pairs, local[2]).
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     # spark_dp logs its own per-stage progress; Spark's console bar would interleave with it.

@@ -1,0 +1,185 @@
+"""Benchmarks of private partition selection (issue 3; spec partition_selection.md §6).
+
+For each algorithm at the defaults (ε = 1, δ = 1e-5, Δ0 = 100, d_max = 50, β = 2, split
+[0.1, 0.9], b_min = 0.5, b_max = 2, C_lb = 1, C_ub = 3), the whole ``partition_selection`` job
+(read + validate + select + write Parquet) runs once per seed; the figures are the released
+item count (mean ± sd over the seeds) and the mean wall seconds per run (ratio to the
+baseline: read + groupBy(item).count() + write on the same data, same run).
+
+* ``partition_selection/<algorithm>/zipf-5m``: Zipf vocabulary, ≈ 5.2M pairs (text-like: heavy
+  tail of singleton words), 5 seeds. ``dp-sips-3`` is DP-SIPS with [0.05, 0.15, 0.8].
+* ``partition_selection/<algorithm>/heavy-light-15k``: the explicit example of App. C.2
+  (n = 15000 users, one heavy item plus two of m = 1000 light items each), 5 seeds.
+* ``partition_selection/user-weights-udf/zipf-5m``: cost of the UserWeights pandas UDF of
+  MAD2R round 2 (users with a biased item) against the same pairs with every bias 1 (Spark
+  SQL fast path only), on the real round-2 input of one seeded run.
+* ``quick``: the same cases on the 100k-pair Zipf set with 2 seeds.
+
+The mad and mad2r rows also report their mean output relative to Basic and to the better
+DP-SIPS split when those cases ran earlier in the same invocation (goals: MAD2R ≥ 1.3× Basic
+and ≥ DP-SIPS on text-like data, MAD ≥ Basic everywhere, MAD2R ≤ 4× the baseline's time).
+Seeds are fixed so runs repeat; such releases are not for production.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+from bench.cases.baseline import ZIPF_SMALL
+from bench.harness import Dataset, register
+
+ZIPF_5M = Dataset("zipf-5m", "zipf", {"n_users": 250_000, "mean_items": 36.0, "exponent": 1.3})
+HEAVY_LIGHT = Dataset("heavy-light-15k", "heavy-light", {"n_users": 15_000, "n_light": 1_000})
+
+# case name -> job flags
+ALGORITHMS: dict[str, list[str]] = {
+    "basic": ["--algorithm", "basic"],
+    "dp-sips": ["--algorithm", "dp-sips", "--split", "0.1,0.9"],
+    "dp-sips-3": ["--algorithm", "dp-sips", "--split", "0.05,0.15,0.8"],
+    "mad": ["--algorithm", "mad"],
+    "mad2r": ["--algorithm", "mad2r"],
+    "basic-laplace": ["--algorithm", "basic-laplace"],
+    "gaussian-thresholding": ["--algorithm", "gaussian-thresholding"],
+}
+
+_MEANS: dict[tuple[str, str], float] = {}  # (dataset path, case) -> mean output size
+
+
+def _run_job(data_path: str, out: Path, flags: list[str], seed: int) -> tuple[float, dict]:
+    from spark_dp.jobs.partition_selection import main
+
+    argv = ["--input", data_path, "--output", str(out), "--seed", str(seed), "--overwrite"]
+    t0 = time.perf_counter()
+    code = main([*argv, "--log-level", "WARNING", *flags])
+    seconds = time.perf_counter() - t0
+    if code != 0:
+        raise RuntimeError(f"partition_selection {flags} exited with {code}")
+    return seconds, json.loads(Path(f"{out}.report.json").read_text())
+
+
+def _ratios(data_path: str, name: str, mean: float) -> dict:
+    out = {}
+    basic = _MEANS.get((data_path, "basic"))
+    if name in ("mad", "mad2r") and basic:
+        out["vs_basic"] = mean / basic
+    sips = [_MEANS[(data_path, k)] for k in ("dp-sips", "dp-sips-3") if (data_path, k) in _MEANS]
+    if name == "mad2r" and sips:
+        out["vs_best_dp_sips"] = mean / max(sips)
+    return out
+
+
+def _selection_case(name: str, flags: list[str], seeds: int):
+    def run(spark, data_path: str, work_dir: str) -> dict:
+        sizes, times, udf = [], [], []
+        for seed in range(1, seeds + 1):
+            seconds, report = _run_job(data_path, Path(work_dir) / f"items-{seed}", flags, seed)
+            sizes.append(report["outputs"]["output_items"])
+            times.append(seconds)
+            if "round 2 user weights" in report["timings_seconds"]:
+                udf.append(report["timings_seconds"]["round 2 user weights"])
+        mean = statistics.fmean(sizes)
+        _MEANS[(data_path, name)] = mean
+        figures = {
+            "seeds": seeds,
+            "output_mean": mean,
+            "output_sd": statistics.stdev(sizes) if len(sizes) > 1 else 0.0,
+            "seconds": statistics.fmean(times),
+            "seconds_sd": statistics.stdev(times) if len(times) > 1 else 0.0,
+        }
+        if udf:
+            figures["round2_user_weights_stage_s"] = statistics.fmean(udf)
+        figures.update(_ratios(data_path, name, mean))
+        return figures
+
+    return run
+
+
+def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
+    """UserWeights of MAD2R round 2: pandas UDF path vs the SQL fast path on the same pairs."""
+    from pyspark.sql import functions as F
+
+    from spark_dp.calibration import MadConstants, WeightAndThreshold
+    from spark_dp.io import load_pairs
+    from spark_dp.partition_selection.capping import cap_user_items
+    from spark_dp.partition_selection.columns import BIAS, DEGREE, NEEDS_LOOP
+    from spark_dp.partition_selection.mad import max_adaptive_degree
+    from spark_dp.partition_selection.mad2r import round_two_items, round_two_pairs
+    from spark_dp.partition_selection.thresholding import noisy_weights
+    from spark_dp.partition_selection.user_weights import per_user_sums, user_weights
+    from spark_dp.partition_selection.weighting import unbiased_user_weights
+    from spark_dp.randomness import Randomness
+
+    rnd = Randomness.create(1)
+    pairs, _ = load_pairs(spark, data_path)
+    r1 = WeightAndThreshold.for_budget(0.1, 1e-6, 100)
+    r2 = WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=2.0)
+    capped = cap_user_items(pairs, 100, rnd.child("capping", 1)).persist()
+    w1 = max_adaptive_degree(
+        unbiased_user_weights(capped), MadConstants.for_round(r1, beta=2, max_adaptive_degree=50)
+    )
+    noisy = noisy_weights(
+        w1, distribution="gaussian", scale=r1.sigma, randomness=rnd.child("noise", 1)
+    )
+    removed, biased = round_two_items(
+        noisy, sigma1=r1.sigma, rho1=r1.rho, rho2=r2.rho, c_lb=1, c_ub=3
+    )
+    reduced = round_two_pairs(capped, removed, biased).persist()
+    n_pairs = reduced.count()
+    sums = per_user_sums(reduced, 0.5, 2.0).persist()
+    loop_users = sums.where(F.col(NEEDS_LOOP)).count()
+    loop_pairs = sums.where(F.col(NEEDS_LOOP)).agg(F.sum(DEGREE)).collect()[0][0] or 0
+    biased_users = sums.where(F.col("_k") > 0).count()
+
+    def timed(df) -> float:
+        t0 = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - t0
+
+    timed(user_weights(reduced, 0.5, 2.0))  # warm-up (Python workers)
+    with_udf = min(timed(user_weights(reduced, 0.5, 2.0)) for _ in range(2))
+    unbiased = reduced.withColumn(BIAS, F.lit(1.0))
+    sql_only = min(timed(user_weights(unbiased, 0.5, 2.0)) for _ in range(2))
+    reduced.unpersist()
+    capped.unpersist()
+    pairs.unpersist()
+    n_users = sums.count()
+    sums.unpersist()
+    return {
+        "round2_pairs": n_pairs,
+        "users": n_users,
+        "users_with_a_biased_item": biased_users,
+        "users_in_udf": loop_users,
+        "pairs_in_udf": loop_pairs,
+        "user_weights_s": with_udf,
+        "user_weights_sql_only_s": sql_only,
+        "udf_extra_s": with_udf - sql_only,
+        "seconds": with_udf,
+    }
+
+
+for _name, _flags in ALGORITHMS.items():
+    register(f"partition_selection/{_name}/zipf-5m", "partition_selection", ZIPF_5M)(
+        _selection_case(_name, _flags, seeds=5)
+    )
+for _name in ("basic", "dp-sips", "dp-sips-3", "mad", "mad2r"):
+    register(f"partition_selection/{_name}/heavy-light-15k", "partition_selection", HEAVY_LIGHT)(
+        _selection_case(_name, ALGORITHMS[_name], seeds=5)
+    )
+    register(
+        f"partition_selection/{_name}/zipf-100k", "partition_selection", ZIPF_SMALL, ("quick",)
+    )(_selection_case(_name, ALGORITHMS[_name], seeds=2))
+register(
+    "partition_selection/user-weights-udf/zipf-5m",
+    "partition_selection",
+    ZIPF_5M,
+    notes="MAD2R round-2 UserWeights: pandas UDF for users with a biased item vs SQL only",
+)(_user_weights_udf)
+register(
+    "partition_selection/user-weights-udf/zipf-100k",
+    "partition_selection",
+    ZIPF_SMALL,
+    ("quick",),
+)(_user_weights_udf)

@@ -1,0 +1,146 @@
+"""MAD (MaxAdaptiveDegree): adaptive reweighting that moves weight off items far above ρ.
+
+Chen et al. 2025, Alg. 2 (ICML, Sec. 4) / Alg. 3 (arXiv); spec partition_selection.md §2.5.
+With constants τ, α, d_max, d_lo = ⌈1/b_min²⌉ (:class:`spark_dp.calibration.MadConstants`),
+adaptive users are those with d_lo ≤ d_u ≤ d_max, and:
+
+1. w_init(i) = Σ_{u adaptive, i ∈ S_u} 1/d_u                  (ℓ1-bounded initial weights)
+2. r(i) = max{0, 1 − τ/w_init(i)}, w_trunc(i) = min(w_init(i), τ)
+   (max, not the printed min{0, ·}: the proof of Lemma B.6 needs max; spec A1)
+3. e_u = (1/d_u)·Σ_{i ∈ S_u} r(i): each adaptive user's share of the truncated excess,
+   re-sent as α·e_u/d_max to each of its own items (the divisor is d_max, not d_u)
+4. w(i) = w_trunc(i) + Σ_{u adaptive} (α·e_u/d_max + w_b^u(i) − 1/d_u)
+                     + Σ_{u not adaptive} w_b^u(i),   with w_b^u from UserWeights.
+
+Sensitivity: Δ2 ≤ 1 (Lemma 4.2 / B.6) and novel Δ∞(t) ≤ b_max/√t (Lemma 4.1 / B.3), so an
+unbiased MAD round uses exactly Basic's σ and ρ (Corollary B.2). The ℓ2 bound holds for the
+dataset-level difference w' − w, not per user (spec A20).
+
+Shuffles (spec §4.1 S2-S4): w_init (item), e_u (the truncated items joined onto the adaptive
+pairs, then user), e_u joined back (user), final sum (item). The sums are partial
+aggregations, so only partial sums cross the network, and the two joins broadcast their small
+side (truncated items; per-user excess) when it fits
+(:func:`~spark_dp.partition_selection.joins.small_side`), so the pairs themselves are never
+shuffled on data of up to a million users.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_dp.calibration import MadConstants, WeightAndThreshold
+from spark_dp.logs import StageTimer
+from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
+from spark_dp.partition_selection.joins import small_side
+from spark_dp.partition_selection.result import Selection
+from spark_dp.partition_selection.rounds import gaussian_round, single_round
+from spark_dp.partition_selection.weighting import unbiased_user_weights
+from spark_dp.randomness import Randomness
+
+__all__ = ["mad", "max_adaptive_degree"]
+
+
+def max_adaptive_degree(pairs: DataFrame, constants: MadConstants) -> DataFrame:
+    """MAD item weights (see the module docstring for the maths).
+
+    Args:
+        pairs: (user_id, item, degree, user_weight_private): capped pairs with the users'
+            UserWeights (1/√d when unbiased, see
+            :func:`~spark_dp.partition_selection.weighting.unbiased_user_weights`).
+        constants: τ, α, d_max, d_lo of the round.
+
+    Returns:
+        (item, weight_private), one row per item of ``pairs``. Private: never log or write it.
+    """
+    c = constants
+    degree = F.col(DEGREE)
+    adaptive = (degree >= c.min_adaptive_degree) & (degree <= c.max_adaptive_degree)
+    marked = pairs.select(USER_ID, ITEM, DEGREE, USER_WEIGHT, adaptive.alias("_adaptive"))
+    # -> (user_id, item, degree, user_weight_private, _adaptive)
+    adaptive_pairs = marked.where(F.col("_adaptive"))
+
+    w_init = adaptive_pairs.groupBy(ITEM).agg(F.sum(1.0 / degree).alias("_w_init"))
+    # -> (item, _w_init)
+    excess = small_side(
+        w_init.where(F.col("_w_init") > c.tau).select(
+            ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")
+        )
+    )
+    # -> (item, _r): only the items truncated at τ, where r(i) > 0 (at most n/τ rows)
+    user_excess = small_side(
+        adaptive_pairs.join(excess, ITEM)
+        .groupBy(USER_ID)
+        .agg(F.sum(F.col("_r") / degree).alias("_e"))
+    )
+    # -> (user_id, _e): adaptive users holding at least one truncated item
+    reroute = F.lit(c.alpha / c.max_adaptive_degree) * F.coalesce(F.col("_e"), F.lit(0.0))
+    contribution = F.when(
+        F.col("_adaptive"), reroute + F.col(USER_WEIGHT) - 1.0 / degree
+    ).otherwise(F.col(USER_WEIGHT))
+    initial = F.when(F.col("_adaptive"), 1.0 / degree).otherwise(0.0)
+    summed = (
+        marked.join(user_excess, USER_ID, "left")
+        .groupBy(ITEM)
+        .agg(F.sum(contribution).alias("_sum"), F.sum(initial).alias("_w_init"))
+    )
+    # -> (item, _sum, _w_init): w_init summed again here instead of a join with the first sum
+    w_trunc = F.least(F.col("_w_init"), F.lit(c.tau))
+    return summed.select(ITEM, (F.col("_sum") + w_trunc).alias(WEIGHT))
+    # -> (item, weight_private)
+
+
+def mad(
+    pairs: DataFrame,
+    *,
+    epsilon: float,
+    delta: float,
+    max_items: int,
+    d_max: int,
+    beta: float,
+    randomness: Randomness,
+    timer: StageTimer | None = None,
+) -> Selection:
+    """Single-round unbiased MAD: WeightAndThreshold with ALG = MAD(τ = ρ + βσ), h(t) = 1/√t.
+
+    Same σ and ρ as Basic (Corollary B.2); its output stochastically dominates Basic's on the
+    same capped data (Thm. C.1). Spec partition_selection.md §2.5.
+
+    Args:
+        pairs: (user_id, item), deduplicated.
+        epsilon: ε.
+        delta: δ.
+        max_items: Δ0.
+        d_max: maximum adaptive degree d_max ≥ 4.
+        beta: β ≥ 0.
+        randomness: the job's randomness.
+        timer: stage logger.
+    """
+    calibration = WeightAndThreshold.for_budget(epsilon, delta, max_items)
+    constants = MadConstants.for_round(calibration, beta=beta, max_adaptive_degree=d_max)
+    round_ = single_round(
+        pairs,
+        max_items=max_items,
+        randomness=randomness,
+        timer=timer,
+        run=lambda capped, noise: gaussian_round(
+            "round 1",
+            max_adaptive_degree(unbiased_user_weights(capped), constants),
+            calibration,
+            noise,
+            extra=constants.to_report(),
+        ),
+        reuse=True,  # the truncated items are computed in a query of their own
+    )
+    return Selection(
+        "mad",
+        round_.items,
+        [round_],
+        mechanism={
+            "weighting": "MAD (unbiased): truncation at tau, excess rerouted by adaptive users",
+            "l2_sensitivity": 1.0,
+            "novel_item_bound": "h(t) = 1/sqrt(t)",
+            "noise": "gaussian",
+            "reference": "Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); spec §2.5",
+        },
+    )

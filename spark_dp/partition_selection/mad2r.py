@@ -1,0 +1,200 @@
+"""MAD2R: two MAD rounds; round 2 is biased by round 1's (internal) noisy weights.
+
+Chen et al. 2025, Alg. 5 (ICML, App. A) / Alg. 4 (arXiv); spec partition_selection.md §2.6.
+
+1. Cap every user once at Δ0 (reused by both rounds).
+2. Round 1, budget (ε1, δ1): unbiased MAD, σ1 for (ε1, δ1/2), ρ1 for δ1/2 and h(t) = 1/√t;
+   w̃1 = w1 + N(0, σ1²) is materialized exactly once, kept internally and never released;
+   U1 = {i : w̃1(i) ≥ ρ1}.
+3. Round 2, budget (ε2, δ2): ρ2 for δ2/2 and h(t) = b_max/√t. Every user drops the items of
+   U1 and the hopeless items U_low = {i : w̃1(i) + C_ub·σ1 < ρ2}; the others get the bias
+   b(i) = min{1, ρ2/w̃_lb(i)} with w̃_lb = max{0, w̃1 − C_lb·σ1} (b = 1 when w̃_lb = 0).
+   Biased MAD (b_min, b_max) on the reduced sets, fresh noise N(0, σ2²), U2 = {w̃2 ≥ ρ2}.
+4. Release the union of U1 and U2 (disjoint sets).
+
+Each round is a weight-and-threshold run (Thm. 3.3); round 2 reads w̃1 only as post-processing
+of round 1's release (U1, w̃_ext), so MAD2R is (ε1 + ε2, δ1 + δ2)-DP by basic composition
+(Thm. B.1). Spec decisions applied: δ_r, not the total δ, inside ρ_r (A2); ε and δ split by the
+same shares (A3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_dp.calibration import MadConstants, WeightAndThreshold
+from spark_dp.logs import StageTimer
+from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
+from spark_dp.partition_selection.joins import small_side
+from spark_dp.partition_selection.mad import max_adaptive_degree
+from spark_dp.partition_selection.result import RoundResult, Selection
+from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
+from spark_dp.partition_selection.thresholding import noisy_weights, select_above
+from spark_dp.partition_selection.user_weights import user_weights
+from spark_dp.partition_selection.weighting import unbiased_user_weights
+from spark_dp.randomness import Randomness
+
+__all__ = ["mad2r", "round_two_items", "round_two_pairs"]
+
+
+def round_two_items(
+    noisy: DataFrame,
+    *,
+    sigma1: float,
+    rho1: float,
+    rho2: float,
+    c_lb: float,
+    c_ub: float,
+) -> tuple[DataFrame, DataFrame]:
+    """What round 1's noisy weights decide for round 2 (Alg. 5 lines 10-14 ICML).
+
+    Removed: U1 (w̃1 ≥ ρ1) and U_low (w̃1 + C_ub·σ1 < ρ2). Biased: the remaining items with
+    w̃_lb = max{0, w̃1 − C_lb·σ1} ≥ ρ2 get b(i) = ρ2/w̃_lb(i) ≤ 1. Every other item keeps
+    b = 1 (including w̃_lb = 0; spec A6). Both tables are usually small (found, hopeless and
+    popular items): they are materialized and broadcast when small
+    (:func:`~spark_dp.partition_selection.joins.small_side`), so the pairs are not shuffled.
+
+    Args:
+        noisy: (item, noisy_weight_private) of round 1, materialized.
+        sigma1: σ1.
+        rho1: ρ1.
+        rho2: ρ2.
+        c_lb: C_lb ≥ 0.
+        c_ub: C_ub ≥ 0.
+
+    Returns:
+        ((item) removed from every user's set, (item, bias_private) of the biased items).
+        Private: never log or write them.
+    """
+    w1 = F.col(NOISY_WEIGHT)
+    lower = F.greatest(w1 - c_lb * sigma1, F.lit(0.0))
+    removed = noisy.where((w1 >= rho1) | (w1 + c_ub * sigma1 < rho2)).select(ITEM)
+    # -> (item): U1 and U_low
+    biased = noisy.where((w1 < rho1) & (lower >= rho2)).select(ITEM, (rho2 / lower).alias(BIAS))
+    # -> (item, bias_private); lower ≥ ρ2 > 0 implies w̃1 + C_ub·σ1 ≥ ρ2, so not removed
+    return small_side(removed), small_side(biased)
+
+
+def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) -> DataFrame:
+    """The users' round-2 sets: S_u without the removed items, with biases (1 by default).
+
+    Args:
+        capped: (user_id, item, ...), the round-1 cap.
+        removed: (item) from :func:`round_two_items`.
+        biased: (item, bias_private) from :func:`round_two_items`.
+
+    Returns:
+        (user_id, item, bias_private).
+    """
+    return (
+        capped.select(USER_ID, ITEM)
+        .join(removed, ITEM, "left_anti")
+        .join(biased, ITEM, "left")
+        .select(USER_ID, ITEM, F.coalesce(F.col(BIAS), F.lit(1.0)).alias(BIAS))
+    )
+    # -> (user_id, item, bias_private)
+
+
+def mad2r(
+    pairs: DataFrame,
+    *,
+    epsilon: float,
+    delta: float,
+    max_items: int,
+    split: Sequence[float],
+    d_max: int,
+    beta: float,
+    b_min: float,
+    b_max: float,
+    c_lb: float,
+    c_ub: float,
+    randomness: Randomness,
+    timer: StageTimer | None = None,
+) -> Selection:
+    """MAD2R (see the module docstring).
+
+    Args:
+        pairs: (user_id, item), deduplicated.
+        epsilon: total ε.
+        delta: total δ.
+        max_items: Δ0.
+        split: the two shares (f1, f2); round r spends (f_r·ε, f_r·δ).
+        d_max: maximum adaptive degree (≥ 4).
+        beta: β ≥ 0 of both rounds.
+        b_min: minimum bias multiplier of round 2, in [0.5, 1].
+        b_max: maximum bias multiplier of round 2, ≥ 1.
+        c_lb: C_lb ≥ 0.
+        c_ub: C_ub ≥ 0.
+        randomness: the job's randomness.
+        timer: stage logger.
+
+    Returns:
+        the :class:`Selection`, two rounds; its items are the union of U1 and U2.
+    """
+    timer = default_timer(timer)
+    f1, f2 = split
+    cal1 = WeightAndThreshold.for_budget(f1 * epsilon, f1 * delta, max_items)
+    cal2 = WeightAndThreshold.for_budget(f2 * epsilon, f2 * delta, max_items, h_scale=b_max)
+    mad1 = MadConstants.for_round(cal1, beta=beta, max_adaptive_degree=d_max)
+    mad2 = MadConstants.for_round(
+        cal2, beta=beta, max_adaptive_degree=d_max, b_min=b_min, b_max=b_max
+    )
+    capped = capped_input(pairs, max_items, randomness.child("capping", 1), timer)
+
+    with timer.stage("round 1") as info:
+        w1 = max_adaptive_degree(unbiased_user_weights(capped), mad1)
+        noisy1 = noisy_weights(
+            w1, distribution="gaussian", scale=cal1.sigma, randomness=randomness.child("noise", 1)
+        )
+        # -> (item, noisy_weight_private), materialized once, internal only
+        u1 = select_above(noisy1, cal1.rho)
+        # -> (item): U1, a filter of the materialized noisy weights (never redrawn)
+        round1 = RoundResult.counted(
+            "round 1", cal1.epsilon, cal1.delta, {**cal1.to_report(), **mad1.to_report()}, u1
+        )
+        info["output_items"] = round1.output_items
+
+    with timer.stage("round 2 user weights") as info:
+        removed, biased = round_two_items(
+            noisy1, sigma1=cal1.sigma, rho1=cal1.rho, rho2=cal2.rho, c_lb=c_lb, c_ub=c_ub
+        )
+        reduced = round_two_pairs(capped, removed, biased)
+        # -> (user_id, item, bias_private): S_u without U1 and U_low
+        weighted = user_weights(reduced, b_min, b_max).persist(StorageLevel.MEMORY_AND_DISK)
+        # -> (user_id, item, degree, user_weight_private), read three times by MAD
+        info["pairs_kept"] = weighted.count()  # operator-facing row count, never reported
+    capped.unpersist()
+
+    with timer.stage("round 2") as info:
+        w2 = max_adaptive_degree(weighted, mad2)
+        round2 = gaussian_round(
+            "round 2",
+            w2,
+            cal2,
+            randomness.child("noise", 2),
+            extra={**mad2.to_report(), "c_lb": float(c_lb), "c_ub": float(c_ub)},
+        )
+        info["output_items"] = round2.output_items
+    weighted.unpersist()
+    return Selection(
+        "mad2r",
+        u1.unionByName(round2.items),
+        [round1, round2],
+        mechanism={
+            "weighting": "MAD2R: round 1 unbiased MAD; round 2 MAD biased by round 1's noisy "
+            "weights, without the items found or hopeless after round 1",
+            "l2_sensitivity": 1.0,
+            "novel_item_bound": "h(t) = 1/sqrt(t) in round 1, b_max/sqrt(t) in round 2",
+            "noise": "gaussian",
+            "split": [float(f1), float(f2)],
+            "reference": "Chen et al. 2025 Alg. 5 (ICML) / Alg. 4 (arXiv); spec §2.6",
+        },
+        notes=[
+            "Round 1's noisy weights were kept inside the job for round 2 (post-processing of "
+            "round 1's release) and were never written out.",
+        ],
+    )

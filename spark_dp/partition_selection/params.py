@@ -1,0 +1,94 @@
+"""Parameters of private partition selection, shared by the library API and the job.
+
+One frozen dataclass declares every parameter once: its default, its ``--help`` sentence and
+its check. The ``partition_selection`` job derives its command-line flags and config keys from
+it (see :mod:`spark_dp.config`). Defaults follow the paper's experiments (Chen et al. 2025,
+Sec. 6 ICML / Sec. 7 arXiv; spec partition_selection.md §6.2, §7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_dp.calibration import check_bias_bounds
+from spark_dp.config import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_fractions,
+    check_int_at_least,
+    check_nonnegative,
+    param,
+)
+from spark_dp.errors import ParameterError
+
+__all__ = ["ALGORITHMS", "CLASSIC_ALGORITHMS", "PartitionSelectionParams"]
+
+CLASSIC_ALGORITHMS = ("truncated-geometric", "laplace-thresholding", "gaussian-thresholding")
+ALGORITHMS = ("basic", "basic-laplace", "dp-sips", "mad", "mad2r", *CLASSIC_ALGORITHMS)
+
+
+@dataclass(frozen=True)
+class PartitionSelectionParams:
+    """Parameters of :func:`spark_dp.partition_selection.select_partitions`.
+
+    Every value here is a public constant chosen before seeing the data (spec §5.1 inv. 5):
+    tuning any of them on the private data voids the guarantee.
+    """
+
+    algorithm: str = param(
+        "mad2r",
+        "selection algorithm: weight-and-threshold (basic, basic-laplace, dp-sips, mad, mad2r) "
+        "or classic count thresholding (truncated-geometric, laplace-thresholding, "
+        "gaussian-thresholding)",
+        choices=ALGORITHMS,
+    )
+    epsilon: float = param(1.0, "total privacy loss ε of the selection")
+    delta: float = param(1e-5, "total δ; keep it well below 1/(number of users)")
+    max_items_per_user: int = param(
+        100,
+        "Δ0: each user keeps a uniform random subset of at most this many items (k of the "
+        "classic strategies); larger values raise the threshold, smaller ones drop data",
+    )
+    max_adaptive_degree: int = param(
+        50, "d_max of MAD/MAD2R: users with more items do not reroute excess weight (>= 4)"
+    )
+    beta: float = param(
+        2.0, "β of MAD/MAD2R: truncation level τ = ρ + β·σ in noise standard deviations"
+    )
+    split: tuple[float, ...] = param(
+        (0.1, 0.9),
+        "budget shares of the rounds, applied to ε and δ alike: two shares for mad2r, any "
+        "number for dp-sips (the paper also uses 0.05,0.15,0.8)",
+    )
+    b_min: float = param(0.5, "minimum bias multiplier of MAD2R round 2, in [0.5, 1]")
+    b_max: float = param(
+        2.0, "maximum bias multiplier of MAD2R round 2 (>= 1); raises round 2's threshold"
+    )
+    c_lb: float = param(
+        1.0, "C_lb of MAD2R: round-2 biases use the lower bound w̃1 − C_lb·σ1 (>= 0)"
+    )
+    c_ub: float = param(
+        3.0, "C_ub of MAD2R: items with w̃1 + C_ub·σ1 < ρ2 are dropped from round 2 (>= 0)"
+    )
+    recap_each_round: bool = param(
+        True, "dp-sips: re-cap each round from the user's remaining uncapped items"
+    )
+
+    def __post_init__(self) -> None:
+        check_choice("algorithm", self.algorithm, ALGORITHMS)
+        check_epsilon(self.epsilon)
+        check_delta(self.delta)
+        check_int_at_least("max_items_per_user", self.max_items_per_user, 1)
+        check_int_at_least("max_adaptive_degree", self.max_adaptive_degree, 4)
+        check_nonnegative("beta", self.beta)
+        split = check_fractions("split", self.split)
+        object.__setattr__(self, "split", split)
+        check_bias_bounds(self.b_min, self.b_max)
+        check_nonnegative("c_lb", self.c_lb)
+        check_nonnegative("c_ub", self.c_ub)
+        if self.algorithm == "mad2r" and len(split) != 2:
+            raise ParameterError(
+                f"split must hold exactly two shares for mad2r (round 1, round 2), got "
+                f"{list(split)}; e.g. --split 0.1,0.9"
+            )

@@ -1,0 +1,118 @@
+"""Noise and threshold: the last step of every weight-and-threshold round.
+
+Chen et al. 2025, Alg. 1 lines 7-8 (both versions); spec partition_selection.md §2.2, §4.2 S5.
+Every item of the round's union gets independent noise from ``spark_dp.randomness`` (OS
+entropy by default), the items with w̃(i) ≥ ρ are kept, and the noise is dropped. The kept
+items are materialized once, so a later read can never redraw the noise (spec A10).
+
+:func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
+repeated draws over fixed weights in statistical checks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, WEIGHT
+from spark_dp.randomness import DriverNoise, Randomness, add_noise_column, materialize
+
+__all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_items"]
+
+
+def noisy_weights(
+    weights: DataFrame, *, distribution: str, scale: float, randomness: Randomness
+) -> DataFrame:
+    """w̃(i) = w(i) + noise for every item, materialized exactly once.
+
+    Only for rounds whose noisy weights are read again (MAD2R round 1): the result is private
+    and must never be written, logged or released (spec §5.1 invariant 10).
+
+    Args:
+        weights: (item, weight_private).
+        distribution: ``"gaussian"`` (σ = ``scale``) or ``"laplace"`` (b = ``scale``).
+        scale: σ or b.
+        randomness: the round's own noise stream.
+
+    Returns:
+        (item, noisy_weight_private), materialized.
+    """
+    noised = add_noise_column(
+        weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
+    )
+    # -> (item, weight_private, _noise)
+    return materialize(noised.select(ITEM, (F.col(WEIGHT) + F.col("_noise")).alias(NOISY_WEIGHT)))
+    # -> (item, noisy_weight_private)
+
+
+def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
+    """The items with w̃(i) ≥ ρ (``≥``, as in the paper; spec A11).
+
+    Args:
+        noisy: (item, noisy_weight_private), materialized.
+        threshold: ρ.
+
+    Returns:
+        (item).
+    """
+    return noisy.where(F.col(NOISY_WEIGHT) >= threshold).select(ITEM)
+    # -> (item)
+
+
+def threshold_items(
+    weights: DataFrame,
+    *,
+    distribution: str,
+    scale: float,
+    threshold: float,
+    randomness: Randomness,
+) -> DataFrame:
+    """Add noise, keep the items with w̃(i) ≥ ρ, drop the noise; materialize the kept items.
+
+    Args:
+        weights: (item, weight_private).
+        distribution: ``"gaussian"`` or ``"laplace"``.
+        scale: σ or the Laplace scale b.
+        threshold: ρ.
+        randomness: the round's own noise stream.
+
+    Returns:
+        (item), the selected items, materialized.
+    """
+    noised = add_noise_column(
+        weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
+    )
+    # -> (item, weight_private, _noise)
+    return materialize(noised.where(F.col(WEIGHT) + F.col("_noise") >= threshold).select(ITEM))
+    # -> (item)
+
+
+def noisy_threshold_mask(
+    weights: np.ndarray,
+    *,
+    distribution: str,
+    scale: float,
+    threshold: float,
+    noise: DriverNoise,
+) -> np.ndarray:
+    """Driver-side noise and threshold: which of ``weights`` have w + noise ≥ ρ.
+
+    Args:
+        weights: item weights (numpy array).
+        distribution: ``"gaussian"`` or ``"laplace"``.
+        scale: σ or the Laplace scale b.
+        threshold: ρ.
+        noise: a driver noise source (``randomness.child(...).driver()``).
+
+    Returns:
+        boolean mask, True for the kept items.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    if distribution == "gaussian":
+        draws = noise.gaussian(scale, len(w))
+    elif distribution == "laplace":
+        draws = noise.laplace(scale, len(w))
+    else:
+        raise ValueError(f"distribution must be 'gaussian' or 'laplace', got {distribution!r}")
+    return w + draws >= threshold

@@ -1,0 +1,59 @@
+"""Small random datasets for the weighting tests (plain numpy; no Spark)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+POPULAR = [f"p{k}" for k in range(8)]
+RARE = [f"r{k}" for k in range(40)]
+
+
+def random_sets(rng: np.random.Generator, n_users: int, max_degree: int = 12) -> dict:
+    """``{user: set(items)}`` mixing a few popular items with rarer ones."""
+    sets = {}
+    for u in range(n_users):
+        d = int(rng.integers(1, max_degree + 1))
+        items = set()
+        for _ in range(d):
+            pool = POPULAR if rng.random() < 0.6 else RARE
+            items.add(str(pool[int(rng.integers(len(pool)))]))
+        sets[f"u{u}"] = items
+    return sets
+
+
+def random_neighbour(rng: np.random.Generator, sets: dict) -> tuple[dict, set]:
+    """``sets`` plus a new user ``v`` (degree 1..60): (neighbour dataset, v's novel items)."""
+    d = int(rng.integers(1, 61))
+    n_novel = int(rng.integers(0, d + 1))
+    union = sorted({i for s in sets.values() for i in s})
+    novel = {f"new{k}" for k in range(n_novel)}
+    items = set(novel)
+    if union:
+        old = rng.choice(union, size=min(d - n_novel, len(union)), replace=False)
+        items |= {str(i) for i in old}
+    if not items:
+        novel = {"new0"}
+        items = set(novel)
+    bigger = dict(sets)
+    bigger["v"] = items
+    return bigger, novel
+
+
+def random_biases(rng: np.random.Generator, items, share: float = 0.4) -> dict:
+    """Biases in [0.05, 1) on a random share of ``items`` (the others are unbiased)."""
+    return {i: float(rng.uniform(0.05, 1.0)) for i in sorted(items) if rng.random() < share}
+
+
+def prefixed(datasets: list[dict]) -> dict:
+    """Disjoint union of datasets (names prefixed ``k:``): weightings act on each part alone."""
+    out = {}
+    for k, sets in enumerate(datasets):
+        for u, items in sets.items():
+            out[f"{k}:{u}"] = {f"{k}:{i}" for i in items}
+    return out
+
+
+def part(weights: dict, k: int) -> dict:
+    """The weights of part ``k`` of a :func:`prefixed` union, names unprefixed."""
+    prefix = f"{k}:"
+    return {i[len(prefix) :]: w for i, w in weights.items() if i.startswith(prefix)}

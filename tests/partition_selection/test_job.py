@@ -1,0 +1,101 @@
+"""The partition_selection job end to end: flags, Parquet output, report, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from spark_dp.jobs.partition_selection import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def input_path(tmp_path_factory, spark):
+    rows = [(f"u{u}", "common") for u in range(900)]
+    rows += [(f"u{u}", f"m{u % 7}") for u in range(900)]
+    rows += [(f"u{u}", f"secret{u}") for u in range(900)]
+    path = tmp_path_factory.mktemp("ps") / "pairs"
+    spark.createDataFrame(pd.DataFrame(rows, columns=["uid", "word"])).write.parquet(str(path))
+    return str(path)
+
+
+def run(tmp_path, input_path, *flags):
+    out = tmp_path / "items"
+    code = main(
+        ["--input", input_path, "--output", str(out), "--user-col", "uid", "--item-col", "word",
+         "--log-level", "WARNING", *flags]
+    )  # fmt: skip
+    return code, out
+
+
+def test_mad2r_job_writes_items_and_a_public_report(tmp_path, input_path, spark):
+    # OS-entropy noise, as in production: the per-round counts, taken before the write, add
+    # up to the rows read back, so no noise was redrawn.
+    code, out = run(
+        tmp_path, input_path, "--config", str(ROOT / "conf" / "partition_selection.yaml"),
+        "--max-items-per-user", "10",
+    )  # fmt: skip
+    assert code == 0
+    df = spark.read.parquet(str(out))
+    assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [("item", "string")]
+    items = {r["item"] for r in df.collect()}
+    assert "common" in items and not any(i.startswith("secret") for i in items)
+    text = Path(f"{out}.report.json").read_text()
+    report = json.loads(text)
+    assert report["algorithm"] == "mad2r"
+    assert report["parameters"]["max_items_per_user"] == 10
+    steps = report["privacy"]["steps"]
+    assert [s["label"] for s in steps] == ["round 1", "round 2"]
+    assert report["privacy"]["epsilon_spent"] == pytest.approx(1.0)
+    assert report["privacy"]["delta_spent"] == pytest.approx(1e-5)
+    for key in ("sigma", "rho", "tau", "alpha", "output_items"):
+        assert all(key in s for s in steps)
+    assert report["outputs"]["output_items"] == len(items)
+    assert sum(s["output_items"] for s in steps) == len(items)
+    assert report["randomness"]["mode"] == "entropy"
+    # nothing private: no item outside the output, no input size, no union
+    assert "secret" not in text and "union" not in text
+    assert "2700" not in text and "909" not in text  # input rows, union size
+
+
+def test_classic_strategy_via_flags(tmp_path, input_path, spark):
+    code, out = run(
+        tmp_path, input_path, "--algorithm", "truncated-geometric", "--epsilon", "0.5",
+        "--delta", "1e-6", "--max-items-per-user", "1", "--seed", "5",
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads(Path(f"{out}.report.json").read_text())
+    assert report["randomness"]["production_safe"] is False
+    step = report["privacy"]["steps"][0]
+    assert step["max_partitions"] == 1 and step["adjusted_delta"] == pytest.approx(1e-6)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+        (["--algorithm", "mad2r", "--split", "0.05,0.15,0.8"], "exactly two shares for mad2r"),
+        (["--b-min", "0.2"], "b_min must lie in [0.5, 1]"),
+    ],
+)
+def test_bad_parameters_exit_2_with_a_message(tmp_path, input_path, capsys, flags, message):
+    code, out = run(tmp_path, input_path, *flags)
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_bad_input_exits_2(tmp_path, spark, capsys):
+    empty = tmp_path / "empty"
+    spark.createDataFrame([], "user_id string, item string").write.parquet(str(empty))
+    assert main(["--input", str(empty), "--output", str(tmp_path / "o1")]) == 2
+    assert "is empty" in capsys.readouterr().err
+    nulls = tmp_path / "nulls"
+    spark.createDataFrame([("u", None)], "user_id string, item string").write.parquet(str(nulls))
+    assert main(["--input", str(nulls), "--output", str(tmp_path / "o2")]) == 2
+    assert "--drop-nulls" in capsys.readouterr().err
+    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()

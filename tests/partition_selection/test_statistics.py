@@ -1,0 +1,155 @@
+"""Statistical checks: noise calibration, novel-item bound, singletons, stochastic dominance.
+
+Weights are computed once with Spark; repeated noise draws use the library's own driver-side
+threshold step (:func:`noisy_threshold_mask`, also used by the oracles), each run from its own
+seeded stream. Spark's own noise-and-threshold step is checked directly in the first two tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from spark_dp.calibration import MadConstants, WeightAndThreshold
+from spark_dp.generators import heavy_light_user_items, zipf_user_items
+from spark_dp.partition_selection.capping import cap_user_items
+from spark_dp.partition_selection.columns import ITEM, USER_ID, WEIGHT
+from spark_dp.partition_selection.mad import max_adaptive_degree
+from spark_dp.partition_selection.mad2r import round_two_items, round_two_pairs
+from spark_dp.partition_selection.thresholding import (
+    noisy_threshold_mask,
+    noisy_weights,
+    threshold_items,
+)
+from spark_dp.partition_selection.user_weights import user_weights
+from spark_dp.partition_selection.weighting import basic_weights, unbiased_user_weights
+from spark_dp.randomness import Randomness
+from tests.partition_selection.conftest import as_dict, item_set
+
+DEFAULT = WeightAndThreshold.for_budget(1.0, 1e-5, 100)
+DEFAULT_MAD = MadConstants.for_round(DEFAULT, beta=2.0, max_adaptive_degree=50)
+
+
+def draws(weights: np.ndarray, cal: WeightAndThreshold, seed: int) -> np.ndarray:
+    noise = Randomness.create(seed).child("noise", 1).driver()
+    return noisy_threshold_mask(
+        weights, distribution="gaussian", scale=cal.sigma, threshold=cal.rho, noise=noise
+    )
+
+
+def test_spark_threshold_rate_matches_phi(spark):
+    # spec §5.4 calibration: items of weight w0 are kept with probability Φ((w0 − ρ)/σ).
+    n = 20_000
+    cal = DEFAULT
+    rows = [(f"a{k}", cal.rho) for k in range(n)] + [
+        (f"b{k}", cal.rho - cal.sigma) for k in range(n)
+    ]
+    weights = spark.createDataFrame(rows, f"{ITEM} string, {WEIGHT} double")
+    kept = threshold_items(
+        weights, distribution="gaussian", scale=cal.sigma, threshold=cal.rho,
+        randomness=Randomness.create(21).child("noise", 1),
+    )  # fmt: skip
+    items = item_set(kept)
+    for prefix, p in (("a", 0.5), ("b", stats.norm.cdf(-1.0))):
+        rate = sum(1 for i in items if i.startswith(prefix)) / n
+        assert abs(rate - p) < 4 * math.sqrt(p * (1 - p) / n)
+
+
+def test_spark_basic_novel_item_rate_is_delta_over_two(spark):
+    # spec §5.4 novel-item bound with a large δ: users holding only singletons, t = arg-max t
+    # of ρ. The chance that a user has an output item is exactly δ/2 at that t.
+    cal = WeightAndThreshold.for_budget(1.0, 0.2, 10)
+    t, n_users = cal.argmax_t, 3000
+    rows = [(f"u{u}", f"u{u}-{k}") for u in range(n_users) for k in range(t)]
+    pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
+    capped = cap_user_items(pairs, 10, Randomness.create(1).child("capping", 1))
+    kept = threshold_items(
+        basic_weights(capped), distribution="gaussian", scale=cal.sigma, threshold=cal.rho,
+        randomness=Randomness.create(22).child("noise", 1),
+    )  # fmt: skip
+    users = {i.split("-")[0] for i in item_set(kept)}
+    rate = len(users) / n_users
+    assert abs(rate - 0.1) < 4 * math.sqrt(0.1 * 0.9 / n_users)
+
+
+def singleton_sets(n_users: int = 300) -> dict:
+    rng = np.random.default_rng(8)
+    sets = {}
+    for u in range(n_users):
+        items = {f"s{u}-{k}" for k in range(int(rng.integers(1, 4)))}
+        items |= {f"m{k}" for k in range(40) if rng.random() < 2.0 / (k + 2)}
+        sets[f"u{u}"] = items
+    return sets
+
+
+def test_no_singleton_is_output_in_1000_runs(spark):
+    sets = singleton_sets()
+    rows = [(u, i) for u, s in sets.items() for i in s]
+    pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
+    capped = cap_user_items(pairs, 100, Randomness.create(2).child("capping", 1)).localCheckpoint()
+    r1 = WeightAndThreshold.for_budget(0.1, 1e-6, 100)
+    r2 = WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=2.0)
+    mad1 = MadConstants.for_round(r1, beta=2.0, max_adaptive_degree=50)
+    mad2 = MadConstants.for_round(r2, beta=2.0, max_adaptive_degree=50, b_min=0.5, b_max=2.0)
+    w1 = max_adaptive_degree(unbiased_user_weights(capped), mad1)
+    # MAD2R round 2 weights after one seeded round-1 draw (the driver then redraws round 2).
+    noisy1 = noisy_weights(
+        w1, distribution="gaussian", scale=r1.sigma, randomness=Randomness.create(3)
+    )
+    removed, biased = round_two_items(
+        noisy1, sigma1=r1.sigma, rho1=r1.rho, rho2=r2.rho, c_lb=1, c_ub=3
+    )
+    reduced = round_two_pairs(capped, removed, biased)
+    cases = {
+        "basic": (as_dict(basic_weights(capped)), DEFAULT),
+        "mad": (as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD)), DEFAULT),
+        "mad2r round 1": (as_dict(w1), r1),
+        "mad2r round 2": (as_dict(max_adaptive_degree(user_weights(reduced, 0.5, 2), mad2)), r2),
+    }
+    for name, (weights, cal) in cases.items():
+        items = np.array(sorted(weights))
+        w = np.array([weights[i] for i in items])
+        single = np.array([i.startswith("s") for i in items])
+        assert single.sum() > 300, name
+        outputs = 0
+        for seed in range(1000):
+            outputs += int(draws(w, cal, seed)[single].sum())
+        assert outputs == 0, name
+        # The expected count is far below the δ bound (δ/2 per user per run).
+        expected = 1000 * stats.norm.sf((cal.rho - w[single]) / cal.sigma).sum()
+        assert expected <= 1000 * len(sets) * cal.delta / 2, name
+
+
+def dominance_weights(spark, pdf: pd.DataFrame):
+    pairs = spark.createDataFrame(pdf.astype({"user_id": str}))
+    capped = cap_user_items(pairs, 100, Randomness.create(5).child("capping", 1)).localCheckpoint()
+    basic = as_dict(basic_weights(capped))
+    mad = as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD))
+    return basic, mad
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: heavy_light_user_items(15_000, n_light=1_000, seed=11),  # spec §6.6
+        lambda: zipf_user_items(3_000, mean_items=30.0, exponent=1.3, seed=12),
+    ],
+    ids=["heavy-light", "zipf"],
+)
+def test_mad_dominates_basic(spark, make):
+    basic, mad = dominance_weights(spark, make())
+    items = sorted(basic)
+    wb = np.array([basic[i] for i in items])
+    wm = np.array([mad[i] for i in items])
+    # Item by item (Thm. C.1 precondition): MAD ≥ Basic, or MAD ≥ τ for truncated items.
+    assert np.all((wm >= wb - 1e-9) | (wm >= DEFAULT_MAD.tau - 1e-9))
+    # Mean output over 24 seeded runs, the same noise for both (coupled draws).
+    n_basic = [int(draws(wb, DEFAULT, s).sum()) for s in range(24)]
+    n_mad = [int(draws(wm, DEFAULT, s).sum()) for s in range(24)]
+    print(f"mean output over 24 runs: MAD {np.mean(n_mad):.1f}, Basic {np.mean(n_basic):.1f}")
+    assert np.mean(n_mad) >= np.mean(n_basic)
+    assert np.mean(n_basic) > 0

@@ -1,0 +1,1 @@
+"""Independent pure-Python/numpy reference implementations (test oracles)."""
