@@ -1,0 +1,89 @@
+"""Contribution bounding for multi-owner records (hypergraph b-matching).
+
+Records (hyperedges) belong to several users (vertices); select as many records as possible
+so that no user is in more than cap(u) of them. Spec ``contribution_bounding.md``; papers
+[A] (distributed proposal rounds) and [B] Ganesh et al. 2025 (greedy Alg. 2–4, ILP,
+bias-mitigating variant).
+
+Modules:
+
+* :mod:`.api`: :func:`bound_contributions`, the one entry point (Spark).
+* :mod:`.params`: :class:`BoundingParams` (validated parameters).
+* :mod:`.orders`: the preference orders of spec §3.3 (SHA-256 keys, Spark columns).
+* :mod:`.prepare`: order positions, capacities, initial state (Spark).
+* :mod:`.proposal_rounds`: the distributed rounds, resumable from a work directory.
+* :mod:`.state_store`: where round state lives (Parquet work directory or checkpoints).
+* :mod:`.outputs`: selected ids, per-user final degrees, the feasibility check.
+* :mod:`.hypergraph`: :class:`CompactHypergraph`, the driver-side CSR form.
+* :mod:`.greedy`: Alg. 2, Alg. 3, Alg. 4 on the driver.
+* :mod:`.driver_rounds`: the rounds simulated with numpy.
+* :mod:`.ilp`: exact optimum with HiGHS (``scipy.optimize.milp``).
+* :mod:`.bias_mitigating`: the small/large interleave and its Pareto sweep.
+
+Privacy: bounding reads ids only (fixed-graph DP) and spends no budget; downstream training
+must account with k = ``max_degree`` of the result. The hypergraph and every by-product
+(selected ids, degrees, round logs) are confidential (spec A36).
+"""
+
+from spark_dp.contribution_bounding.api import (
+    BoundingResult,
+    MinSepInfeasibleError,
+    WorkDirMismatchError,
+    bound_contributions,
+)
+from spark_dp.contribution_bounding.bias_mitigating import (
+    SweepPoint,
+    bias_grid,
+    bias_mitigated_greedy,
+    interleave_sequence,
+    pareto_front,
+    pareto_sweep,
+)
+from spark_dp.contribution_bounding.driver_rounds import simulate_rounds
+from spark_dp.contribution_bounding.greedy import (
+    DuplicateSelection,
+    MinSepBatches,
+    greedy,
+    greedy_with_duplicates,
+    largest_feasible_min_sep,
+    min_sep_batches,
+)
+from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
+from spark_dp.contribution_bounding.ilp import (
+    IlpSolution,
+    ProblemTooLargeError,
+    lp_upper_bound,
+    solve_ilp,
+)
+from spark_dp.contribution_bounding.orders import ORDERS, prio_hex, shared_sequence
+from spark_dp.contribution_bounding.params import ALGORITHMS, BoundingParams
+
+__all__ = [
+    "ALGORITHMS",
+    "ORDERS",
+    "BoundingParams",
+    "BoundingResult",
+    "CompactHypergraph",
+    "DuplicateSelection",
+    "IlpSolution",
+    "MinSepBatches",
+    "MinSepInfeasibleError",
+    "ProblemTooLargeError",
+    "SweepPoint",
+    "WorkDirMismatchError",
+    "bias_grid",
+    "bias_mitigated_greedy",
+    "bound_contributions",
+    "greedy",
+    "greedy_with_duplicates",
+    "interleave_sequence",
+    "largest_feasible_min_sep",
+    "lp_upper_bound",
+    "min_sep_batches",
+    "pareto_front",
+    "pareto_sweep",
+    "prio_hex",
+    "shared_sequence",
+    "simulate_rounds",
+    "solve_ilp",
+]

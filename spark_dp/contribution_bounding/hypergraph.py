@@ -1,0 +1,223 @@
+"""A hypergraph held on the driver as compact arrays, for the sequential algorithms.
+
+Records are hyperedges, users are vertices (spec contribution_bounding.md §1.1). The record →
+users lists are stored as CSR arrays (``ptr``, ``users``) over dense user indices, with one
+capacity per user. The sequential greedy algorithms (Alg. 2, 3, 4), the ILPs and the driver
+finish of the distributed algorithm all work on this form; Spark tables only reach it through
+an explicit, size-limited collect.
+
+The hypergraph is confidential (spec A36): it reveals who shares records with whom.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from spark_dp.errors import InputContractError, ParameterError
+
+__all__ = ["CompactHypergraph"]
+
+
+@dataclass(frozen=True, eq=False)
+class CompactHypergraph:
+    """Records (hyperedges) over users with capacities, as CSR arrays.
+
+    Attributes:
+        record_ids: record ids (strings), one per record.
+        ptr: int64, length n_records + 1; record i owns ``users[ptr[i]:ptr[i+1]]``.
+        users: int64 user indices, distinct within a record.
+        user_ids: user ids (strings), one per user index.
+        cap: int64 capacity cap(u) ≥ 0 per user index.
+    """
+
+    record_ids: np.ndarray
+    ptr: np.ndarray
+    users: np.ndarray
+    user_ids: np.ndarray
+    cap: np.ndarray
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_incidences(
+        cls,
+        record_ids: Sequence[Any] | np.ndarray,
+        user_ids: Sequence[Any] | np.ndarray,
+        *,
+        capacity: int | None = None,
+        capacities: Mapping[Any, int] | None = None,
+    ) -> CompactHypergraph:
+        """Build from parallel (record, user) incidence arrays.
+
+        Ids are canonicalized to strings and duplicate pairs count once (spec §2.2).
+
+        Args:
+            record_ids, user_ids: one entry per incidence.
+            capacity: default capacity b of users missing from ``capacities``.
+            capacities: per-user capacities (keys are user ids; unknown users are ignored).
+
+        Raises:
+            ParameterError: a negative capacity, or a user with no capacity at all.
+        """
+        import pandas as pd
+
+        if len(record_ids) != len(user_ids):
+            raise InputContractError("record_ids and user_ids must have the same length")
+        df = pd.DataFrame(
+            {"r": pd.Series(record_ids).astype(str), "u": pd.Series(user_ids).astype(str)}
+        ).drop_duplicates()
+        df = df.sort_values(["r", "u"], kind="mergesort")
+        rec_codes, rec_uniques = pd.factorize(df["r"], sort=True)
+        user_codes, user_uniques = pd.factorize(df["u"], sort=True)
+        counts = np.bincount(rec_codes, minlength=len(rec_uniques))
+        ptr = np.zeros(len(rec_uniques) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        user_ids_arr = np.asarray(user_uniques, dtype=object)
+        cap = _capacities(user_ids_arr, capacity, capacities)
+        return cls(
+            np.asarray(rec_uniques, dtype=object),
+            ptr,
+            np.asarray(user_codes, dtype=np.int64),
+            user_ids_arr,
+            cap,
+        )
+
+    @classmethod
+    def from_codes(
+        cls,
+        record_codes: np.ndarray,
+        user_codes: np.ndarray,
+        record_ids: np.ndarray,
+        user_ids: np.ndarray,
+        cap: np.ndarray,
+    ) -> CompactHypergraph:
+        """Build from dense codes: incidence j links record ``record_codes[j]`` (sorted, no
+        gaps) and user ``user_codes[j]``; ids and capacities are indexed by the codes."""
+        record_codes = np.asarray(record_codes, dtype=np.int64)
+        if len(record_codes) and np.any(np.diff(record_codes) < 0):
+            raise ValueError("record_codes must be sorted")
+        counts = np.bincount(record_codes, minlength=len(record_ids))
+        if np.any(counts == 0):
+            raise InputContractError("every record needs at least one user")
+        ptr = np.zeros(len(record_ids) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return cls(
+            np.asarray(record_ids),
+            ptr,
+            np.asarray(user_codes, dtype=np.int64),
+            np.asarray(user_ids, dtype=object),
+            np.asarray(cap, dtype=np.int64),
+        )
+
+    @classmethod
+    def from_mapping(
+        cls,
+        records: Mapping[Any, Sequence[Any]],
+        *,
+        capacity: int | None = None,
+        capacities: Mapping[Any, int] | None = None,
+    ) -> CompactHypergraph:
+        """Build from ``{record_id: [user ids]}``.
+
+        Raises:
+            InputContractError: a record with no user (it would be duplicated forever by
+                Alg. 3 and make the duplicate ILP unbounded; spec §2.2, A22).
+        """
+        empty = [r for r, us in records.items() if len(us) == 0]
+        if empty:
+            raise InputContractError(
+                f"{len(empty)} records have no user; drop them before bounding "
+                "(user-less records are never selected, spec A22)"
+            )
+        pairs = [(r, u) for r, us in records.items() for u in us]
+        return cls.from_incidences(
+            [p[0] for p in pairs],
+            [p[1] for p in pairs],
+            capacity=capacity,
+            capacities=capacities,
+        )
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def n_records(self) -> int:
+        """Number of records."""
+        return len(self.record_ids)
+
+    @property
+    def n_users(self) -> int:
+        """Number of users."""
+        return len(self.user_ids)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """|h| per record."""
+        return np.diff(self.ptr)
+
+    @property
+    def record_of_incidence(self) -> np.ndarray:
+        """Record index of every incidence (aligned with ``users``)."""
+        return np.repeat(np.arange(self.n_records, dtype=np.int64), self.sizes)
+
+    def record_users(self, i: int) -> np.ndarray:
+        """User indices of record ``i``."""
+        return self.users[self.ptr[i] : self.ptr[i + 1]]
+
+    def with_capacities(self, cap: np.ndarray) -> CompactHypergraph:
+        """The same records with other capacities (e.g. residual ones)."""
+        cap = np.asarray(cap, dtype=np.int64)
+        if cap.shape != (self.n_users,):
+            raise ValueError("one capacity per user is needed")
+        return CompactHypergraph(self.record_ids, self.ptr, self.users, self.user_ids, cap)
+
+    # ------------------------------------------------------------------ checks
+    def degrees(self, multiplicity: np.ndarray) -> np.ndarray:
+        """d(u) = Σ_{h ∋ u} mult(h) per user, for a selection given as counts per record."""
+        mult = np.asarray(multiplicity, dtype=np.int64)
+        return np.bincount(
+            self.users, weights=mult[self.record_of_incidence], minlength=self.n_users
+        ).astype(np.int64)
+
+    def max_degree(self, multiplicity: np.ndarray) -> int:
+        """k = max_u d(u): the contribution bound actually reached (0 for an empty graph)."""
+        return int(self.degrees(multiplicity).max()) if self.n_users else 0
+
+    def is_feasible(self, multiplicity: np.ndarray) -> bool:
+        """True when d(u) ≤ cap(u) for every user (spec §1.2)."""
+        return bool(np.all(self.degrees(multiplicity) <= self.cap))
+
+    def is_maximal(self, selected: np.ndarray) -> bool:
+        """True when no unselected record can be added without breaking a capacity (§1.4)."""
+        sel = np.asarray(selected).astype(np.int64)
+        full = self.degrees(sel) >= self.cap
+        blocked = np.bincount(
+            self.record_of_incidence, weights=full[self.users], minlength=self.n_records
+        )
+        return bool(np.all((sel > 0) | (blocked > 0)))
+
+
+def _capacities(
+    user_ids: np.ndarray, capacity: int | None, capacities: Mapping[Any, int] | None
+) -> np.ndarray:
+    if capacity is not None and (
+        isinstance(capacity, bool) or int(capacity) != capacity or capacity < 0
+    ):
+        raise ParameterError(f"capacity must be an integer >= 0, got {capacity!r}")
+    table = {str(k): v for k, v in (capacities or {}).items()}
+    out = np.empty(len(user_ids), dtype=np.int64)
+    missing = 0
+    for i, u in enumerate(user_ids):
+        value = table.get(u, capacity)
+        if value is None:
+            missing += 1
+            continue
+        if isinstance(value, bool) or int(value) != value or value < 0:
+            raise ParameterError(f"capacity of a user must be an integer >= 0, got {value!r}")
+        out[i] = int(value)
+    if missing:
+        raise ParameterError(
+            f"{missing} users have no capacity: pass a default capacity b or list them all"
+        )
+    return out

@@ -1,0 +1,128 @@
+"""The ``contribution_bounding`` job: outputs, report, work directory, bad input (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from spark_dp.io import load_incidences
+from spark_dp.jobs.contribution_bounding import main
+from tests.contribution_bounding.instances import FIG1, TOY52, as_records, batch, incidence_rows
+from tests.reference import contribution_bounding as ref
+
+pytestmark = pytest.mark.usefixtures("aqe_off")
+
+
+def _write_incidences(spark, path, records, *, content=True):
+    rows = incidence_rows(records, random.Random(0))
+    df = spark.createDataFrame(rows, "record_id string, user_id string")
+    if content:  # a content column the job must never read (fixed-graph DP, spec T19)
+        df = df.selectExpr("record_id", "user_id", "concat('secret ', record_id) AS content")
+    df.write.parquet(str(path))
+    return str(path)
+
+
+def test_job_writes_selection_user_state_and_report(spark, tmp_path):
+    """The job under the hash order stopped after 2 rounds (finish none): selection and
+    report equal the reference's first two rounds, OPEN users are exactly those with
+    eligible records left (spec §2.3), Fig. 1 gives {e2, e4} under hash (App. T)."""
+    records, caps, _ = batch(seed=11, n=8)
+    records.update(as_records(FIG1, "F"))
+    caps = dict.fromkeys({u for us in records.values() for u in us}, 2)  # uniform --capacity
+    inp = _write_incidences(spark, tmp_path / "inc", records)
+    out = str(tmp_path / "out" / "records")
+    argv = [
+        "--input", inp, "--output", out, "--capacity", "2",
+        "--seed", "0", "--order", "hash", "--finish", "none", "--max-rounds", "2",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    key = ref.shared_key("hash", records, 0)
+    chosen, history, d, _ = ref.proposal_rounds(records, caps, lambda u, h: key(h), max_rounds=2)
+    selected = spark.read.parquet(out)
+    assert selected.columns == ["record_id"]
+    assert {r["record_id"] for r in selected.collect()} == chosen
+    assert {h for h in chosen if h.startswith("e")} == {"e2", "e4"}
+    state = spark.read.parquet(out + "_user_state")
+    assert state.columns == ["user_id", "cap", "d", "status"]
+    rows = {r["user_id"]: r for r in state.collect()}
+    assert {u: r["d"] for u, r in rows.items()} == {
+        u: d[u] for u in caps if any(u in us for us in records.values())
+    }
+    open_users = {u for h in history[-1][1] for u in records[h]}
+    assert {u for u, r in rows.items() if r["status"] == "OPEN"} == open_users
+    report = json.loads(open(out + ".report.json").read())
+    assert report["selected"] == len(chosen)
+    assert report["rounds"] == len(history)
+    assert report["max_degree"] == max(d.values())
+    assert report["privacy"]["epsilon_spent"] == 0
+    assert report["privacy"]["mechanism"]["contribution_bound_k"] == max(d.values())
+    cb = report["contribution_bounding"]
+    assert [e["accepted"] for e in cb["round_log"]] == [len(a) for a, _ in history]
+    assert cb["order"] == {"order": "hash", "seed": 0}
+    assert cb["open"] == len(open_users)
+    assert any("CONFIDENTIAL" in n for n in report["notes"])
+    assert report["outputs"]["user_state"]["rows"] == len(rows)
+    assert not (tmp_path / "out" / "records_work").exists()  # removed after success
+    # a rerun without --overwrite refuses to touch the outputs
+    assert main(argv) == 2
+
+
+def test_job_with_duplicates_writes_multiplicities(spark, tmp_path):
+    """The duplicate ILP on the §5.2 toy: optimum 6 (the solver picks which records; A19)."""
+    records = as_records(TOY52)
+    inp = _write_incidences(spark, tmp_path / "inc", records, content=False)
+    out = str(tmp_path / "dup")
+    assert main(["--input", inp, "--output", out, "--capacity", "3", "--algorithm", "ilp-dup"]) == 0
+    selected = spark.read.parquet(out)
+    assert selected.columns == ["record_id", "multiplicity"]
+    mult = {r["record_id"]: r["multiplicity"] for r in selected.collect()}
+    assert sum(mult.values()) == 6 and ref.feasible(records, dict.fromkeys("ABCD", 3), mult)
+    report = json.loads(open(out + ".report.json").read())
+    assert report["selected"] == 6 and report["max_degree"] == 3
+    assert report["contribution_bounding"]["ilp"]["optimal"] is True
+
+
+def test_only_id_columns_are_read(spark, tmp_path):
+    """T19: the Parquet scan of the job's reader asks for the id columns only."""
+    inp = _write_incidences(spark, tmp_path / "inc", as_records(FIG1))
+    df, _ = load_incidences(spark, inp)
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "ReadSchema: struct<record_id:string,user_id:string>" in plan
+    assert "content" not in plan
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        ("good", ["--capacity", "-1"], "capacity must be an integer >= 0, got -1"),
+        ("good", [], "pass the contribution bound"),
+        ("good", ["--capacity", "2", "--order", "per-user", "--algorithm", "greedy"], "per-user"),
+        ("renamed", ["--capacity", "2"], "has no column 'record_id'"),
+        ("empty", ["--capacity", "2"], "is empty"),
+        ("float", ["--capacity", "2"], "floating-point"),
+        ("good", ["--capacities", "CAPS_NEG", "--capacity", "1"], "negative capacities"),
+        ("good", ["--capacities", "CAPS_PART"], "missing from the capacities table"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(spark, tmp_path, capsys, make, args, message):
+    inp = str(tmp_path / "inc")
+    if make == "good":
+        _write_incidences(spark, inp, as_records(FIG1), content=False)
+    elif make == "renamed":
+        spark.createDataFrame([("e1", "A")], "rid string, uid string").write.parquet(inp)
+    elif make == "empty":
+        spark.createDataFrame([], "record_id string, user_id string").write.parquet(inp)
+    else:
+        spark.createDataFrame([(1.5, "A")], "record_id double, user_id string").write.parquet(inp)
+    caps = {"CAPS_NEG": [("A", -1)], "CAPS_PART": [("A", 1)]}
+    for name, rows in caps.items():
+        if name in args:
+            path = str(tmp_path / name)
+            spark.createDataFrame(rows, "user_id string, cap long").write.parquet(path)
+            args = [path if a == name else a for a in args]
+    rc = main(["--input", inp, "--output", str(tmp_path / "out"), *args])
+    assert rc == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,48 @@
+"""Parameter validation: clear errors naming the parameter and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_dp.config import resolve_params
+from spark_dp.contribution_bounding import BoundingParams
+from spark_dp.errors import ParameterError
+from spark_dp.jobs.contribution_bounding import ContributionBoundingParams
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"capacity": -1}, "capacity must be an integer >= 0, got -1"),
+        ({"algorithm": "greedy", "order": "per-user"}, "only defined for algorithm 'proposal'"),
+        ({"algorithm": "greedy-dup", "finish": "none"}, "defined at exhaustion"),
+        ({"algorithm": "bias-mitigating", "order": "hash"}, "--order size-hash"),
+        ({"algorithm": "dp-mf"}, "--iterations T and --batch-size B"),
+        ({"order": "sizehash"}, "did you mean 'size-hash'"),
+        ({"finish": "driver"}, "finish must be one of"),
+        ({"max_rounds": 0}, "max_rounds must be an integer >= 1"),
+        ({"salt_buckets": 1}, "salt_buckets must be an integer >= 2"),
+        ({"small_block": 0}, "small_block must be an integer >= 1"),
+    ],
+)
+def test_bad_parameters_are_named(kwargs, message):
+    with pytest.raises(ParameterError, match=message):
+        BoundingParams(**kwargs)
+
+
+def test_spec_spellings_are_accepted_and_canonicalized():
+    p = BoundingParams(order="size_hash", finish="driver_greedy", capacity=0)
+    assert (p.order, p.finish, p.capacity) == ("size-hash", "driver-greedy", 0)
+    assert BoundingParams(algorithm="greedy-dup").duplicates
+    assert not BoundingParams(finish="none").exhaustive
+
+
+def test_job_parameters_come_from_config_then_command_line():
+    p = resolve_params(
+        ContributionBoundingParams,
+        {"capacity": 2, "order": "hash", "max-rounds": 10},
+        {"capacity": 4, "order": None},
+    )
+    assert (p.capacity, p.order, p.max_rounds) == (4, "hash", 10)
+    with pytest.raises(ParameterError, match="work_dir must be a path"):
+        ContributionBoundingParams(work_dir=" ")
