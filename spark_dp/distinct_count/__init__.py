@@ -1,0 +1,56 @@
+"""Person-level ε-DP distinct count (Knop & Steinke 2023; spec distinct_count.md).
+
+Each person contributes a set of items; the release is a DP lower bound ν̂ on the number of
+distinct items DC(D), with P[ν̂ ≤ DC(D)] ≥ 1 − β, under pure ε-DP when one person (with all
+their items) is added or removed.
+
+Pipeline (driver maths in numpy, data in Spark):
+
+* the contribution-bounded curve c(D; ℓ), ℓ = 1..ℓ_max, sensitivity ℓ each
+  (:func:`contribution_curve` picks by method): :func:`exact_curve` (max-flow DC(D; ℓ),
+  Algorithm 1: peeling, components, warm-started max-flow per component) or
+  :func:`greedy_curve` (Algorithm 2, ≥ ½ of exact, one pass);
+* :func:`dp_distinct_count`: GEM picks ℓ̂ at ε/2 (:mod:`.gem`), then
+  ν̂ = c(D; ℓ̂) − (2ℓ̂/ε)·ln(1/(2β)) + Lap(2ℓ̂/ε) at ε/2, returned as a :class:`DPResult`;
+* :mod:`.baselines`: the paper's comparison points (fixed ℓ, non-private best ℓ, sampling,
+  R2T) — not DP where the spec says so.
+
+Example::
+
+    from spark_dp.distinct_count import exact_curve, dp_distinct_count
+    from spark_dp.randomness import Randomness
+
+    curve = exact_curve(pairs, ell_max=100).curve          # private: never print it
+    result = dp_distinct_count(curve, epsilon=1.0, beta=0.05, randomness=Randomness.create())
+    print(result.ell, result.lower_bound)
+"""
+
+from __future__ import annotations
+
+from spark_dp.distinct_count.dc_curve import CurveResult, exact_curve
+from spark_dp.distinct_count.gem import gem_probabilities, gem_scores, gem_select
+from spark_dp.distinct_count.greedy_curve import greedy_curve, greedy_curve_arrays
+from spark_dp.distinct_count.local_solver import exact_curve_local
+from spark_dp.distinct_count.mechanism import contribution_curve
+from spark_dp.distinct_count.release import (
+    DPResult,
+    dp_distinct_count,
+    selection_probabilities,
+    utility_scores,
+)
+
+__all__ = [
+    "CurveResult",
+    "DPResult",
+    "contribution_curve",
+    "dp_distinct_count",
+    "exact_curve",
+    "exact_curve_local",
+    "gem_probabilities",
+    "gem_scores",
+    "gem_select",
+    "greedy_curve",
+    "greedy_curve_arrays",
+    "selection_probabilities",
+    "utility_scores",
+]

@@ -1,0 +1,65 @@
+"""Small helpers shared by the distinct-count tests: datasets as lists of item sets."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+from hypothesis import strategies as st
+
+from spark_dp.distinct_count import exact_curve_local, greedy_curve_arrays
+
+
+def person_key(name) -> int:
+    """A per-person order key that depends only on the person's own id (spec §2.4 C2)."""
+    return zlib.crc32(str(name).encode())
+
+
+def to_arrays(sets) -> tuple[np.ndarray, np.ndarray]:
+    """(person, item) dense id arrays of a list of item sets (duplicates dropped)."""
+    ids: dict = {}
+    p, x = [], []
+    for i, u in enumerate(sets):
+        for it in sorted(set(u), key=str):
+            p.append(i)
+            x.append(ids.setdefault(it, len(ids)))
+    return np.array(p, dtype=np.int64), np.array(x, dtype=np.int64)
+
+
+def exact(sets, ell_max: int) -> np.ndarray:
+    """The library's local exact curve of a list of sets."""
+    p, x = to_arrays(sets)
+    return exact_curve_local(p, x, ell_max)
+
+
+def greedy(sets, ell_max: int, names=None) -> np.ndarray:
+    """The library's greedy curve with the spec's orders: persons by a per-person key
+    (ties by name), items by their string (byte-lexicographic for ASCII)."""
+    names = list(range(len(sets))) if names is None else list(names)
+    order = sorted(range(len(sets)), key=lambda i: (person_key(names[i]), str(names[i])))
+    lists = [sorted({str(x) for x in sets[i]}) for i in order]
+    vocab = {x: k for k, x in enumerate(sorted({x for u in lists for x in u}))}
+    indptr = np.r_[0, np.cumsum([len(u) for u in lists])]
+    flat = np.array([vocab[x] for u in lists for x in u], dtype=np.int64)
+    return greedy_curve_arrays(indptr, flat, ell_max)
+
+
+def random_sets(rng: np.random.Generator, n: int, universe: int, max_size: int) -> list[list[int]]:
+    """n random item sets over ``range(universe)`` with sizes 0..max_size."""
+    return [
+        sorted(
+            rng.choice(
+                universe, size=int(rng.integers(0, min(universe, max_size) + 1)), replace=False
+            ).tolist()
+        )
+        for _ in range(n)
+    ]
+
+
+def datasets(max_persons: int = 8, universe: int = 12, max_size: int = 6):
+    """Hypothesis strategy: a list of item sets (spec §7: n ≤ 15, universe ≤ 30, |u_i| ≤ 10)."""
+    return st.lists(
+        st.sets(st.integers(0, universe - 1), max_size=max_size).map(sorted),
+        min_size=1,
+        max_size=max_persons,
+    )

@@ -1,0 +1,167 @@
+"""GEM (Algorithm 3): spec §7.3 vectors, fast = naive scores, privacy and utility, sampling."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import chisquare
+
+from spark_dp.distinct_count.gem import gem_probabilities, gem_scores, gem_select
+from spark_dp.distinct_count.release import selection_probabilities
+from spark_dp.errors import ParameterError
+from spark_dp.randomness import Randomness
+from tests.distinct_count._helpers import datasets, exact
+from tests.reference.distinct_count import gem_probabilities_reference
+
+# Spec App. B: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every ℓ ≥ 30.
+FASHION = np.array(
+    [368, 643, 855, 1014, 1117, 1195, 1252, 1290, 1317, 1340, 1357, 1373, 1387, 1400, 1412,
+     1420, 1428, 1432, 1435, 1438, 1441, 1442, 1443, 1444, 1445, 1446, 1447, 1448, 1449, 1450]
+    + [1450] * 70
+)  # fmt: skip
+
+
+def _percentiles(p, ells, qs=(0.1, 0.5, 0.9)):
+    cdf = np.cumsum(p)
+    return [int(ells[np.searchsorted(cdf, q)]) for q in qs]
+
+
+def test_vector_7_3_item_7():
+    q, sens = np.array([10.0, 15.0, 16.0]), np.array([1.0, 2.0, 3.0])
+    # t = (2/ε)·ln(m/β) = 2·ln 30 = 6.802395
+    assert 2 * math.log(3 / 0.1) == pytest.approx(6.802395, abs=1e-6)
+    assert gem_scores(q, sens, 1.0, 0.1) == pytest.approx([0, -0.600798, -1.901197], abs=1e-6)
+    assert gem_probabilities(q, sens, 1.0, 0.1) == pytest.approx(
+        [0.470139, 0.348148, 0.181713], abs=1e-6
+    )
+
+
+def test_vector_7_3_item_8_worked_example():
+    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (GEM at ε/2).
+    assert selection_probabilities([3, 5, 5], 1.0, 0.05) == pytest.approx(
+        [0.776486, 0.159637, 0.063877], abs=1e-6
+    )
+
+
+def test_vector_7_3_item_9_fashion_reproduction_config():
+    # ε_g = 1, β = 0.001, candidates 1..99, utility c − ℓ·ln 500 (paper Table 4 settings).
+    ells = np.arange(1, 100)
+    p = gem_probabilities(FASHION[:99] - ells * math.log(500), ells, 1.0, 0.001)
+    top = {int(ells[i]): round(float(p[i]), 4) for i in np.argsort(-p)[:6]}
+    assert top == {8: 0.1697, 9: 0.1590, 10: 0.1342, 7: 0.1266, 11: 0.0985, 12: 0.0727}
+    assert _percentiles(p, ells) == [7, 9, 14]
+
+
+def test_vector_7_3_item_10_fashion_algorithm_1_defaults():
+    ells = np.arange(1, 101)
+    p = selection_probabilities(FASHION, 1.0, 0.05)
+    top = {int(ells[i]): round(float(p[i]), 4) for i in np.argsort(-p)[:3]}
+    assert top == {8: 0.1275, 7: 0.1213, 9: 0.1133}
+    assert _percentiles(p, ells) == [6, 10, 18]
+    assert int(np.argmax(FASHION - 2 * ells * math.log(10))) + 1 == 17
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.floats(-1e4, 1e4), min_size=1, max_size=40),
+    st.booleans(),
+    st.floats(0.05, 5),
+)
+def test_hull_scores_equal_naive_scores_and_the_reference(q, integer, eps):
+    q = np.round(q) if integer else np.array(q)  # integer scores create ties
+    sens = np.arange(1, len(q) + 1, dtype=float)
+    naive, hull = gem_scores(q, sens, eps, 0.05, "naive"), gem_scores(q, sens, eps, 0.05, "hull")
+    assert np.allclose(naive, hull, rtol=1e-9, atol=1e-9 * (1 + np.abs(naive).max()))
+    assert np.all(naive <= 1e-12) and np.max(naive) == pytest.approx(0, abs=1e-12)
+    assert gem_probabilities(q, sens, eps, 0.05) == pytest.approx(
+        gem_probabilities_reference(q, sens, eps, 0.05), rel=1e-9, abs=1e-300
+    )
+
+
+def test_hull_with_arbitrary_sensitivities_and_auto_switch():
+    rng = np.random.default_rng(3)
+    for _ in range(100):
+        m = int(rng.integers(1, 30))
+        q, sens = rng.normal(0, 100, m), rng.integers(1, 6, m).astype(float)
+        assert np.allclose(
+            gem_scores(q, sens, 0.7, 0.1, "naive"), gem_scores(q, sens, 0.7, 0.1, "hull")
+        )
+    q = rng.normal(0, 1e3, 6000)
+    sens = np.arange(1, 6001, dtype=float)
+    auto = gem_scores(q, sens, 1.0, 0.05)  # m > 5000: the O(m log m) path
+    assert np.allclose(auto, gem_scores(q, sens, 1.0, 0.05, "naive"))
+
+
+def test_probabilities_unchanged_by_adding_a_constant():
+    q, sens = np.array([5.0, 9.0, 2.0, 14.0]), np.arange(1.0, 5.0)
+    assert gem_probabilities(q + 1234.5, sens, 0.8, 0.05) == pytest.approx(
+        gem_probabilities(q, sens, 0.8, 0.05), rel=1e-9
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(datasets(max_persons=8, universe=12, max_size=8), st.integers(0, 7))
+def test_exact_privacy_check_on_neighbours(sets, j):
+    # Spec §7.3 item 4: |ln p_ℓ(D) − ln p_ℓ(D−j)| ≤ ε_g for every ℓ.
+    j = j % len(sets)
+    neighbour = sets[:j] + sets[j + 1 :]
+    eps, beta, ell_max = 1.0, 0.05, 8
+    p = selection_probabilities(exact(sets, ell_max), eps, beta)
+    p2 = selection_probabilities(
+        exact(neighbour, ell_max) if neighbour else np.zeros(ell_max, int), eps, beta
+    )
+    assert np.max(np.abs(np.log(p) - np.log(p2))) <= eps / 2 + 1e-9
+
+
+def test_utility_guarantee_holds_exactly_on_the_fashion_curve():
+    # Spec §7.3 item 5: Σ_{i: q_i ≥ max_j (q_j − 4Δ_j ln(m/β)/ε_g)} p_i ≥ 1 − β.
+    eps_g, beta = 0.5, 0.05
+    ells = np.arange(1, 101, dtype=float)
+    q = FASHION - 2 * ells / 1.0 * math.log(1 / (2 * beta))
+    p = gem_probabilities(q, ells, eps_g, beta)
+    good = q >= np.max(q - 4 * ells * math.log(100 / beta) / eps_g)
+    assert p[good].sum() >= 1 - beta
+
+
+def test_huge_epsilon_returns_the_argmax():
+    rng = np.random.default_rng(4)
+    for seed in range(20):
+        q = rng.permutation(np.arange(30, dtype=float) * 7.0)  # tie-free
+        sens = np.ones(30)
+        noise = Randomness.create(seed).driver()
+        assert gem_select(q, sens, 1000.0, 0.05, noise) == int(np.argmax(q))
+
+
+def test_sampled_frequencies_match_the_distribution():
+    q = FASHION[:40] - 2 * np.arange(1, 41) * math.log(10)
+    sens = np.arange(1, 41, dtype=float)
+    p = gem_probabilities(q, sens, 0.5, 0.05)
+    noise = Randomness.create(2024).child("chi-square").driver()
+    n = 20000
+    draws = np.array([gem_select(q, sens, 0.5, 0.05, noise) for _ in range(n)])
+    observed = np.bincount(draws, minlength=len(p)).astype(float)
+    expected = p * n
+    big = expected >= 5  # pool the rare cells into one
+    obs = np.r_[observed[big], observed[~big].sum()]
+    exp = np.r_[expected[big], expected[~big].sum()]
+    assert chisquare(obs, exp).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("q", "sens", "eps", "beta", "match"),
+    [
+        ([], [], 1.0, 0.1, "length"),
+        ([1.0, 2.0], [1.0], 1.0, 0.1, "length"),
+        ([1.0, float("nan")], [1.0, 2.0], 1.0, 0.1, "finite"),
+        ([1.0, 2.0], [1.0, 0.0], 1.0, 0.1, "sensitivities"),
+        ([1.0], [1.0], 0.0, 0.1, "epsilon_select"),
+        ([1.0], [1.0], 1.0, -1.0, "beta"),
+    ],
+)
+def test_bad_inputs_name_the_problem(q, sens, eps, beta, match):
+    with pytest.raises(ParameterError, match=match):
+        gem_scores(q, sens, eps, beta)

@@ -1,0 +1,129 @@
+"""The ``distinct_count`` job: contract, accounting, no leaks, the labelled debug report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import runpy
+from pathlib import Path
+
+import pytest
+
+from spark_dp.jobs import distinct_count as job
+
+ROOT = Path(__file__).resolve().parents[2]
+TRUE_COUNT = 1357  # planted: a number that no row count or parameter of the run equals
+
+
+@pytest.fixture(scope="module")
+def input_path(spark, tmp_path_factory):
+    """1357 distinct items: 40 persons share 40 common words, each holds private words."""
+    rows = []
+    private = iter(range(TRUE_COUNT - 40))
+    for p in range(40):
+        rows += [(f"p{p}", f"common{(p + k) % 40}") for k in range(6)]
+        n_private = 2 + (p * 7) % 60
+        rows += [(f"p{p}", f"only{next(private, None)}") for _ in range(n_private)]
+    rows = [(u, i) for u, i in rows if not i.endswith("None")]
+    rest = list(private)
+    rows += [("p_last", f"only{k}") for k in rest]
+    path = tmp_path_factory.mktemp("dc_job") / "pairs"
+    spark.createDataFrame(rows, "user_id string, item string").write.parquet(str(path))
+    assert spark.read.parquet(str(path)).select("item").distinct().count() == TRUE_COUNT
+    return str(path)
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.parametrize("method", ["exact", "greedy"])
+def test_job_writes_the_release_and_nothing_private(input_path, tmp_path, method):
+    report_path = tmp_path / "count.json"
+    debug = tmp_path / "debug.json"
+    records = _Records()
+    logging.getLogger("spark_dp").addHandler(records)
+    try:
+        code = job.main(
+            [
+                "--input", input_path, "--epsilon", "1", "--beta", "0.05", "--method", method,
+                "--max-contribution", "50", "--seed", "11", "--report", str(report_path),
+                "--debug-report", str(debug), "--config", str(ROOT / "conf/distinct_count.yaml"),
+            ]
+        )  # fmt: skip
+    finally:
+        logging.getLogger("spark_dp").removeHandler(records)
+    assert code == 0
+    report = json.loads(report_path.read_text())
+    for key in ("estimate", "ell", "lower_bound", "lower_bound_clamped", "epsilon", "beta"):
+        assert key in report
+    assert report["max_contribution"] == 50 and report["method"] == method
+    assert 1 <= report["ell"] <= 50
+    assert report["estimate"] == pytest.approx(
+        report["lower_bound"] + report["privacy"]["mechanism"]["lower_bound_shift"]
+    )
+    # ε/2 + ε/2 accounting.
+    steps = report["privacy"]["steps"]
+    assert [s["epsilon"] for s in steps] == [0.5, 0.5]
+    assert report["privacy"]["epsilon_spent"] == 1.0 and report["privacy"]["delta_spent"] == 0
+    assert steps[1]["scale"] == pytest.approx(2 * report["ell"] / 1.0)
+    assert report["randomness"]["production_safe"] is False
+    # Nothing private in the report or the logs: no true count, no curve.
+    text = report_path.read_text()
+    assert str(TRUE_COUNT) not in text
+    assert '"curve"' not in text and '"true_count"' not in text
+    assert not any(str(TRUE_COUNT) in m for m in records.messages)
+    # The debug report is labelled as non-private in its name and content.
+    written = tmp_path / "debug.NONPRIVATE.json"
+    assert not debug.exists() and written.exists()
+    dbg = json.loads(written.read_text())
+    assert dbg["NONPRIVATE"] is True and dbg["true_count"] == TRUE_COUNT
+    assert len(dbg["curve"]) == 50 and dbg["curve"][-1] <= TRUE_COUNT
+    assert dbg["release"]["ell"] == report["ell"]
+    assert report["outputs"]["debug_report_NONPRIVATE"] == str(written)
+
+
+def test_same_seed_same_release(input_path, tmp_path):
+    out = []
+    for k in range(2):
+        path = tmp_path / f"r{k}.json"
+        args = ["--input", input_path, "--epsilon", "2", "--method", "greedy", "--seed", "5"]
+        assert job.main([*args, "--report", str(path)]) == 0
+        out.append(json.loads(path.read_text()))
+    assert out[0]["lower_bound"] == out[1]["lower_bound"] and out[0]["ell"] == out[1]["ell"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "epsilon is required"),
+        (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+        (["--epsilon", "1", "--beta", "0.5"], "beta must lie strictly between 0.0 and 0.5"),
+        (["--epsilon", "1", "--max-contribution", "0"], "max_contribution must be an integer >= 1"),
+        (["--epsilon", "1", "--ell-blocks", "0"], "ell_blocks must be an integer >= 1"),
+    ],
+)
+def test_bad_parameters_exit_2_with_a_clear_message(input_path, capsys, args, message):
+    assert job.main(["--input", input_path, *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_method_is_a_usage_error(input_path, capsys):
+    assert job.main(["--input", input_path, "--epsilon", "1", "--method", "sampling"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_debug_report_suffix():
+    assert job.debug_report_path("out/dbg.json") == "out/dbg.NONPRIVATE.json"
+    assert job.debug_report_path("out/dbg") == "out/dbg.NONPRIVATE.json"
+    assert job.debug_report_path("x.NONPRIVATE.json") == "x.NONPRIVATE.json"
+
+
+def test_spark_submit_shim_runs_the_job_main():
+    shim = runpy.run_path(str(ROOT / "jobs" / "distinct_count.py"), run_name="not_main")
+    assert shim["main"] is job.main
