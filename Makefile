@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 
 DEMO := demo_output
 
-.PHONY: help setup airflow-venv test lint format demo bench bench-quick package clean
+.PHONY: help setup bench-setup airflow-venv test lint format demo bench bench-quick package clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,14 +43,28 @@ format: setup ## apply ruff formatting and import sorting
 	$(PY) -m ruff check --fix --select I .
 	$(PY) -m ruff format .
 
-demo: setup ## generate data and run the demo on local Spark (outputs in demo_output/)
-	$(PY) jobs/generate.py --kind zipf --users 20000 --output $(DEMO)/zipf --seed 7 --overwrite
-	$(PY) -m bench --scale quick --out $(DEMO)/bench
+demo: setup ## generate data and run every job on local Spark (outputs in demo_output/)
+	$(PY) jobs/generate.py --kind zipf --users 20000 --output $(DEMO)/words --seed 7 --overwrite
+	$(PY) jobs/generate.py --kind skewed --records 100000 --records-per-user 4 \
+	    --output $(DEMO)/graph --seed 7 --overwrite
+	$(PY) jobs/partition_selection.py --input $(DEMO)/words --output $(DEMO)/vocabulary \
+	    --algorithm mad2r --epsilon 1 --delta 1e-5 --overwrite
+	$(PY) jobs/distinct_count.py --input $(DEMO)/words --epsilon 1 \
+	    --report $(DEMO)/distinct_count.json
+	$(PY) jobs/contribution_bounding.py --input $(DEMO)/graph --output $(DEMO)/bounded \
+	    --capacity 4 --driver-threshold-rows 20000 --overwrite
+	@echo "demo done: reports in $(DEMO)/*.json (noise from OS entropy: numbers differ per run)"
 
-bench: setup ## run the full benchmark (bench/results/results.md)
+bench-setup: $(VENV)/.bench-installed
+
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	touch $@
+
+bench: setup bench-setup ## run the full benchmark (bench/results/results.md)
 	$(PY) -m bench --scale full $(ARGS)
 
-bench-quick: setup ## a small benchmark run for a smoke check
+bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
 
 package: setup ## build dist/spark_dp.zip for spark-submit --py-files

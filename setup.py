@@ -40,6 +40,8 @@ setup(
             "mpmath>=1.3",
             "ruff>=0.5",
         ],
+        # `make bench`: the PipelineDP peer comparison and the TPC-H generator
+        "bench": ["pipeline-dp>=0.2", "tpchgen-cli>=1"],
     },
     entry_points={"console_scripts": ["spark-dp=spark_dp.cli:main"]},
     classifiers=[

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _calibrate(argv: list[str]) -> int:
-    from spark_dp.calibration_plan import calibration_table
+    from spark_dp.partition_selection.plan import calibration_table
 
     ap = argparse.ArgumentParser(
         prog="spark-dp calibrate",
@@ -99,14 +99,20 @@ def _calibrate(argv: list[str]) -> int:
     ap.add_argument("--epsilon", type=float, default=1.0)
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--max-items-per-user", type=int, default=100, dest="max_items")
+    ap.add_argument(
+        "--split",
+        default="0.1,0.9",
+        help="budget shares of dp-sips rounds (mad2r uses two shares; default 0.1,0.9)",
+    )
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     try:
         ns = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        table = calibration_table(ns.epsilon, ns.delta, ns.max_items)
-    except SparkDPUserError as exc:
+        split = tuple(float(x) for x in ns.split.split(","))
+        table = calibration_table(ns.epsilon, ns.delta, ns.max_items, split=split)
+    except ValueError as exc:  # SparkDPUserError, or a --split that is not numbers
         print(f"spark-dp calibrate: error: {exc}", file=sys.stderr)
         return 2
     if ns.json:

@@ -28,7 +28,6 @@ from airflow import DAG
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 
-
 def _setting(name: str, default: str) -> str:
     """Read a setting from the environment (no metadata-database access while parsing)."""
     return os.environ.get(name, default)
@@ -45,7 +44,12 @@ SPARK_CONF = {
 }
 
 
-def _job(task_id: str, job: str, args: list[str]) -> SparkSubmitOperator:
+def _job(task_id: str, job: str, flags: str, overwrite: bool = True) -> SparkSubmitOperator:
+    """One spark-submit task; ``flags`` is split on spaces, then ``{RUN}``/``{LEDGER}`` are
+    filled in per token (so paths with spaces survive). Re-runs overwrite their own output."""
+    args = [t.format(RUN=RUN, LEDGER=LEDGER) for t in flags.split()]
+    if overwrite:
+        args.append("--overwrite")
     return SparkSubmitOperator(
         task_id=task_id,
         application=f"{HOME}/jobs/{job}.py",
@@ -67,34 +71,30 @@ with DAG(
     tags=["spark_dp", "differential-privacy"],
 ) as dag:
     generate_pairs = _job(
-        "generate_pairs",
-        "generate",
-        ["--kind", "zipf", "--users", "20000", "--output", f"{RUN}/pairs", "--seed", "7",
-         "--overwrite"],
+        "generate_pairs", "generate", "--kind zipf --users 20000 --output {RUN}/pairs --seed 7"
     )
     generate_graph = _job(
         "generate_hypergraph",
         "generate",
-        ["--kind", "skewed", "--records", "50000", "--output", f"{RUN}/graph", "--seed", "7",
-         "--overwrite"],
+        "--kind skewed --records 50000 --output {RUN}/graph --seed 7",
     )
     bound = _job(
         "contribution_bounding",
         "contribution_bounding",
-        ["--input", f"{RUN}/graph", "--output", f"{RUN}/bounded_records", "--capacity", "4",
-         "--overwrite"],
+        "--input {RUN}/graph --output {RUN}/bounded_records --capacity 4",
     )
     select = _job(
         "partition_selection",
         "partition_selection",
-        ["--input", f"{RUN}/pairs", "--output", f"{RUN}/released_items",
-         "--ledger", LEDGER, "--dataset-id", f"{RUN}/pairs", "--overwrite"],
+        "--input {RUN}/pairs --output {RUN}/released_items --ledger {LEDGER} "
+        "--dataset-id {RUN}/pairs",
     )
     count = _job(
         "distinct_count",
         "distinct_count",
-        ["--input", f"{RUN}/pairs", "--report", f"{RUN}/distinct_count.json",
-         "--ledger", LEDGER, "--dataset-id", f"{RUN}/pairs"],
+        "--input {RUN}/pairs --report {RUN}/distinct_count.json --ledger {LEDGER} "
+        "--dataset-id {RUN}/pairs",
+        overwrite=False,
     )
     generate_graph >> bound
     [generate_pairs, bound] >> select >> count

@@ -1,0 +1,246 @@
+"""Pure-Python reference of contribution bounding, written from the spec, independent of spark_dp.
+
+Spec contribution_bounding.md §3.2 (proposal rounds, literal sets), §3.3 (SHA-256 keys),
+§4.2–4.4 (Alg. 2, 3, 4 pseudocode), §4.6 (literal interleave), §4.5 (the optimum, here by
+exhaustive search on tiny instances). Deliberately naive: dicts and sets, full passes, no
+shortcuts (e.g. Alg. 3 re-scans every record in every pass), so that agreement with the
+package is evidence rather than repetition.
+
+Instances are ``records: {record_id: frozenset(user ids)}`` and ``caps: {user id: cap}``
+covering every user.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+from collections.abc import Callable
+
+Records = dict[str, frozenset]
+
+
+def prio(seed, record_id) -> str:
+    """Lowercase hex SHA-256 of f"{seed}:{record_id}"."""
+    return hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()
+
+
+def user_prio(seed, user_id, record_id) -> str:
+    """Lowercase hex SHA-256 of f"{seed}:{user_id}:{record_id}"."""
+    return hashlib.sha256(f"{seed}:{user_id}:{record_id}".encode()).hexdigest()
+
+
+def shared_key(order: str, records: Records, seed, weights=None) -> Callable:
+    """key(h) of a shared order; weights: {record_id: w} (missing = 0)."""
+    weights = weights or {}
+    if order == "size-hash":
+        return lambda h: (len(records[h]), prio(seed, h), h)
+    if order == "hash":
+        return lambda h: (prio(seed, h), h)
+    if order == "weighted-global":
+        return lambda h: (-weights.get(h, 0.0), prio(seed, h), h)
+    raise ValueError(order)
+
+
+def per_user_key(seed, weights=None) -> Callable:
+    """key(u, h) of per-user orders; weights: {(record_id, user_id): w} (missing = 0)."""
+    weights = weights or {}
+    return lambda u, h: (-weights.get((h, u), 0.0), user_prio(seed, u, h), h)
+
+
+def greedy(records: Records, caps: dict, key: Callable, counts=None) -> set:
+    """Greedy(π) / Alg. 2: one pass; keep h iff every user has count < cap."""
+    count = dict.fromkeys(caps, 0) if counts is None else dict(counts)
+    out = set()
+    for h in sorted(records, key=key):
+        if all(count[u] < caps[u] for u in records[h]):
+            out.add(h)
+            for u in records[h]:
+                count[u] += 1
+    return out
+
+
+def greedy_dup(records: Records, caps: dict, key: Callable) -> tuple[dict, int]:
+    """Alg. 3: full passes over all records until one adds nothing; (multiplicities, passes
+    that added something)."""
+    if any(len(us) == 0 for us in records.values()):
+        raise ValueError("records without users never stop Alg. 3")
+    count = dict.fromkeys(caps, 0)
+    mult = dict.fromkeys(records, 0)
+    order = sorted(records, key=key)
+    passes = 0
+    while True:
+        added = 0
+        for h in order:
+            if all(count[u] < caps[u] for u in records[h]):
+                mult[h] += 1
+                added += 1
+                for u in records[h]:
+                    count[u] += 1
+        if not added:
+            return {h: m for h, m in mult.items() if m}, passes
+        passes += 1
+
+
+def proposal_rounds(
+    records: Records,
+    caps: dict,
+    key: Callable,
+    *,
+    max_rounds: int | None = None,
+    fallback: Callable | None = None,
+    counts: dict | None = None,
+):
+    """Spec §3.2 literally. key(u, h) ranks u's records (lower = preferred).
+
+    Returns:
+        (M, history, d, switched_after): history[r-1] = (accepted in round r, E after it);
+        switched_after = round after which the fallback shared order was used (P7) or None.
+    """
+    users = set(caps)
+    d = dict.fromkeys(users, 0) if counts is None else dict(counts)
+    sat = {u: d[u] >= caps[u] for u in users}
+    eligible = {h for h, us in records.items() if not any(sat[u] for u in us)}
+    chosen, history, switched = set(), [], None
+    r = 0
+    while eligible and (max_rounds is None or r < max_rounds):
+        r += 1
+        proposals = {}
+        for u in users:
+            if sat[u]:
+                continue
+            mine = sorted((h for h in eligible if u in records[h]), key=lambda h, u=u: key(u, h))
+            proposals[u] = set(mine[: caps[u] - d[u]])
+        accepted = {h for h in eligible if all(h in proposals[u] for u in records[h])}
+        chosen |= accepted
+        eligible -= accepted
+        for h in accepted:
+            for u in records[h]:
+                d[u] += 1
+        newly = {u for u in users if not sat[u] and d[u] >= caps[u]}
+        for u in newly:
+            sat[u] = True
+        eligible = {h for h in eligible if not (records[h] & newly)}
+        history.append((frozenset(accepted), frozenset(eligible)))
+        if not accepted and eligible:
+            if fallback is None:
+                raise RuntimeError("no progress")
+            key, fallback, switched = fallback, None, r
+    return chosen, history, d, switched
+
+
+def min_sep_batches(records: Records, key: Callable, iterations: int, batch: int, min_sep: int):
+    """Alg. 4 (spec §4.4): the list of T·B record ids, or None on FAIL."""
+    order = sorted(records, key=key)
+    n = len(order)
+    out, last, misses, pos = [], {}, 0, 0
+    while len(out) < iterations * batch:
+        if n == 0:
+            return None
+        h = order[pos % n]
+        pos += 1
+        t = len(out) // batch
+        if all(u not in last or t - last[u] >= min_sep for u in records[h]):
+            out.append(h)
+            for u in records[h]:
+                last[u] = t
+            misses = 0
+        else:
+            misses += 1
+            if misses >= n:
+                return None
+    return out
+
+
+def interleave(small: list, large: list, c1: int, c2: int) -> list:
+    """c1 from small, c2 from large, repeat; then the rest of whichever list is left."""
+    out, i, j = [], 0, 0
+    while i < len(small) or j < len(large):
+        out += small[i : i + c1]
+        i += c1
+        out += large[j : j + c2]
+        j += c2
+    return out
+
+
+def degrees(records: Records, mult: dict) -> dict:
+    """d(u) = Σ_{h ∋ u} mult(h)."""
+    d: dict = {}
+    for h, m in mult.items():
+        for u in records[h]:
+            d[u] = d.get(u, 0) + m
+    return d
+
+
+def feasible(records: Records, caps: dict, mult: dict) -> bool:
+    """Every user within its capacity."""
+    return all(v <= caps[u] for u, v in degrees(records, mult).items())
+
+
+def maximal(records: Records, caps: dict, chosen: set) -> bool:
+    """No unselected record fits."""
+    d = degrees(records, dict.fromkeys(chosen, 1))
+    return all(h in chosen or any(d.get(u, 0) >= caps[u] for u in us) for h, us in records.items())
+
+
+def optimum(records: Records, caps: dict, duplicates: bool = False) -> int:
+    """Exact optimum by exhaustive search (tiny instances only)."""
+    ids = sorted(records)
+    if not duplicates:
+        best = 0
+        for k in range(len(ids), 0, -1):
+            if k <= best:
+                break
+            for combo in itertools.combinations(ids, k):
+                if feasible(records, caps, dict.fromkeys(combo, 1)):
+                    return k
+        return best
+    ubs = [min(caps[u] for u in records[h]) for h in ids]
+    best = 0
+
+    def search(i: int, left: dict, total: int) -> None:
+        nonlocal best
+        if total + sum(ubs[i:]) <= best:
+            return
+        if i == len(ids):
+            best = max(best, total)
+            return
+        h = ids[i]
+        top = min(left[u] for u in records[h])
+        for m in range(top, -1, -1):
+            for u in records[h]:
+                left[u] -= m
+            search(i + 1, left, total + m)
+            for u in records[h]:
+                left[u] += m
+
+    search(0, dict(caps), 0)
+    return best
+
+
+def random_instance(
+    rng: random.Random,
+    *,
+    max_users: int = 15,
+    max_records: int = 40,
+    prefix: str = "",
+    default_cap: int = 2,
+) -> tuple[Records, dict, dict]:
+    """Spec §8 T2 instance: 1–15 users, 0–40 records of size 1–4, some parallel records,
+    ~30% of users with their own cap in {0..3}.
+
+    Returns:
+        (records, caps of every user, the per-user table: the users with their own cap).
+    """
+    n_users = rng.randint(1, max_users)
+    users = [f"{prefix}u{i}" for i in range(n_users)]
+    records: Records = {}
+    for i in range(rng.randint(0, max_records)):
+        if records and rng.random() < 0.15:  # a parallel record: same users, new id
+            us = rng.choice(list(records.values()))
+        else:
+            us = frozenset(rng.sample(users, rng.randint(1, min(4, n_users))))
+        records[f"{prefix}r{i}"] = us
+    table = {u: rng.randint(0, 3) for u in users if rng.random() < 0.3}
+    caps = {u: table.get(u, default_cap) for u in users}
+    return records, caps, table
