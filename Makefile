@@ -61,8 +61,15 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[test,bench]"
 	touch $@
 
-bench: setup bench-setup ## run the full benchmark (bench/results/results.md)
-	$(PY) -m bench --scale full $(ARGS)
+# One harness run per family (each with its baseline and peers measured in the same run), so
+# a long family never loses another's table; results in bench/results/<family>/.
+bench: setup bench-setup ## full benchmark, about 2 hours here (bench/results/*/results-full.md)
+	$(PY) -m bench --scale full --only partition_selection/ --only peer/pipeline-dp \
+	    --out bench/results/partition_selection $(ARGS)
+	$(PY) -m bench --scale full --only distinct_count/ --only peer/knop \
+	    --out bench/results/distinct_count $(ARGS)
+	$(PY) -m bench --scale full --only contribution_bounding/ \
+	    --out bench/results/contribution_bounding $(ARGS)
 
 bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)

@@ -243,7 +243,13 @@ def to_markdown(machine: dict[str, Any], results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench [--scale quick|full] [--only TEXT] [--list]``."""
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scale", choices=["quick", "full"], default="full")
+    ap.add_argument(
+        "--scale",
+        choices=["quick", "full", "extended"],
+        default="full",
+        help="quick: smoke sizes; full: what `make bench` reports; extended: the costly extra "
+        "cells (TPC-H SF 1, job defaults at 8M)",
+    )
     ap.add_argument("--only", action="append", help="run cases whose name contains TEXT")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--out", default=str(RESULTS_DIR), help="results directory")

@@ -348,10 +348,19 @@ register(
     "ratio not meaningful",
 )(_tpch_case(0.01))
 register(
-    "distinct_count/tpch-sf1",
+    "distinct_count/tpch-sf0.1",
     "distinct_count",
     ZIPF_1M,
     scales=("full",),
+    notes="TPC-H Table 2 queries (tpchgen-cli, SF 0.1); error = trimmed mean relative error "
+    "of the un-shifted estimate, ε = 1, β = 0.1, ℓ_max = 1000 (suppliers) / 100 (customers); "
+    "ratio not meaningful",
+)(_tpch_case(0.1))
+register(
+    "distinct_count/tpch-sf1",
+    "distinct_count",
+    ZIPF_1M,
+    scales=("extended",),
     notes="TPC-H Table 2 queries (tpchgen-cli, SF 1); error = trimmed mean relative error "
     "of the un-shifted estimate, ε = 1, β = 0.1, ℓ_max = 1000 (suppliers) / 100 (customers); "
     "ratio not meaningful",
