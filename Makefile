@@ -75,13 +75,7 @@ bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
 
 package: setup ## build dist/spark_dp.zip for spark-submit --py-files
-	rm -f dist/spark_dp.zip
-	mkdir -p dist
-	$(PY) -c "import pathlib, zipfile; \
-	z = zipfile.ZipFile('dist/spark_dp.zip', 'w', zipfile.ZIP_DEFLATED); \
-	[z.write(p) for p in sorted(pathlib.Path('spark_dp').rglob('*')) \
-	 if p.is_file() and '__pycache__' not in p.parts]; z.close()"
-	@echo "built dist/spark_dp.zip"
+	$(PY) -m spark_dp.packaging dist/spark_dp.zip
 
 clean: ## remove build artifacts, caches and demo output
 	rm -rf dist build *.egg-info .pytest_cache .ruff_cache .hypothesis spark-warehouse \

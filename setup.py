@@ -39,7 +39,14 @@ setup(
             "hypothesis>=6.80",
             "mpmath>=1.3",
             "ruff>=0.5",
+            # notebooks/quickstart.ipynb is executed by the tests
+            "nbclient>=0.7",
+            "nbformat>=5",
+            "ipykernel>=6",
+            "matplotlib>=3.6",
         ],
+        # running the notebooks by hand
+        "notebooks": ["jupyterlab>=4", "matplotlib>=3.6"],
         # `make bench`: the PipelineDP peer comparison and the TPC-H generator
         "bench": ["pipeline-dp>=0.2", "tpchgen-cli>=1"],
     },
