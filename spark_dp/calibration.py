@@ -282,6 +282,47 @@ class WeightAndThreshold:
         return out
 
 
+@dataclass(frozen=True)
+class LaplaceWeightAndThreshold:
+    """Calibration of the Laplace weight-and-threshold round (Basic-Laplace, spec §2.3).
+
+    ℓ1 weighting 1/d_u (Δ1 = 1), Laplace noise of scale 1/ε (pure ε-DP), and the whole δ on
+    the novel-item threshold ρ_Lap (:func:`laplace_weighted_threshold`).
+    """
+
+    epsilon: float
+    delta: float
+    max_items: int
+    scale: float
+    rho: float
+    argmax_t: int
+
+    @classmethod
+    def for_budget(cls, epsilon: float, delta: float, max_items: int) -> LaplaceWeightAndThreshold:
+        """Scale 1/ε and ρ_Lap for (ε, δ, Δ0)."""
+        thr = laplace_weighted_threshold(epsilon, delta, max_items)
+        return cls(
+            float(epsilon),
+            float(delta),
+            int(max_items),
+            laplace_scale(epsilon),
+            thr.rho,
+            thr.argmax_t,
+        )
+
+    def to_report(self) -> dict:
+        """JSON-ready description (public constants)."""
+        return {
+            "mechanism": "laplace weight-and-threshold",
+            "l1_sensitivity": 1.0,
+            "max_items": self.max_items,
+            "scale": self.scale,
+            "rho": self.rho,
+            "argmax_t": self.argmax_t,
+            "delta_threshold": self.delta,
+        }
+
+
 # --------------------------------------------------------------------------- MAD constants
 
 

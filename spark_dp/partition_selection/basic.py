@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from spark_dp.calibration import WeightAndThreshold, laplace_scale, laplace_weighted_threshold
+from spark_dp.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.result import RoundResult, Selection
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
@@ -82,27 +82,17 @@ def basic_laplace(
     Δ1 = 1 (pure ε-DP noise), h(t) = 1/t, and the whole δ goes to the threshold
     ρ_Lap = max_t [1/t + (1/ε)·ln(1/(2(1 − (1−δ)^{1/t})))] (spec §2.3).
     """
-    scale = laplace_scale(epsilon)
-    threshold = laplace_weighted_threshold(epsilon, delta, max_items)
-    calibration = {
-        "mechanism": "laplace weight-and-threshold",
-        "l1_sensitivity": 1.0,
-        "max_items": max_items,
-        "scale": scale,
-        "rho": threshold.rho,
-        "argmax_t": threshold.argmax_t,
-        "delta_threshold": delta,
-    }
+    calibration = LaplaceWeightAndThreshold.for_budget(epsilon, delta, max_items)
 
     def run(capped: DataFrame, noise: Randomness) -> RoundResult:
         items = threshold_items(
             laplace_weights(capped),
             distribution="laplace",
-            scale=scale,
-            threshold=threshold.rho,
+            scale=calibration.scale,
+            threshold=calibration.rho,
             randomness=noise,
         )
-        return RoundResult.counted("round 1", epsilon, delta, calibration, items)
+        return RoundResult.counted("round 1", epsilon, delta, calibration.to_report(), items)
 
     round_ = single_round(pairs, max_items=max_items, randomness=randomness, timer=timer, run=run)
     return Selection(

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
-from spark_dp.calibration import WeightAndThreshold
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.capping import with_degree
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.joins import small_side
+from spark_dp.partition_selection.plan import dp_sips_rounds
 from spark_dp.partition_selection.result import RoundResult, Selection
 from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
 from spark_dp.partition_selection.weighting import basic_weights
@@ -55,7 +55,7 @@ def dp_sips(
         the :class:`Selection`; its items are the disjoint union of the rounds' items.
     """
     timer = default_timer(timer)
-    calibrations = [WeightAndThreshold.for_budget(f * epsilon, f * delta, max_items) for f in split]
+    calibrations = dp_sips_rounds(epsilon, delta, max_items, split)
     rounds: list[RoundResult] = []
     found: DataFrame | None = None
     first_cap: DataFrame | None = None

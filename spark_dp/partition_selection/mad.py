@@ -29,10 +29,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_dp.calibration import MadConstants, WeightAndThreshold
+from spark_dp.calibration import MadConstants
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
 from spark_dp.partition_selection.joins import small_side
+from spark_dp.partition_selection.plan import mad_round
 from spark_dp.partition_selection.result import Selection
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
 from spark_dp.partition_selection.weighting import unbiased_user_weights
@@ -116,8 +117,7 @@ def mad(
         randomness: the job's randomness.
         timer: stage logger.
     """
-    calibration = WeightAndThreshold.for_budget(epsilon, delta, max_items)
-    constants = MadConstants.for_round(calibration, beta=beta, max_adaptive_degree=d_max)
+    calibration, constants = mad_round(epsilon, delta, max_items, beta=beta, d_max=d_max)
     round_ = single_round(
         pairs,
         max_items=max_items,

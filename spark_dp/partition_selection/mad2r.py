@@ -26,11 +26,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_dp.calibration import MadConstants, WeightAndThreshold
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
 from spark_dp.partition_selection.joins import small_side
 from spark_dp.partition_selection.mad import max_adaptive_degree
+from spark_dp.partition_selection.plan import mad2r_rounds
 from spark_dp.partition_selection.result import RoundResult, Selection
 from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
 from spark_dp.partition_selection.thresholding import noisy_weights, select_above
@@ -137,11 +137,15 @@ def mad2r(
     """
     timer = default_timer(timer)
     f1, f2 = split
-    cal1 = WeightAndThreshold.for_budget(f1 * epsilon, f1 * delta, max_items)
-    cal2 = WeightAndThreshold.for_budget(f2 * epsilon, f2 * delta, max_items, h_scale=b_max)
-    mad1 = MadConstants.for_round(cal1, beta=beta, max_adaptive_degree=d_max)
-    mad2 = MadConstants.for_round(
-        cal2, beta=beta, max_adaptive_degree=d_max, b_min=b_min, b_max=b_max
+    cal1, mad1, cal2, mad2 = mad2r_rounds(
+        epsilon,
+        delta,
+        max_items,
+        split=(f1, f2),
+        beta=beta,
+        d_max=d_max,
+        b_min=b_min,
+        b_max=b_max,
     )
     capped = capped_input(pairs, max_items, randomness.child("capping", 1), timer)
 

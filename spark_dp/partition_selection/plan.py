@@ -3,8 +3,9 @@
 Every constant of a run (σ, ρ, τ, α per round, thresholds of the classic strategies) depends
 only on public parameters (ε, δ, Δ0, split, β, d_max, b_min, b_max), never on the data: that is
 what lets an operator check a configuration before running it (``spark-dp calibrate``). The
-rounds listed here are the ones the mechanisms record in their privacy report (label, ε, δ and
-calibration), which ``tests/partition_selection/test_plan.py`` checks for every algorithm.
+multi-round mechanisms take their calibrations from the builders here (:func:`mad_round`,
+:func:`mad2r_rounds`, :func:`dp_sips_rounds`), and ``tests/partition_selection/test_plan.py``
+checks for every algorithm that :func:`round_plan` equals the rounds a real run reports.
 """
 
 from __future__ import annotations
@@ -15,21 +16,60 @@ from typing import Any
 from spark_dp.calibration import (
     GaussianThresholding,
     LaplaceThresholding,
+    LaplaceWeightAndThreshold,
     MadConstants,
     TruncatedGeometric,
     WeightAndThreshold,
-    laplace_scale,
-    laplace_weighted_threshold,
 )
 from spark_dp.partition_selection.params import ALGORITHMS, PartitionSelectionParams
 
-__all__ = ["calibration_table", "round_plan"]
+__all__ = [
+    "calibration_table",
+    "dp_sips_rounds",
+    "mad2r_rounds",
+    "mad_round",
+    "round_plan",
+]
 
 _CLASSIC = {
     "truncated-geometric": TruncatedGeometric,
     "laplace-thresholding": LaplaceThresholding,
     "gaussian-thresholding": GaussianThresholding,
 }
+
+
+def mad_round(
+    epsilon: float, delta: float, max_items: int, *, beta: float, d_max: int
+) -> tuple[WeightAndThreshold, MadConstants]:
+    """Single-round MAD: the Basic calibration (Corollary B.2) and τ = ρ + β·σ, α."""
+    cal = WeightAndThreshold.for_budget(epsilon, delta, max_items)
+    return cal, MadConstants.for_round(cal, beta=beta, max_adaptive_degree=d_max)
+
+
+def mad2r_rounds(
+    epsilon: float,
+    delta: float,
+    max_items: int,
+    *,
+    split: tuple[float, float],
+    beta: float,
+    d_max: int,
+    b_min: float,
+    b_max: float,
+) -> tuple[WeightAndThreshold, MadConstants, WeightAndThreshold, MadConstants]:
+    """MAD2R: round r spends (f_r·ε, f_r·δ); round 2's ρ uses h(t) = b_max/√t (spec §2.6)."""
+    f1, f2 = split
+    cal1, mad1 = mad_round(f1 * epsilon, f1 * delta, max_items, beta=beta, d_max=d_max)
+    cal2 = WeightAndThreshold.for_budget(f2 * epsilon, f2 * delta, max_items, h_scale=b_max)
+    mad2 = MadConstants.for_round(
+        cal2, beta=beta, max_adaptive_degree=d_max, b_min=b_min, b_max=b_max
+    )
+    return cal1, mad1, cal2, mad2
+
+
+def dp_sips_rounds(epsilon: float, delta: float, max_items: int, split) -> list[WeightAndThreshold]:
+    """DP-SIPS: one Basic calibration per budget share f_r of ``split``."""
+    return [WeightAndThreshold.for_budget(f * epsilon, f * delta, max_items) for f in split]
 
 
 def _round(label: str, epsilon: float, delta: float, calibration: dict) -> dict[str, Any]:
@@ -46,48 +86,28 @@ def round_plan(params: PartitionSelectionParams) -> list[dict[str, Any]]:
     """
     p = params
     eps, delta, cap = p.epsilon, p.delta, p.max_items_per_user
-    if p.algorithm in ("basic", "mad"):
+    if p.algorithm == "basic":
         cal = WeightAndThreshold.for_budget(eps, delta, cap)
-        extra = {}
-        if p.algorithm == "mad":
-            extra = MadConstants.for_round(
-                cal, beta=p.beta, max_adaptive_degree=p.max_adaptive_degree
-            ).to_report()
-        return [_round("round 1", eps, delta, {**cal.to_report(), **extra})]
+        return [_round("round 1", eps, delta, cal.to_report())]
+    if p.algorithm == "mad":
+        cal, mad = mad_round(eps, delta, cap, beta=p.beta, d_max=p.max_adaptive_degree)
+        return [_round("round 1", eps, delta, {**cal.to_report(), **mad.to_report()})]
     if p.algorithm == "basic-laplace":
-        thr = laplace_weighted_threshold(eps, delta, cap)
-        return [
-            _round(
-                "round 1",
-                eps,
-                delta,
-                {
-                    "mechanism": "laplace weight-and-threshold",
-                    "l1_sensitivity": 1.0,
-                    "max_items": cap,
-                    "scale": laplace_scale(eps),
-                    "rho": thr.rho,
-                    "argmax_t": thr.argmax_t,
-                    "delta_threshold": delta,
-                },
-            )
-        ]
+        cal = LaplaceWeightAndThreshold.for_budget(eps, delta, cap)
+        return [_round("round 1", eps, delta, cal.to_report())]
     if p.algorithm == "dp-sips":
         return [
             _round(f"round {r}", cal.epsilon, cal.delta, cal.to_report())
-            for r, cal in enumerate(
-                (WeightAndThreshold.for_budget(f * eps, f * delta, cap) for f in p.split), start=1
-            )
+            for r, cal in enumerate(dp_sips_rounds(eps, delta, cap, p.split), start=1)
         ]
     if p.algorithm == "mad2r":
-        f1, f2 = p.split
-        cal1 = WeightAndThreshold.for_budget(f1 * eps, f1 * delta, cap)
-        cal2 = WeightAndThreshold.for_budget(f2 * eps, f2 * delta, cap, h_scale=p.b_max)
-        mad1 = MadConstants.for_round(cal1, beta=p.beta, max_adaptive_degree=p.max_adaptive_degree)
-        mad2 = MadConstants.for_round(
-            cal2,
+        cal1, mad1, cal2, mad2 = mad2r_rounds(
+            eps,
+            delta,
+            cap,
+            split=p.split,
             beta=p.beta,
-            max_adaptive_degree=p.max_adaptive_degree,
+            d_max=p.max_adaptive_degree,
             b_min=p.b_min,
             b_max=p.b_max,
         )
