@@ -63,7 +63,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 # One harness run per family (each with its baseline and peers measured in the same run), so
 # a long family never loses another's table; results in bench/results/<family>/.
-bench: setup bench-setup ## full benchmark, about 2 hours here (bench/results/*/results-full.md)
+bench: setup bench-setup ## full benchmark, about 75 minutes here (bench/results/*/results-full.md)
 	$(PY) -m bench --scale full --only partition_selection/ --only peer/pipeline-dp \
 	    --out bench/results/partition_selection $(ARGS)
 	$(PY) -m bench --scale full --only distinct_count/ --only peer/knop \

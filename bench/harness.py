@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         "--scale",
         choices=["quick", "full", "extended"],
         default="full",
-        help="quick: smoke sizes; full: what `make bench` reports; extended: the costly extra "
+        help="quick: smoke sizes; full: what `make bench` reports; extended: costly extra "
         "cells (TPC-H SF 1, job defaults at 8M)",
     )
     ap.add_argument("--only", action="append", help="run cases whose name contains TEXT")

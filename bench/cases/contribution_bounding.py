@@ -17,7 +17,7 @@ generated records; capacities b ∈ {2, 4, 8}.
   sequential greedy vs the exact ILP on 5k-record graphs, where HiGHS finishes (spec App. R2).
 * ``contribution_bounding/default/<graph>/b4``: the job with its defaults (driver-greedy
   finish below 5M eligible incidences), the configuration users run: 1M in ``full``, 8M in
-  ``extended`` (about 9 minutes per 8M cell here).
+  ``extended``.
 * ``quick``: the proposal and vs-ilp cases on 20k/5k-record graphs.
 
 The time growth from 1M to 8M records is the ratio of the 8M and 1M ``seconds`` of the same
@@ -149,13 +149,11 @@ for _kind in ("regular", "skewed"):
     for _label, _n in SIZES.items():
         _ds = _graph(_kind, _label, _n)
         for _b in CAPACITIES:
-            # 8M: b = 4 in `full` (about 9 minutes here); b = 2 and 8 in `extended`.
-            full = _label != "8m" or _b == 4
             register(
                 f"contribution_bounding/proposal/{_ds.name}/b{_b}",
                 "contribution_bounding",
                 _ds,
-                scales=("full",) if full else ("extended",),
+                scales=("full",),
             )(_proposal_case(_b))
         if _label in ("1m", "8m"):
             register(

@@ -241,7 +241,7 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None) -> int:
         check_output_path(getattr(args, "output", None), args.overwrite)
         randomness = Randomness.create(args.seed)
         if randomness.seeded:
-            log.warning("fixed seed %d: reproducible noise, NOT for production", args.seed)
+            log.warning("fixed seed %d: reproducible randomness, NOT for production", args.seed)
 
         from pyspark.sql import SparkSession
 
