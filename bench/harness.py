@@ -155,6 +155,19 @@ def baseline(spark, data_path: str, key: str, out_path: str) -> float:
     return time.perf_counter() - t0
 
 
+def run_job(job: str, data_path: str, out: Path, flags: list[str], seed: int) -> tuple[float, dict]:
+    """Run ``spark_dp.jobs.<job>`` in the bench session (read, run, write); return its wall
+    seconds and its JSON report. Seeded so the figures repeat (never a production setting)."""
+    main = importlib.import_module(f"spark_dp.jobs.{job}").main
+    argv = ["--input", data_path, "--output", str(out), "--seed", str(seed), "--overwrite"]
+    t0 = time.perf_counter()
+    code = main([*argv, "--log-level", "WARNING", *flags])
+    seconds = time.perf_counter() - t0
+    if code != 0:
+        raise RuntimeError(f"{job} {flags} exited with {code}")
+    return seconds, json.loads(Path(f"{out}.report.json").read_text())
+
+
 # --------------------------------------------------------------------------- machine
 
 

@@ -26,11 +26,10 @@ kind and b (goal ≤ 9×). Seeds are fixed (the order seed only breaks ties; spe
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
-from bench.harness import Dataset, register
+from bench.harness import Dataset, register, run_job
 
 D_U = 4
 SIZES = {"125k": 125_000, "1m": 1_000_000, "8m": 8_000_000}
@@ -45,15 +44,7 @@ def _graph(kind: str, label: str, n: int) -> Dataset:
 
 
 def _run_job(data_path: str, out: Path, flags: list[str]) -> tuple[float, dict]:
-    from spark_dp.jobs.contribution_bounding import main
-
-    argv = ["--input", data_path, "--output", str(out), "--seed", str(SEED), "--overwrite"]
-    t0 = time.perf_counter()
-    code = main([*argv, "--log-level", "WARNING", *flags])
-    seconds = time.perf_counter() - t0
-    if code != 0:
-        raise RuntimeError(f"contribution_bounding {flags} exited with {code}")
-    return seconds, json.loads(Path(f"{out}.report.json").read_text())
+    return run_job("contribution_bounding", data_path, out, flags, SEED)
 
 
 def _round_figures(report: dict) -> dict:

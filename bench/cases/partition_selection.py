@@ -23,13 +23,12 @@ Seeds are fixed so runs repeat; such releases are not for production.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
 
 from bench.cases.baseline import ZIPF_SMALL
-from bench.harness import Dataset, register
+from bench.harness import Dataset, register, run_job
 
 ZIPF_5M = Dataset("zipf-5m", "zipf", {"n_users": 250_000, "mean_items": 36.0, "exponent": 1.3})
 HEAVY_LIGHT = Dataset("heavy-light-15k", "heavy-light", {"n_users": 15_000, "n_light": 1_000})
@@ -48,18 +47,6 @@ ALGORITHMS: dict[str, list[str]] = {
 _MEANS: dict[tuple[str, str], float] = {}  # (dataset path, case) -> mean output size
 
 
-def _run_job(data_path: str, out: Path, flags: list[str], seed: int) -> tuple[float, dict]:
-    from spark_dp.jobs.partition_selection import main
-
-    argv = ["--input", data_path, "--output", str(out), "--seed", str(seed), "--overwrite"]
-    t0 = time.perf_counter()
-    code = main([*argv, "--log-level", "WARNING", *flags])
-    seconds = time.perf_counter() - t0
-    if code != 0:
-        raise RuntimeError(f"partition_selection {flags} exited with {code}")
-    return seconds, json.loads(Path(f"{out}.report.json").read_text())
-
-
 def _ratios(data_path: str, name: str, mean: float) -> dict:
     out = {}
     basic = _MEANS.get((data_path, "basic"))
@@ -75,7 +62,9 @@ def _selection_case(name: str, flags: list[str], seeds: int):
     def run(spark, data_path: str, work_dir: str) -> dict:
         sizes, times, udf = [], [], []
         for seed in range(1, seeds + 1):
-            seconds, report = _run_job(data_path, Path(work_dir) / f"items-{seed}", flags, seed)
+            seconds, report = run_job(
+                "partition_selection", data_path, Path(work_dir) / f"items-{seed}", flags, seed
+            )
             sizes.append(report["outputs"]["output_items"])
             times.append(seconds)
             if "round 2 user weights" in report["timings_seconds"]:
