@@ -67,11 +67,20 @@ class InputSummary:
     path: str
     rows_read: int
     null_rows_dropped: int
-    duplicates_dropped: int
-    rows: int
+    duplicates_dropped: int | None
+    rows: int | None
 
     def log(self, logger: logging.Logger = log) -> None:
         """Log the diagnostics at INFO level."""
+        if self.rows is None:
+            logger.info(
+                "input %s: %d rows read, %d with null ids dropped (repeated pairs are dropped "
+                "by the per-user step of the algorithm)",
+                self.path,
+                self.rows_read,
+                self.null_rows_dropped,
+            )
+            return
         logger.info(
             "input %s: %d rows read, %d with null ids dropped, %d duplicate pairs dropped, "
             "%d distinct pairs kept",
@@ -163,6 +172,7 @@ def validate_edges(
     *,
     path: str = "<DataFrame>",
     drop_nulls: bool = False,
+    dedupe: bool = True,
     persist: bool = True,
 ):
     """Check and normalize a two-column id table.
@@ -172,11 +182,14 @@ def validate_edges(
         columns: canonical name -> column in ``df``, e.g. ``{USER_ID: "uid", ITEM: "word"}``.
         path: shown in messages.
         drop_nulls: drop rows with a null id (and log how many) instead of failing.
+        dedupe: drop repeated rows here. An algorithm whose first step groups each user's rows
+            anyway (the partition-selection cap) passes False and drops them there, which saves
+            a full shuffle; the summary then has ``rows`` and ``duplicates_dropped`` None.
         persist: cache the normalized table (the algorithms read it several times).
 
     Returns:
-        (normalized DataFrame with exactly the canonical columns as strings, deduplicated;
-        :class:`InputSummary`).
+        (normalized DataFrame with exactly the canonical columns as strings, deduplicated
+        unless ``dedupe`` is False; :class:`InputSummary`).
 
     Raises:
         InputContractError: missing column, wrong type, nulls (unless dropped), empty input.
@@ -210,12 +223,15 @@ def validate_edges(
             "--drop-nulls to drop those rows"
         )
     clean = typed.where(~null_any) if null_rows else typed
+    if rows_read == null_rows:
+        raise InputContractError(f"input {path!r} has no rows left after dropping null ids")
+    if not dedupe:
+        clean = clean.persist(StorageLevel.MEMORY_AND_DISK) if persist else clean
+        return clean, InputSummary(path, rows_read, null_rows, None, None)
     deduped = clean.dropDuplicates(list(columns))
     if persist:
         deduped = deduped.persist(StorageLevel.MEMORY_AND_DISK)
     rows = deduped.count()
-    if rows == 0:
-        raise InputContractError(f"input {path!r} has no rows left after dropping null ids")
     summary = InputSummary(
         path=path,
         rows_read=rows_read,
@@ -240,15 +256,24 @@ def load_pairs(
     item_col: str = ITEM,
     fmt: str | None = None,
     drop_nulls: bool = False,
+    dedupe: bool = True,
+    persist: bool = True,
 ):
     """Read (user, item) pairs for partition selection and distinct count.
 
+    ``dedupe`` and ``persist`` as in :func:`validate_edges`.
+
     Returns:
-        ((user_id, item) strings, deduplicated, cached; :class:`InputSummary`).
+        ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).
     """
     df = read_table(spark, path, fmt)
     return validate_edges(
-        df, {USER_ID: user_col, ITEM: item_col}, path=str(path), drop_nulls=drop_nulls
+        df,
+        {USER_ID: user_col, ITEM: item_col},
+        path=str(path),
+        drop_nulls=drop_nulls,
+        dedupe=dedupe,
+        persist=persist,
     )
 
 

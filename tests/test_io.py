@@ -32,6 +32,27 @@ def test_load_pairs_canonicalizes_and_deduplicates(spark, tmp_path):
     assert (summary.rows_read, summary.duplicates_dropped, summary.rows) == (5, 1, 4)
 
 
+def test_load_pairs_can_leave_repeated_pairs_to_the_algorithm(spark, tmp_path, caplog):
+    path = _write(
+        spark, [(1, "a"), (1, "a"), (None, "b"), (2, "b")], "uid long, word string", tmp_path / "p"
+    )
+    df, summary = io.load_pairs(
+        spark, path, user_col="uid", item_col="word", dedupe=False, persist=False, drop_nulls=True
+    )
+    expected = spark.createDataFrame(
+        [("1", "a"), ("1", "a"), ("2", "b")], "user_id string, item string"
+    )
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
+    assert not df.is_cached
+    assert (summary.rows_read, summary.null_rows_dropped) == (4, 1)
+    assert summary.duplicates_dropped is None and summary.rows is None
+    with caplog.at_level("INFO", logger="spark_dp.io"):
+        summary.log()
+    assert "4 rows read, 1 with null ids dropped (repeated pairs are dropped" in caplog.text
+    with pytest.raises(InputContractError, match="null ids"):
+        io.load_pairs(spark, path, user_col="uid", item_col="word", dedupe=False)
+
+
 def test_csv_ids_are_read_as_exact_strings(spark, tmp_path):
     p = tmp_path / "pairs.csv"
     p.write_text("user_id,item\n007,x\n7,x\n")

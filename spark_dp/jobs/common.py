@@ -101,8 +101,9 @@ class JobContext:
     outputs: dict[str, str] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- input helpers
-    def load_pairs(self):
-        """(user_id, item) pairs from ``--input`` (validated, deduplicated, cached)."""
+    def load_pairs(self, *, dedupe: bool = True, persist: bool = True):
+        """(user_id, item) pairs from ``--input``: validated; deduplicated and cached unless
+        the job's first step does that itself (see :func:`spark_dp.io.validate_edges`)."""
         with self.timer.stage("read"):
             df, summary = load_pairs(
                 self.spark,
@@ -111,6 +112,8 @@ class JobContext:
                 item_col=self.args.item_col,
                 fmt=self.args.input_format,
                 drop_nulls=self.args.drop_nulls,
+                dedupe=dedupe,
+                persist=persist,
             )
         summary.log(self.log)
         return df

@@ -21,10 +21,11 @@ __all__ = ["SPEC", "main"]
 
 def _execute(ctx: JobContext) -> str:
     p: PartitionSelectionParams = ctx.params
-    pairs = ctx.load_pairs()  # validated, deduplicated, cached
+    pairs = ctx.load_pairs(dedupe=False, persist=False)
+    # -> validated (user_id, item); the cap of every algorithm drops repeated pairs in its
+    #    per-user window, so a separate deduplication (a full shuffle) would be wasted
     selection = run_selection(pairs, p, ctx.randomness, timer=ctx.timer, validate=False)
     rows = ctx.write_output(selection.items)
-    pairs.unpersist()
 
     info = selection.report_info()
     report = ctx.report

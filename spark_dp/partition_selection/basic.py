@@ -34,7 +34,7 @@ def basic(
     σ is calibrated for (ε, δ/2) with Δ2 = 1, ρ for δ/2 with h(t) = 1/√t (Thm. 3.3).
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         epsilon: ε.
         delta: δ.
         max_items: Δ0.

@@ -72,7 +72,7 @@ def count_thresholding(
     """Cap at k items per user, count users per item, keep items by ``strategy``.
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         strategy: one of :data:`STRATEGIES`.
         epsilon: ε.
         delta: δ.

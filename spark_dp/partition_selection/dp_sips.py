@@ -41,7 +41,7 @@ def dp_sips(
     """DP-SIPS over ``split`` (e.g. [0.1, 0.9] or [0.05, 0.15, 0.8]).
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         epsilon: total ε.
         delta: total δ.
         max_items: Δ0.

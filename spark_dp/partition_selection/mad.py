@@ -108,7 +108,7 @@ def mad(
     same capped data (Thm. C.1). Spec partition_selection.md §2.5.
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         epsilon: ε.
         delta: δ.
         max_items: Δ0.

@@ -118,7 +118,7 @@ def mad2r(
     """MAD2R (see the module docstring).
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         epsilon: total ε.
         delta: total δ.
         max_items: Δ0.
@@ -166,12 +166,15 @@ def mad2r(
         removed, biased = round_two_items(
             noisy1, sigma1=cal1.sigma, rho1=cal1.rho, rho2=cal2.rho, c_lb=c_lb, c_ub=c_ub
         )
-        reduced = round_two_pairs(capped, removed, biased)
-        # -> (user_id, item, bias_private): S_u without U1 and U_low
+        reduced = round_two_pairs(capped, removed, biased).persist(StorageLevel.MEMORY_AND_DISK)
+        # -> (user_id, item, bias_private): S_u without U1 and U_low, cached because
+        #    UserWeights reads it three times (per-user sums, SQL users, loop users)
+        info["pairs_kept"] = reduced.count()  # operator-facing row count, never reported
+        capped.unpersist()
         weighted = user_weights(reduced, b_min, b_max).persist(StorageLevel.MEMORY_AND_DISK)
         # -> (user_id, item, degree, user_weight_private), read three times by MAD
-        info["pairs_kept"] = weighted.count()  # operator-facing row count, never reported
-    capped.unpersist()
+        weighted.count()
+        reduced.unpersist()
 
     with timer.stage("round 2") as info:
         w2 = max_adaptive_degree(weighted, mad2)

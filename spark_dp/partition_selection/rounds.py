@@ -40,7 +40,7 @@ def capped_input(
     """Cap ``pairs`` at Δ0 items per user (:func:`~.capping.cap_user_items`).
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         max_items: Δ0.
         randomness: the capping stream.
         timer: stage logger.
@@ -105,7 +105,7 @@ def single_round(
     """Cap the pairs once and run one mechanism on them.
 
     Args:
-        pairs: (user_id, item), deduplicated.
+        pairs: (user_id, item); a repeated pair counts once (the cap drops it).
         max_items: Δ0 (k of the classic strategies).
         randomness: the job's randomness; capping uses child("capping", 1).
         timer: stage logger.

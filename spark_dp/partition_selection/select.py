@@ -38,8 +38,9 @@ def run_selection(
         params: validated parameters.
         randomness: ``Randomness.create()`` (OS entropy) in production; seeded for tests.
         timer: stage logger.
-        validate: check and deduplicate ``pairs`` first (null ids, types, empty input); pass
-            False for a table from :func:`spark_dp.io.load_pairs`, which is already checked.
+        validate: check ``pairs`` first (null ids, types, empty input); pass False for a
+            table from :func:`spark_dp.io.load_pairs`, which is already checked. Repeated
+            pairs need no separate pass: every algorithm's cap drops them.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
 
@@ -48,7 +49,9 @@ def run_selection(
     """
     checked = pairs
     if validate:
-        checked, _ = validate_edges(pairs, {USER_ID: user_col, ITEM: item_col})
+        checked, _ = validate_edges(
+            pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
+        )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
     p = params
     common = {"epsilon": p.epsilon, "delta": p.delta, "randomness": randomness, "timer": timer}
     if p.algorithm == "basic":
@@ -90,8 +93,6 @@ def run_selection(
         )
     else:  # unreachable: the parameters validate the name
         raise ValueError(f"unknown algorithm {p.algorithm!r}")
-    if validate:
-        checked.unpersist()
     return selection
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
+
+from chispa import assert_df_equality
 
 from spark_dp.partition_selection.capping import cap_user_items, with_degree
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
@@ -37,6 +40,26 @@ def test_cap_is_uniform_and_depends_only_on_the_users_own_set(pairs_df):
         cap_user_items(pairs_df({u: sets[u] for u in ("u1", "u2")}), d0, Randomness.create(7))
     )
     assert alone == {"u1": got["u1"], "u2": got["u2"]}
+
+
+def test_repeated_pairs_count_once(spark, pairs_df):
+    """The cap is the step that drops repeated pairs (jobs do not deduplicate before it)."""
+    rng = random.Random(3)
+    sets = {
+        f"u{u}": [f"i{rng.randrange(40)}" for _ in range(rng.randrange(1, 30))] for u in range(60)
+    }
+    distinct = {u: sorted(set(items)) for u, items in sets.items()}
+    rows = [(u, i) for u, items in sets.items() for i in items for _ in range(rng.randrange(1, 4))]
+    rng.shuffle(rows)
+    repeated = spark.createDataFrame(rows, "user_id string, item string").repartition(3)
+    assert repeated.count() > sum(map(len, distinct.values()))
+    for d0 in (5, 100):
+        got = cap_user_items(repeated, d0, Randomness.create(11))
+        want = cap_user_items(pairs_df(distinct), d0, Randomness.create(11))
+        assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
+        degrees = {r[USER_ID]: r[DEGREE] for r in got.collect()}
+        assert degrees == {u: min(len(s), d0) for u, s in distinct.items()}
+        assert got.count() == sum(min(len(s), d0) for s in distinct.values())
 
 
 def test_entropy_mode_draws_a_fresh_subsample(pairs_df):

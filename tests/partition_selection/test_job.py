@@ -62,6 +62,23 @@ def test_mad2r_job_writes_items_and_a_public_report(tmp_path, input_path, spark)
     assert "2700" not in text and "909" not in text  # input rows, union size
 
 
+@pytest.mark.parametrize("algorithm", ["mad2r", "dp-sips", "truncated-geometric"])
+def test_repeated_input_rows_change_nothing(tmp_path, input_path, spark, algorithm):
+    # The job does not deduplicate before the cap; the cap's window drops repeated pairs.
+    # Same seed, same items whether each pair appears once or three times.
+    tripled = str(tmp_path / "tripled")
+    df = spark.read.parquet(input_path)
+    df.unionByName(df).unionByName(df).repartition(4).write.parquet(tripled)
+    flags = ("--algorithm", algorithm, "--seed", "5", "--epsilon", "2", "--max-items-per-user", "2")
+    items = []
+    for path, sub in ((input_path, "once"), (tripled, "thrice")):
+        (tmp_path / sub).mkdir()
+        code, out = run(tmp_path / sub, path, *flags)
+        assert code == 0
+        items.append(sorted(r["item"] for r in spark.read.parquet(str(out)).collect()))
+    assert items[0] == items[1] and "common" in items[0]
+
+
 def test_classic_strategy_via_flags(tmp_path, input_path, spark):
     code, out = run(
         tmp_path, input_path, "--algorithm", "truncated-geometric", "--epsilon", "0.5",
