@@ -67,6 +67,11 @@ def _ratios(data_path: str, name: str, mean: float) -> dict:
     return out
 
 
+def _noop(df) -> None:
+    """Run ``df`` to the end without writing anything (Spark's ``noop`` sink)."""
+    df.write.format("noop").mode("overwrite").save()
+
+
 def _selection_case(name: str, flags: list[str], seeds: int):
     def run(spark, data_path: str, work_dir: str) -> dict:
         sizes, times, stages = [], [], []
@@ -135,7 +140,7 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
 
     def timed(df) -> float:
         t0 = time.perf_counter()
-        df.write.format("noop").mode("overwrite").save()
+        _noop(df)
         return time.perf_counter() - t0
 
     timed(user_weights(reduced, 0.5, 2.0))  # warm-up (Python workers)
@@ -178,9 +183,6 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
 
     from spark_dp.randomness import Randomness, add_noise_column
 
-    def noop(df) -> None:
-        df.write.format("noop").mode("overwrite").save()
-
     def once() -> dict:
         t0 = time.perf_counter()
         pairs = spark.read.parquet(data_path).select(
@@ -190,8 +192,8 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
         grouped = pairs.repartition("user_id").persist(StorageLevel.MEMORY_AND_DISK)
         grouped.count()
         t1 = time.perf_counter()
-        noop(grouped.groupBy("item").agg(F.count(F.lit(1)).alias("w")))
-        noop(grouped.groupBy("user_id").agg(F.count(F.lit(1)).alias("e")))
+        _noop(grouped.groupBy("item").agg(F.count(F.lit(1)).alias("w")))
+        _noop(grouped.groupBy("user_id").agg(F.count(F.lit(1)).alias("e")))
         sums = grouped.groupBy("item").agg(F.count(F.lit(1)).cast("double").alias("w"))
         noised = add_noise_column(
             sums, ["item"], "z", distribution="gaussian", scale=1.0, randomness=Randomness.create(1)
@@ -199,7 +201,7 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
         noised.where(F.col("w") + F.col("z") >= 100.0).select("item").write.mode(
             "overwrite"
         ).parquet(str(Path(work_dir) / "mad2r-floor"))
-        noop(grouped.groupBy("user_id").agg(F.count(F.lit(1)).alias("d")))
+        _noop(grouped.groupBy("user_id").agg(F.count(F.lit(1)).alias("d")))
         t2 = time.perf_counter()
         grouped.unpersist()
         return {"seconds": t2 - t0, "shuffle_and_cache_s": t1 - t0, "four_passes_s": t2 - t1}
