@@ -172,9 +172,9 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
     see each user's whole set, and both rounds reread the capped pairs); then the four passes
     over those pairs that MAD2R cannot merge, since each needs a global result of the one
     before (spec §2.5-2.6): the round-1 initial item sums (w_init), a per-user sum (the excess
-    e_u needs the truncated items), the round-1 final item sums with the noise draw (seeded UDF) and
-    threshold (written out), and a per-user pass (round 2 drops round 1's found and hopeless
-    items from every set). Left out, so the real job can only be slower: validation, the
+    e_u needs the truncated items), the round-1 final item sums with the noise draw (seeded
+    UDF) and threshold (written out), and a per-user pass (round 2 drops round 1's found and
+    hopeless items from every set). Left out, so the real job can only be slower: validation, the
     deduplication and uniform Δ0 subset (sort and window), the truncation and reroute joins,
     the round-2 UserWeights, item sums and noise, and the report.
     """
