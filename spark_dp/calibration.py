@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import optimize, special
 
-from spark_dp.config import (
+from spark_dp.checks import (
     check_delta,
     check_epsilon,
     check_int_at_least,

@@ -19,26 +19,16 @@ import argparse
 import dataclasses
 import difflib
 import json
-import math
 import types
 import typing
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from spark_dp.errors import ConfigError, ParameterError
+from spark_dp.errors import ConfigError
 
 __all__ = [
     "add_param_arguments",
-    "check_choice",
-    "check_delta",
-    "check_epsilon",
-    "check_fraction",
-    "check_fractions",
-    "check_int_at_least",
-    "check_nonnegative",
-    "check_positive",
-    "check_probability",
     "cli_overrides",
     "load_config_file",
     "param",
@@ -74,94 +64,6 @@ def param(
     if isinstance(default, list):
         return dataclasses.field(default_factory=lambda d=default: list(d), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def check_positive(name: str, value: float) -> float:
-    """Return ``value`` if it is a finite number > 0, else raise :class:`ParameterError`."""
-    if not _is_real(value) or not math.isfinite(value) or value <= 0:
-        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
-
-
-def check_nonnegative(name: str, value: float) -> float:
-    """Return ``value`` if it is a finite number ≥ 0."""
-    if not _is_real(value) or not math.isfinite(value) or value < 0:
-        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}")
-    return value
-
-
-def check_epsilon(value: float, name: str = "epsilon") -> float:
-    """ε must be finite and > 0."""
-    if not _is_real(value) or not math.isfinite(value) or value <= 0:
-        raise ParameterError(
-            f"{name} must be a finite number > 0 (the privacy loss), got {value!r}; "
-            "typical values are 0.1 to 10"
-        )
-    return float(value)
-
-
-def check_delta(value: float, name: str = "delta") -> float:
-    """δ must lie strictly between 0 and 1."""
-    if not _is_real(value) or not (0.0 < value < 1.0):
-        raise ParameterError(
-            f"{name} must lie strictly between 0 and 1, got {value!r}; "
-            "choose it well below 1/(number of users), e.g. 1e-5 to 1e-11"
-        )
-    return float(value)
-
-
-def check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:
-    """Value must lie in the open interval (low, high)."""
-    if not _is_real(value) or not (low < value < high):
-        raise ParameterError(f"{name} must lie strictly between {low} and {high}, got {value!r}")
-    return float(value)
-
-
-def check_fraction(name: str, value: float) -> float:
-    """Value must lie in (0, 1]."""
-    if not _is_real(value) or not (0.0 < value <= 1.0):
-        raise ParameterError(f"{name} must lie in (0, 1], got {value!r}")
-    return float(value)
-
-
-def check_fractions(name: str, values: Sequence[float]) -> tuple[float, ...]:
-    """A budget split: non-empty, every share > 0, shares sum to at most 1 (+1e-9)."""
-    values = tuple(values)
-    if not values:
-        raise ParameterError(f"{name} must list at least one budget share, got an empty list")
-    for v in values:
-        if not _is_real(v) or not (0.0 < v <= 1.0):
-            raise ParameterError(f"{name}: every share must lie in (0, 1], got {list(values)}")
-    if sum(values) > 1.0 + 1e-9:
-        raise ParameterError(
-            f"{name} must sum to at most 1 (basic composition), got {list(values)} "
-            f"(sum {sum(values):.6g})"
-        )
-    return tuple(float(v) for v in values)
-
-
-def check_int_at_least(name: str, value: int, minimum: int) -> int:
-    """Value must be an integer ≥ minimum (bools are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def check_choice(name: str, value: Any, choices: Iterable[Any]) -> Any:
-    """Value must be one of ``choices``."""
-    choices = list(choices)
-    if value not in choices:
-        hint = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
-        extra = f"; did you mean {hint[0]!r}?" if hint else ""
-        raise ParameterError(f"{name} must be one of {choices}, got {value!r}{extra}")
-    return value
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # --------------------------------------------------------------------------- files

@@ -1,9 +1,18 @@
 """The privacy report: a JSON account of what a job released and what it spent.
 
-Filled by the objects that did the work (calibration objects, mechanisms, the job runner), so
-nobody re-describes a mechanism by hand. It holds only public values: parameters, calibrated
-constants (σ, ρ, thresholds, GEM details), the budget spent per step, the randomness mode,
-row counts of *released* outputs, versions and timings. Never private statistics.
+Filled by the objects that did the work, so nobody re-describes a mechanism by hand:
+
+* a **calibration** (any object with ``epsilon``, ``delta`` and ``to_report()``, see
+  :class:`Calibration`) states its own mechanism, sensitivity and constants;
+* a family's **plan** pairs each calibration with a label as a :class:`Step` (a round, the GEM
+  choice, a Laplace release); :meth:`PrivacyReport.spend_step` books it;
+* a family's **result** (:class:`Release`) writes its steps, mechanism description and released
+  values into the report with ``fill_report``; the job runner adds parameters, randomness and
+  versions.
+
+It holds only public values: parameters, calibrated constants (σ, ρ, thresholds, GEM details),
+the budget spent per step, the randomness mode, sizes of *released* outputs and versions. Never
+private statistics.
 """
 
 from __future__ import annotations
@@ -12,12 +21,68 @@ import datetime as _dt
 import platform
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from spark_dp import __version__
 from spark_dp.io import write_json_atomic
 
-__all__ = ["BudgetEntry", "PrivacyReport", "software_versions"]
+__all__ = [
+    "BudgetEntry",
+    "Calibration",
+    "PrivacyReport",
+    "Release",
+    "Step",
+    "software_versions",
+]
+
+
+class Calibration(Protocol):
+    """A calibrated mechanism: the (ε, δ) it spends and a public description of itself.
+
+    ``to_report()`` holds the mechanism's name, its sensitivity and its constants (σ, ρ, scale,
+    thresholds), all public; it is the only place they are written down.
+    """
+
+    @property
+    def epsilon(self) -> float: ...
+
+    @property
+    def delta(self) -> float: ...
+
+    def to_report(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Step:
+    """One budget-spending step of a plan: a label and the calibration that spends it."""
+
+    label: str
+    calibration: Calibration
+
+    @property
+    def epsilon(self) -> float:
+        """ε of the step."""
+        return float(self.calibration.epsilon)
+
+    @property
+    def delta(self) -> float:
+        """δ of the step."""
+        return float(self.calibration.delta)
+
+    def to_report(self) -> dict[str, Any]:
+        """Label, (ε, δ) and the calibration's own description."""
+        return {
+            **self.calibration.to_report(),
+            "label": self.label,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+        }
+
+
+class Release(Protocol):
+    """What a family's run returns: it writes its own account into a report."""
+
+    def fill_report(self, report: PrivacyReport) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -72,6 +137,13 @@ class PrivacyReport:
     def spend(self, label: str, epsilon: float, delta: float = 0.0, **details: Any) -> None:
         """Record the budget one step spends (basic composition sums the entries)."""
         self.budget.append(BudgetEntry(label, float(epsilon), float(delta), details))
+
+    def spend_step(self, step: Step, **released: Any) -> None:
+        """Book a plan step: its (ε, δ) and its calibration's description, plus released
+        values of the step (e.g. the number of items it selected)."""
+        details = {k: v for k, v in step.to_report().items() if k not in ("label", "epsilon")}
+        details.pop("delta", None)
+        self.spend(step.label, step.epsilon, step.delta, **details, **released)
 
     def note(self, sentence: str) -> None:
         """Append one plain sentence describing a step that ran."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from spark_dp import checks as K
 from spark_dp import config as C
 from spark_dp.errors import ConfigError, ParameterError
 
@@ -23,11 +24,11 @@ class DemoParams:
     note: str | None = C.param(None, "optional")
 
     def __post_init__(self):
-        C.check_epsilon(self.epsilon)
-        C.check_delta(self.delta)
-        C.check_int_at_least("max_items", self.max_items, 1)
-        C.check_fractions("split", self.split)
-        C.check_choice("mode", self.mode, ("a", "b"))
+        K.check_epsilon(self.epsilon)
+        K.check_delta(self.delta)
+        K.check_int_at_least("max_items", self.max_items, 1)
+        K.check_fractions("split", self.split)
+        K.check_choice("mode", self.mode, ("a", "b"))
 
 
 def test_precedence_defaults_file_cli():

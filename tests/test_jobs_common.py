@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_dp.config import check_positive, param
+from spark_dp.checks import check_positive
+from spark_dp.config import param
 from spark_dp.jobs import generate
 from spark_dp.jobs.common import JobSpec, run_job
 

@@ -58,6 +58,7 @@ def test_package_all_matches_its_imports():
         "spark_dp.randomness",
         "spark_dp.io",
         "spark_dp.config",
+        "spark_dp.checks",
         "spark_dp.errors",
         "spark_dp.report",
         "spark_dp.session",

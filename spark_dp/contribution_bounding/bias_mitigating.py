@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spark_dp.config import check_int_at_least
+from spark_dp.checks import check_int_at_least
 from spark_dp.contribution_bounding.greedy import greedy
 from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
 from spark_dp.contribution_bounding.orders import shared_sequence

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spark_dp.config import check_int_at_least
+from spark_dp.checks import check_int_at_least
 from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
 
 __all__ = [

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spark_dp.config import check_choice
+from spark_dp.checks import check_choice
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

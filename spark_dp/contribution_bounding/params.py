@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_dp.config import check_choice, check_int_at_least, check_positive, param
+from spark_dp.checks import check_choice, check_int_at_least, check_positive
+from spark_dp.config import param
 from spark_dp.contribution_bounding.orders import ORDERS, SHARED_ORDERS, canonical_order
 from spark_dp.errors import ParameterError
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from spark_dp.calibration import laplace_scale
-from spark_dp.config import check_epsilon, check_int_at_least, check_probability
+from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
 from spark_dp.distinct_count.peeling import ELL, per_ell_sums
 from spark_dp.distinct_count.release import check_curve, lower_bound_shift
 from spark_dp.errors import ParameterError

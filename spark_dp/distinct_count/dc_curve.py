@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spark_dp.config import check_int_at_least
+from spark_dp.checks import check_int_at_least
 from spark_dp.distinct_count.components import connected_components
 from spark_dp.distinct_count.local_solver import solve_rows
 from spark_dp.distinct_count.peeling import (

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from spark_dp.config import check_epsilon, check_positive
+from spark_dp.checks import check_epsilon, check_positive
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import DriverNoise
 

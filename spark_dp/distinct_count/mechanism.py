@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spark_dp.config import check_choice
+from spark_dp.checks import check_choice
 from spark_dp.distinct_count.dc_curve import exact_curve
 from spark_dp.distinct_count.greedy_curve import greedy_curve
 from spark_dp.distinct_count.release import (

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from spark_dp.calibration import laplace_scale
-from spark_dp.config import check_epsilon, check_int_at_least, check_probability
+from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
 from spark_dp.distinct_count.gem import gem_probabilities, gem_select
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from spark_dp.config import check_int_at_least, check_positive
+from spark_dp.checks import check_int_at_least, check_positive
 from spark_dp.errors import ParameterError
 
 __all__ = [

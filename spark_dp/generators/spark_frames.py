@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from spark_dp.config import check_int_at_least
+from spark_dp.checks import check_int_at_least
 from spark_dp.generators import hypergraphs, user_items
 
 __all__ = ["KINDS", "hypergraph_frame", "pairs_frame"]

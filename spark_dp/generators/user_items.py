@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_dp.config import check_int_at_least, check_positive
+from spark_dp.checks import check_int_at_least, check_positive
 from spark_dp.errors import ParameterError
 
 __all__ = [

@@ -18,13 +18,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from spark_dp.config import (
-    check_choice,
-    check_epsilon,
-    check_int_at_least,
-    check_probability,
-    param,
-)
+from spark_dp.checks import check_choice, check_epsilon, check_int_at_least, check_probability
+from spark_dp.config import param
 from spark_dp.distinct_count.components import METHODS as COMPONENT_METHODS
 from spark_dp.distinct_count.mechanism import METHODS
 from spark_dp.errors import ParameterError

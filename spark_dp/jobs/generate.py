@@ -13,7 +13,8 @@ import secrets
 import sys
 from dataclasses import dataclass
 
-from spark_dp.config import check_choice, check_int_at_least, check_positive, param
+from spark_dp.checks import check_choice, check_int_at_least, check_positive
+from spark_dp.config import param
 from spark_dp.generators.spark_frames import KINDS, hypergraph_frame, pairs_frame
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
 

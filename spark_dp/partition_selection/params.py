@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spark_dp.calibration import check_bias_bounds
-from spark_dp.config import (
+from spark_dp.checks import (
     check_choice,
     check_delta,
     check_epsilon,
     check_fractions,
     check_int_at_least,
     check_nonnegative,
-    param,
 )
+from spark_dp.config import param
 from spark_dp.errors import ParameterError
 
 __all__ = ["ALGORITHMS", "CLASSIC_ALGORITHMS", "PartitionSelectionParams"]
