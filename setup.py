@@ -39,6 +39,9 @@ setup(
             "hypothesis>=6.80",
             "mpmath>=1.3",
             "ruff>=0.5",
+            "mypy>=1.10",
+            "pandas-stubs",
+            "types-PyYAML",
             # notebooks/quickstart.ipynb is executed by the tests
             "nbclient>=0.7",
             "nbformat>=5",
