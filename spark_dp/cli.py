@@ -89,30 +89,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _calibrate(argv: list[str]) -> int:
-    from spark_dp.partition_selection.plan import calibration_table
+    from spark_dp.config import add_param_arguments, cli_overrides, resolve_params
+    from spark_dp.partition_selection import PartitionSelectionParams, calibration_table
 
     ap = argparse.ArgumentParser(
         prog="spark-dp calibrate",
         description="Print the public constants each partition-selection algorithm would use "
-        "(no data is read).",
+        "(no data is read). Without --algorithm every algorithm is shown.",
     )
-    ap.add_argument("--epsilon", type=float, default=1.0)
-    ap.add_argument("--delta", type=float, default=1e-5)
-    ap.add_argument("--max-items-per-user", type=int, default=100, dest="max_items")
-    ap.add_argument(
-        "--split",
-        default="0.1,0.9",
-        help="budget shares of dp-sips rounds (mad2r uses two shares; default 0.1,0.9)",
-    )
+    add_param_arguments(ap, PartitionSelectionParams)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     try:
         ns = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    values = cli_overrides(ns, PartitionSelectionParams)
+    chosen = values.pop("algorithm")
     try:
-        split = tuple(float(x) for x in ns.split.split(","))
-        table = calibration_table(ns.epsilon, ns.delta, ns.max_items, split=split)
-    except ValueError as exc:  # SparkDPUserError, or a --split that is not numbers
+        params = resolve_params(PartitionSelectionParams, {"algorithm": chosen or "basic"}, values)
+        table = calibration_table(params, [chosen] if chosen else None)
+    except SparkDPUserError as exc:
         print(f"spark-dp calibrate: error: {exc}", file=sys.stderr)
         return 2
     if ns.json:
@@ -126,7 +122,7 @@ def _calibrate(argv: list[str]) -> int:
     return 0
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 

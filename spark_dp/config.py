@@ -62,7 +62,8 @@ def param(
     """
     meta = {"help": help, "choices": tuple(choices) if choices else None, "flag": flag, "cli": cli}
     if isinstance(default, list):
-        return dataclasses.field(default_factory=lambda d=default: list(d), metadata=meta)
+        items = list(default)
+        return dataclasses.field(default_factory=lambda: list(items), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -233,7 +234,9 @@ def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         if not f.metadata.get("cli", True):
             continue
         base, _ = _base_type(hints[f.name])
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = f.default
+        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
         kwargs: dict[str, Any] = {
             "dest": f.name,
             "default": None,

@@ -21,10 +21,13 @@ import datetime as _dt
 import platform
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spark_dp import __version__
 from spark_dp.io import write_json_atomic
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "BudgetEntry",
@@ -187,7 +190,7 @@ class PrivacyReport:
             out["spark"] = self.spark
         return out
 
-    def write(self, path: str | None, *, spark=None) -> None:
+    def write(self, path: str | None, *, spark: SparkSession | None = None) -> None:
         """Write the report atomically to ``path``, or to stdout when ``path`` is ``None``."""
         if path is None:
             import json

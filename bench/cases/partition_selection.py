@@ -106,7 +106,7 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
     """UserWeights of MAD2R round 2: pandas UDF path vs the SQL fast path on the same pairs."""
     from pyspark.sql import functions as F
 
-    from spark_dp.calibration import MadConstants, WeightAndThreshold
+    from spark_dp.partition_selection.calibration import MadConstants, WeightAndThreshold
     from spark_dp.io import load_pairs
     from spark_dp.partition_selection.capping import cap_user_items
     from spark_dp.partition_selection.columns import BIAS, DEGREE, NEEDS_LOOP

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
-from spark_dp.partition_selection import PartitionSelectionParams, run_selection
+from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
 
 __all__ = ["SPEC", "main"]
 
@@ -24,23 +24,10 @@ def _execute(ctx: JobContext) -> str:
     pairs = ctx.load_pairs(dedupe=False, persist=False)
     # -> validated (user_id, item); the cap of every algorithm drops repeated pairs in its
     #    per-user window, so a separate deduplication (a full shuffle) would be wasted
-    selection = run_selection(pairs, p, ctx.randomness, timer=ctx.timer, validate=False)
+    selection = select_partitions(pairs, p, ctx.randomness, timer=ctx.timer, validate=False)
     rows = ctx.write_output(selection.items)
-
-    info = selection.report_info()
-    report = ctx.report
-    report.algorithm = p.algorithm
-    report.mechanism = info["mechanism"]
-    for round_ in info["rounds"]:
-        details = {k: v for k, v in round_.items() if k not in ("label", "epsilon", "delta")}
-        report.spend(round_["label"], round_["epsilon"], round_["delta"], **details)
-    report.outputs = {"items": ctx.args.output, "output_items": rows}
-    for note in info["notes"]:
-        report.note(note)
-    report.note(
-        f"{p.algorithm}: {len(info['rounds'])} round(s), {rows} items released; only the "
-        "selected items were written."
-    )
+    selection.fill_report(ctx.report)
+    ctx.report.outputs["items"] = ctx.args.output
     return f"{rows} items selected by {p.algorithm}, written to {ctx.args.output}"
 
 

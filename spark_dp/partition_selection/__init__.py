@@ -4,10 +4,13 @@ Users hold sets of items from an unbounded universe; neighbouring datasets add o
 whole user. Chen, Cohen-Addad, Epasto, Zadimoghaddam, "Scalable Private Partition Selection
 via Adaptive Weighting" (ICML 2025; arXiv numbering differs), spec partition_selection.md.
 
-Entry point: :func:`select_partitions` with :class:`PartitionSelectionParams`.
+Entry point: :func:`select_partitions` with :class:`PartitionSelectionParams`; the algorithms
+are listed once, in :data:`~.registry.REGISTRY`.
 
 Modules (one concept each):
 
+* :mod:`.registry`: the algorithms, name → (plan, run).
+* :mod:`.calibration`: thresholds ρ, σ per round, MAD constants (driver-only maths).
 * :mod:`.capping`: uniform random Δ0 subsample per user.
 * :mod:`.weighting`: Basic (1/√d) and Laplace (1/d) item weights.
 * :mod:`.user_weights`: UserWeights (biased ℓ2 weights per user; vectorized pandas UDF).
@@ -18,30 +21,26 @@ Modules (one concept each):
 * :mod:`.oracles`: sequential in-memory PolicyGaussian and GreedyUpdate (NOT scalable).
 """
 
-from spark_dp.partition_selection.basic import basic, basic_laplace
-from spark_dp.partition_selection.classic import count_thresholding
-from spark_dp.partition_selection.dp_sips import dp_sips
-from spark_dp.partition_selection.mad import mad, max_adaptive_degree
-from spark_dp.partition_selection.mad2r import mad2r
 from spark_dp.partition_selection.oracles import greedy_update, policy_gaussian
 from spark_dp.partition_selection.params import ALGORITHMS, PartitionSelectionParams
-from spark_dp.partition_selection.result import RoundResult, Selection
-from spark_dp.partition_selection.select import run_selection, select_partitions
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
+from spark_dp.partition_selection.select import (
+    calibration_table,
+    plan_selection,
+    select_partitions,
+)
 
 __all__ = [
     "ALGORITHMS",
+    "REGISTRY",
     "PartitionSelectionParams",
     "RoundResult",
     "Selection",
-    "basic",
-    "basic_laplace",
-    "count_thresholding",
-    "dp_sips",
+    "SelectionPlan",
+    "calibration_table",
     "greedy_update",
-    "mad",
-    "mad2r",
-    "max_adaptive_degree",
+    "plan_selection",
     "policy_gaussian",
-    "run_selection",
     "select_partitions",
 ]

@@ -26,9 +26,8 @@ def cap_user_items(pairs: DataFrame, max_items: int, randomness: Randomness) -> 
     One shuffle and one sort: a window over each user's pairs ordered by (salted hash, item)
     numbers the user's *distinct* items (``dense_rank``: a repeated pair gets the rank of its
     first copy and is dropped), counts them, and keeps the ranks 1..Δ0. This is the whole
-    per-user step of a run, so the input need not be deduplicated first. Measured with
-    ``make bench`` (5.3M pairs, 2 cores): the whole Basic job took 10.6 s this way against
-    20.9 s with a separate deduplication and cache before a cap by per-user counts joined back.
+    per-user step of a run, so the input need not be deduplicated first (a separate
+    deduplication would cost a full shuffle and a cache; ``make bench`` measures the job).
 
     Args:
         pairs: (user_id, item), without null ids; repeated pairs count once.
@@ -51,10 +50,10 @@ def cap_user_items(pairs: DataFrame, max_items: int, randomness: Randomness) -> 
         F.max(rank).over(whole_set).alias("_n"),
     )
     # -> (user_id, item, _rank, _repeat, _n): _n = |S_u|, the number of distinct items
+    # -> (user_id, item, degree)
     return ranked.where(~F.col("_repeat") & (F.col("_rank") <= max_items)).select(
         USER_ID, ITEM, F.least(F.col("_n"), F.lit(max_items)).cast("long").alias(DEGREE)
     )
-    # -> (user_id, item, degree)
 
 
 def with_degree(pairs: DataFrame) -> DataFrame:
@@ -68,5 +67,5 @@ def with_degree(pairs: DataFrame) -> DataFrame:
     """
     counts = small_side(pairs.groupBy(USER_ID).agg(F.count(F.lit(1)).alias(DEGREE)))
     # -> (user_id, degree)
-    return pairs.drop(DEGREE).join(counts, USER_ID)
     # -> (user_id, item, ..., degree)
+    return pairs.drop(DEGREE).join(counts, USER_ID)

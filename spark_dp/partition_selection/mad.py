@@ -26,20 +26,25 @@ shuffled on data of up to a million users.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_dp.calibration import MadConstants
 from spark_dp.logs import StageTimer
+from spark_dp.partition_selection.calibration import MadConstants, MadRound
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
 from spark_dp.partition_selection.joins import small_side
-from spark_dp.partition_selection.plan import mad_round
-from spark_dp.partition_selection.result import Selection
+from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
 from spark_dp.partition_selection.weighting import unbiased_user_weights
 from spark_dp.randomness import Randomness
+from spark_dp.report import Step
 
-__all__ = ["mad", "max_adaptive_degree"]
+if TYPE_CHECKING:
+    from spark_dp.partition_selection.params import PartitionSelectionParams
+
+__all__ = ["max_adaptive_degree", "plan", "run"]
 
 
 def max_adaptive_degree(pairs: DataFrame, constants: MadConstants) -> DataFrame:
@@ -87,19 +92,33 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants) -> DataFrame:
     )
     # -> (item, _sum, _w_init): w_init summed again here instead of a join with the first sum
     w_trunc = F.least(F.col("_w_init"), F.lit(c.tau))
-    return summed.select(ITEM, (F.col("_sum") + w_trunc).alias(WEIGHT))
     # -> (item, weight_private)
+    return summed.select(ITEM, (F.col("_sum") + w_trunc).alias(WEIGHT))
 
 
-def mad(
+def plan(params: PartitionSelectionParams) -> SelectionPlan:
+    """Single-round unbiased MAD: Basic's σ and ρ (Corollary B.2), τ = ρ + β·σ and α."""
+    round_ = MadRound.for_budget(
+        params.epsilon,
+        params.delta,
+        params.max_items_per_user,
+        beta=params.beta,
+        d_max=params.max_adaptive_degree,
+    )
+    return SelectionPlan(
+        "mad",
+        params.max_items_per_user,
+        (Step("round 1", round_),),
+        weighting="MAD (unbiased): truncation at tau, excess rerouted by adaptive users",
+        reference="Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); spec §2.5",
+    )
+
+
+def run(
     pairs: DataFrame,
-    *,
-    epsilon: float,
-    delta: float,
-    max_items: int,
-    d_max: int,
-    beta: float,
+    plan: SelectionPlan,
     randomness: Randomness,
+    *,
     timer: StageTimer | None = None,
 ) -> Selection:
     """Single-round unbiased MAD: WeightAndThreshold with ALG = MAD(τ = ρ + βσ), h(t) = 1/√t.
@@ -109,38 +128,20 @@ def mad(
 
     Args:
         pairs: (user_id, item); a repeated pair counts once (the cap drops it).
-        epsilon: ε.
-        delta: δ.
-        max_items: Δ0.
-        d_max: maximum adaptive degree d_max ≥ 4.
-        beta: β ≥ 0.
+        plan: from :func:`plan`.
         randomness: the job's randomness.
         timer: stage logger.
     """
-    calibration, constants = mad_round(epsilon, delta, max_items, beta=beta, d_max=d_max)
+    step = plan.steps[0]
+    constants = plan.calibration(0, MadRound).constants
     round_ = single_round(
         pairs,
-        max_items=max_items,
+        max_items=plan.max_items,
         randomness=randomness,
         timer=timer,
         run=lambda capped, noise: gaussian_round(
-            "round 1",
-            max_adaptive_degree(unbiased_user_weights(capped), constants),
-            calibration,
-            noise,
-            extra=constants.to_report(),
+            step, max_adaptive_degree(unbiased_user_weights(capped), constants), noise
         ),
         reuse=True,  # the truncated items are computed in a query of their own
     )
-    return Selection(
-        "mad",
-        round_.items,
-        [round_],
-        mechanism={
-            "weighting": "MAD (unbiased): truncation at tau, excess rerouted by adaptive users",
-            "l2_sensitivity": 1.0,
-            "novel_item_bound": "h(t) = 1/sqrt(t)",
-            "noise": "gaussian",
-            "reference": "Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); spec §2.5",
-        },
-    )
+    return Selection(plan, round_.items, [round_])

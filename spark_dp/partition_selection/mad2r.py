@@ -20,25 +20,30 @@ same shares (A3).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
+from spark_dp.partition_selection.calibration import MadRound
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
 from spark_dp.partition_selection.joins import small_side
 from spark_dp.partition_selection.mad import max_adaptive_degree
-from spark_dp.partition_selection.plan import mad2r_rounds
-from spark_dp.partition_selection.result import RoundResult, Selection
+from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
 from spark_dp.partition_selection.thresholding import noisy_weights, select_above
 from spark_dp.partition_selection.user_weights import user_weights
 from spark_dp.partition_selection.weighting import unbiased_user_weights
 from spark_dp.randomness import Randomness
+from spark_dp.report import Step
 
-__all__ = ["mad2r", "round_two_items", "round_two_pairs"]
+if TYPE_CHECKING:
+    from spark_dp.partition_selection.params import PartitionSelectionParams
+
+__all__ = ["plan", "round_two_items", "round_two_pairs", "run"]
 
 
 def round_two_items(
@@ -90,45 +95,64 @@ def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) ->
     Returns:
         (user_id, item, bias_private).
     """
+    # -> (user_id, item, bias_private)
     return (
         capped.select(USER_ID, ITEM)
         .join(removed, ITEM, "left_anti")
         .join(biased, ITEM, "left")
         .select(USER_ID, ITEM, F.coalesce(F.col(BIAS), F.lit(1.0)).alias(BIAS))
     )
-    # -> (user_id, item, bias_private)
 
 
-def mad2r(
+def plan(params: PartitionSelectionParams) -> SelectionPlan:
+    """MAD2R: round r spends (f_r·ε, f_r·δ); round 2's ρ uses h(t) = b_max/√t (spec §2.6).
+
+    Raises:
+        ParameterError: ``split`` does not hold exactly two shares.
+    """
+    p = params
+    if len(p.split) != 2:
+        raise ParameterError(
+            f"split must hold exactly two shares for mad2r (round 1, round 2), got "
+            f"{list(p.split)}; e.g. --split 0.1,0.9"
+        )
+    f1, f2 = p.split
+    cap, beta, d_max = p.max_items_per_user, p.beta, p.max_adaptive_degree
+    round1 = MadRound.for_budget(f1 * p.epsilon, f1 * p.delta, cap, beta=beta, d_max=d_max)
+    round2 = MadRound.for_budget(
+        f2 * p.epsilon,
+        f2 * p.delta,
+        cap,
+        beta=beta,
+        d_max=d_max,
+        b_min=p.b_min,
+        b_max=p.b_max,
+        c_lb=p.c_lb,
+        c_ub=p.c_ub,
+    )
+    return SelectionPlan(
+        "mad2r",
+        cap,
+        (Step("round 1", round1), Step("round 2", round2)),
+        weighting="MAD2R: round 1 unbiased MAD; round 2 MAD biased by round 1's noisy "
+        "weights, without the items found or hopeless after round 1",
+        reference="Chen et al. 2025 Alg. 5 (ICML) / Alg. 4 (arXiv); spec §2.6",
+        options={"split": (float(f1), float(f2))},
+    )
+
+
+def run(
     pairs: DataFrame,
-    *,
-    epsilon: float,
-    delta: float,
-    max_items: int,
-    split: Sequence[float],
-    d_max: int,
-    beta: float,
-    b_min: float,
-    b_max: float,
-    c_lb: float,
-    c_ub: float,
+    plan: SelectionPlan,
     randomness: Randomness,
+    *,
     timer: StageTimer | None = None,
 ) -> Selection:
     """MAD2R (see the module docstring).
 
     Args:
         pairs: (user_id, item); a repeated pair counts once (the cap drops it).
-        epsilon: total ε.
-        delta: total δ.
-        max_items: Δ0.
-        split: the two shares (f1, f2); round r spends (f_r·ε, f_r·δ).
-        d_max: maximum adaptive degree (≥ 4).
-        beta: β ≥ 0 of both rounds.
-        b_min: minimum bias multiplier of round 2, in [0.5, 1].
-        b_max: maximum bias multiplier of round 2, ≥ 1.
-        c_lb: C_lb ≥ 0.
-        c_ub: C_ub ≥ 0.
+        plan: from :func:`plan` (two MAD rounds, the second with its bias rule).
         randomness: the job's randomness.
         timer: stage logger.
 
@@ -136,70 +160,47 @@ def mad2r(
         the :class:`Selection`, two rounds; its items are the union of U1 and U2.
     """
     timer = default_timer(timer)
-    f1, f2 = split
-    cal1, mad1, cal2, mad2 = mad2r_rounds(
-        epsilon,
-        delta,
-        max_items,
-        split=(f1, f2),
-        beta=beta,
-        d_max=d_max,
-        b_min=b_min,
-        b_max=b_max,
-    )
-    capped = capped_input(pairs, max_items, randomness.child("capping", 1), timer)
+    step1, step2 = plan.steps
+    cal1, cal2 = plan.calibration(0, MadRound), plan.calibration(1, MadRound)
+    if cal2.c_lb is None or cal2.c_ub is None:
+        raise TypeError("MAD2R's round 2 needs its bias rule (c_lb, c_ub); build it with plan()")
+    capped = capped_input(pairs, plan.max_items, randomness.child("capping", 1), timer)
 
     with timer.stage("round 1") as info:
-        w1 = max_adaptive_degree(unbiased_user_weights(capped), mad1)
+        w1 = max_adaptive_degree(unbiased_user_weights(capped), cal1.constants)
         noisy1 = noisy_weights(
             w1, distribution="gaussian", scale=cal1.sigma, randomness=randomness.child("noise", 1)
         )
         # -> (item, noisy_weight_private), materialized once, internal only
         u1 = select_above(noisy1, cal1.rho)
         # -> (item): U1, a filter of the materialized noisy weights (never redrawn)
-        round1 = RoundResult.counted(
-            "round 1", cal1.epsilon, cal1.delta, {**cal1.to_report(), **mad1.to_report()}, u1
-        )
+        round1 = RoundResult.counted(step1, u1)
         info["output_items"] = round1.output_items
 
     with timer.stage("round 2 user weights") as info:
         removed, biased = round_two_items(
-            noisy1, sigma1=cal1.sigma, rho1=cal1.rho, rho2=cal2.rho, c_lb=c_lb, c_ub=c_ub
+            noisy1, sigma1=cal1.sigma, rho1=cal1.rho, rho2=cal2.rho, c_lb=cal2.c_lb, c_ub=cal2.c_ub
         )
         reduced = round_two_pairs(capped, removed, biased).persist(StorageLevel.MEMORY_AND_DISK)
         # -> (user_id, item, bias_private): S_u without U1 and U_low, cached because
         #    UserWeights reads it three times (per-user sums, SQL users, loop users)
         info["pairs_kept"] = reduced.count()  # operator-facing row count, never reported
         capped.unpersist()
+        b_min, b_max = cal2.constants.b_min, cal2.constants.b_max
         weighted = user_weights(reduced, b_min, b_max).persist(StorageLevel.MEMORY_AND_DISK)
         # -> (user_id, item, degree, user_weight_private), read three times by MAD
         weighted.count()
         reduced.unpersist()
 
     with timer.stage("round 2") as info:
-        w2 = max_adaptive_degree(weighted, mad2)
-        round2 = gaussian_round(
-            "round 2",
-            w2,
-            cal2,
-            randomness.child("noise", 2),
-            extra={**mad2.to_report(), "c_lb": float(c_lb), "c_ub": float(c_ub)},
-        )
+        w2 = max_adaptive_degree(weighted, cal2.constants)
+        round2 = gaussian_round(step2, w2, randomness.child("noise", 2))
         info["output_items"] = round2.output_items
     weighted.unpersist()
     return Selection(
-        "mad2r",
+        plan,
         u1.unionByName(round2.items),
         [round1, round2],
-        mechanism={
-            "weighting": "MAD2R: round 1 unbiased MAD; round 2 MAD biased by round 1's noisy "
-            "weights, without the items found or hopeless after round 1",
-            "l2_sensitivity": 1.0,
-            "novel_item_bound": "h(t) = 1/sqrt(t) in round 1, b_max/sqrt(t) in round 2",
-            "noise": "gaussian",
-            "split": [float(f1), float(f2)],
-            "reference": "Chen et al. 2025 Alg. 5 (ICML) / Alg. 4 (arXiv); spec §2.6",
-        },
         notes=[
             "Round 1's noisy weights were kept inside the job for round 2 (post-processing of "
             "round 1's release) and were never written out.",

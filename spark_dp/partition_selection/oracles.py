@@ -27,9 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spark_dp.calibration import WeightAndThreshold, laplace_scale, laplace_thresholding_threshold
+from spark_dp.calibration import laplace_scale
 from spark_dp.checks import check_nonnegative
 from spark_dp.errors import InputContractError
+from spark_dp.partition_selection.calibration import WeightAndThreshold
+from spark_dp.partition_selection.classic import laplace_thresholding_threshold
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.thresholding import noisy_threshold_mask
 from spark_dp.randomness import Randomness

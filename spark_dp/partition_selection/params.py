@@ -1,16 +1,18 @@
 """Parameters of private partition selection, shared by the library API and the job.
 
 One frozen dataclass declares every parameter once: its default, its ``--help`` sentence and
-its check. The ``partition_selection`` job derives its command-line flags and config keys from
-it (see :mod:`spark_dp.config`). Defaults follow the paper's experiments (Chen et al. 2025,
-Sec. 6 ICML / Sec. 7 arXiv; spec partition_selection.md §6.2, §7).
+its check. The ``partition_selection`` job and ``spark-dp calibrate`` derive their command-line
+flags and config keys from it (see :mod:`spark_dp.config`). Building it also calibrates the
+chosen algorithm (its registry ``plan``), so a combination the algorithm cannot use (a
+three-share split for MAD2R, a b_max above its threshold's h_scale) fails here, before any data
+is read. Defaults follow the paper's experiments (Chen et al. 2025, Sec. 6 ICML / Sec. 7 arXiv;
+spec partition_selection.md §6.2, §7).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_dp.calibration import check_bias_bounds
 from spark_dp.checks import (
     check_choice,
     check_delta,
@@ -20,12 +22,12 @@ from spark_dp.checks import (
     check_nonnegative,
 )
 from spark_dp.config import param
-from spark_dp.errors import ParameterError
+from spark_dp.partition_selection.calibration import check_bias_bounds
+from spark_dp.partition_selection.registry import REGISTRY
 
-__all__ = ["ALGORITHMS", "CLASSIC_ALGORITHMS", "PartitionSelectionParams"]
+__all__ = ["ALGORITHMS", "PartitionSelectionParams"]
 
-CLASSIC_ALGORITHMS = ("truncated-geometric", "laplace-thresholding", "gaussian-thresholding")
-ALGORITHMS = ("basic", "basic-laplace", "dp-sips", "mad", "mad2r", *CLASSIC_ALGORITHMS)
+ALGORITHMS = REGISTRY.names
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,7 @@ class PartitionSelectionParams:
 
     algorithm: str = param(
         "mad2r",
-        "selection algorithm: weight-and-threshold (basic, basic-laplace, dp-sips, mad, mad2r) "
-        "or classic count thresholding (truncated-geometric, laplace-thresholding, "
-        "gaussian-thresholding)",
+        f"selection algorithm: {REGISTRY.summaries()}",
         choices=ALGORITHMS,
     )
     epsilon: float = param(1.0, "total privacy loss ε of the selection")
@@ -87,8 +87,4 @@ class PartitionSelectionParams:
         check_bias_bounds(self.b_min, self.b_max)
         check_nonnegative("c_lb", self.c_lb)
         check_nonnegative("c_ub", self.c_ub)
-        if self.algorithm == "mad2r" and len(split) != 2:
-            raise ParameterError(
-                f"split must hold exactly two shares for mad2r (round 1, round 2), got "
-                f"{list(split)}; e.g. --split 0.1,0.9"
-            )
+        REGISTRY[self.algorithm].plan(self)  # the algorithm's own checks, before any data

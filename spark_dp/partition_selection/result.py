@@ -1,56 +1,128 @@
-"""What a selection returns: the released items and a public account of each round."""
+"""What a selection plans and what it returns.
+
+* :class:`SelectionPlan`: everything an algorithm calibrates from its public parameters, before
+  any data is read (one :class:`~spark_dp.report.Step` per round, each holding the calibration
+  object that spends its (ε, δ)); ``spark-dp calibrate`` prints it.
+* :class:`RoundResult` and :class:`Selection`: the released items and the public account of
+  each round; :meth:`Selection.fill_report` writes it into a privacy report.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql import DataFrame
 
-__all__ = ["RoundResult", "Selection"]
+from spark_dp.report import Step
+
+if TYPE_CHECKING:
+    from spark_dp.report import PrivacyReport
+
+__all__ = ["RoundResult", "Selection", "SelectionPlan"]
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """The data-free calibration of one partition-selection run.
+
+    Attributes:
+        algorithm: registry name (``mad2r``, ...).
+        max_items: Δ0, the per-user cap (k of the classic strategies).
+        steps: one step per round, in order; each step's calibration states its sensitivity,
+            its constants and its (ε, δ).
+        weighting: one sentence naming the weighting.
+        reference: the paper and spec sections the algorithm follows.
+        options: public algorithm options that shape the run (split, recap_each_round, ...).
+    """
+
+    algorithm: str
+    max_items: int
+    steps: tuple[Step, ...]
+    weighting: str
+    reference: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """Total ε (basic composition over the rounds)."""
+        return sum(s.epsilon for s in self.steps)
+
+    @property
+    def delta(self) -> float:
+        """Total δ (basic composition over the rounds)."""
+        return sum(s.delta for s in self.steps)
+
+    def calibration(self, index: int, kind: type[C]) -> C:
+        """The calibration of round ``index`` (0-based), checked to be a ``kind``."""
+        calibration = self.steps[index].calibration
+        if not isinstance(calibration, kind):
+            raise TypeError(
+                f"{self.algorithm}: round {index + 1} is calibrated by "
+                f"{type(calibration).__name__}, not {kind.__name__}"
+            )
+        return calibration
+
+    def mechanism(self) -> dict[str, Any]:
+        """Public description of the algorithm (the rounds describe their own noise)."""
+        return {
+            "algorithm": self.algorithm,
+            "weighting": self.weighting,
+            "max_items_per_user": self.max_items,
+            **{k: list(v) if isinstance(v, tuple) else v for k, v in self.options.items()},
+            "reference": self.reference,
+        }
+
+    def to_report(self) -> list[dict[str, Any]]:
+        """One row per round: label, (ε, δ) and the calibration's constants."""
+        return [s.to_report() for s in self.steps]
 
 
 @dataclass
 class RoundResult:
-    """One mechanism run (a weight-and-threshold round or a count thresholding).
+    """One round that ran.
 
     Attributes:
-        label: e.g. ``"round 1"``.
-        epsilon: ε spent by the round.
-        delta: δ spent by the round.
-        calibration: public constants of the round (σ, ρ, τ, α, thresholds, ...).
-        items: (item), the round's selected items, materialized.
+        step: the planned step (label and calibration) the round spent.
+        items: (item), the round's selected items.
         output_items: number of selected items (released, so public).
     """
 
-    label: str
-    epsilon: float
-    delta: float
-    calibration: dict[str, Any]
+    step: Step
     items: DataFrame
     output_items: int
 
     @classmethod
-    def counted(
-        cls,
-        label: str,
-        epsilon: float,
-        delta: float,
-        calibration: dict[str, Any],
-        items: DataFrame,
-    ) -> RoundResult:
+    def counted(cls, step: Step, items: DataFrame) -> RoundResult:
         """A round whose output count is read from its (materialized) ``items``."""
-        return cls(label, float(epsilon), float(delta), calibration, items, items.count())
+        return cls(step, items, items.count())
+
+    @property
+    def label(self) -> str:
+        """The round's label (``round 1``, ...)."""
+        return self.step.label
+
+    @property
+    def epsilon(self) -> float:
+        """ε spent by the round."""
+        return self.step.epsilon
+
+    @property
+    def delta(self) -> float:
+        """δ spent by the round."""
+        return self.step.delta
+
+    @property
+    def calibration(self) -> dict[str, Any]:
+        """The round's public constants (σ, ρ, τ, α, thresholds, ...)."""
+        return self.step.calibration.to_report()
 
     def to_report(self) -> dict[str, Any]:
         """Public description of the round (no private statistic)."""
-        return {
-            "label": self.label,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "output_items": self.output_items,
-            **self.calibration,
-        }
+        return {**self.step.to_report(), "output_items": self.output_items}
 
 
 @dataclass
@@ -58,18 +130,26 @@ class Selection:
     """The result of a private partition selection.
 
     Attributes:
-        algorithm: algorithm name (``mad2r``, ...).
-        items: (item), the released items (the union of the rounds' items), materialized.
-        rounds: one entry per mechanism run, in order.
-        mechanism: public description of the weighting and its sensitivity.
+        plan: the calibration the run used.
+        items: (item), the released items (the disjoint union of the rounds' items).
+        rounds: one entry per round, in order.
         notes: plain sentences for the privacy report.
     """
 
-    algorithm: str
+    plan: SelectionPlan
     items: DataFrame
     rounds: list[RoundResult]
-    mechanism: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm's registry name."""
+        return self.plan.algorithm
+
+    @property
+    def mechanism(self) -> dict[str, Any]:
+        """Public description of the algorithm."""
+        return self.plan.mechanism()
 
     @property
     def output_items(self) -> int:
@@ -87,8 +167,8 @@ class Selection:
         return sum(r.delta for r in self.rounds)
 
     def report_info(self) -> dict[str, Any]:
-        """Public account for the privacy report: algorithm, per-round calibration and budget,
-        released item counts. Never weights, counts per item, or the union."""
+        """Public account: algorithm, per-round calibration and budget, released item counts.
+        Never weights, counts per item, or the union."""
         return {
             "algorithm": self.algorithm,
             "mechanism": self.mechanism,
@@ -98,3 +178,17 @@ class Selection:
             "output_items": self.output_items,
             "notes": list(self.notes),
         }
+
+    def fill_report(self, report: PrivacyReport) -> None:
+        """Book every round's budget and constants, the mechanism and the released count."""
+        report.algorithm = self.algorithm
+        report.mechanism = self.mechanism
+        for r in self.rounds:
+            report.spend_step(r.step, output_items=r.output_items)
+        report.outputs["output_items"] = self.output_items
+        for note in self.notes:
+            report.note(note)
+        report.note(
+            f"{self.algorithm}: {len(self.rounds)} round(s), {self.output_items} items "
+            "released; only the selected items were written."
+        )

@@ -8,17 +8,17 @@ counts, or the size of the item union.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from spark_dp.calibration import WeightAndThreshold
 from spark_dp.logs import StageTimer, get_logger
+from spark_dp.partition_selection.calibration import MadRound, WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.partition_selection.result import RoundResult
 from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.randomness import Randomness
+from spark_dp.report import Step
 
 __all__ = ["capped_input", "default_timer", "gaussian_round", "single_round"]
 
@@ -61,27 +61,22 @@ def capped_input(
     return capped
 
 
-def gaussian_round(
-    label: str,
-    weights: DataFrame,
-    calibration: WeightAndThreshold,
-    randomness: Randomness,
-    *,
-    extra: dict[str, Any] | None = None,
-) -> RoundResult:
+def gaussian_round(step: Step, weights: DataFrame, randomness: Randomness) -> RoundResult:
     """Noise N(0, σ²) on every item weight, keep w̃ ≥ ρ (Chen et al. 2025, Alg. 1).
 
     Args:
-        label: round label for the report.
+        step: the round's label and calibration (a :class:`WeightAndThreshold` or a
+            :class:`MadRound`): σ and ρ, and the (ε, δ) it spends.
         weights: (item, weight_private) of a weighting with Δ2 ≤ 1 and novel Δ∞(t) ≤ h(t),
-            where h is the one ``calibration`` was built for.
-        calibration: σ and ρ of the round (spends its (ε, δ)).
+            where h is the one the calibration was built for.
         randomness: the round's noise stream.
-        extra: further public constants for the report (τ, α, ...).
 
     Returns:
         the round, with its selected items materialized and counted.
     """
+    calibration = step.calibration
+    if not isinstance(calibration, WeightAndThreshold | MadRound):
+        raise TypeError(f"a Gaussian round needs σ and ρ, got {type(calibration).__name__}")
     items = threshold_items(
         weights,
         distribution="gaussian",
@@ -89,8 +84,7 @@ def gaussian_round(
         threshold=calibration.rho,
         randomness=randomness,
     )
-    details = {**calibration.to_report(), **(extra or {})}
-    return RoundResult.counted(label, calibration.epsilon, calibration.delta, details, items)
+    return RoundResult.counted(step, items)
 
 
 def single_round(

@@ -1,27 +1,41 @@
-"""One entry point for every partition-selection algorithm: :func:`select_partitions`."""
+"""One entry point for every partition-selection algorithm: :func:`select_partitions`.
+
+The algorithm is looked up in the registry (:mod:`.registry`): its ``plan`` calibrates every
+round from the public parameters, its ``run`` does the work. :func:`calibration_table` is the
+same plans without data, for ``spark-dp calibrate``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql import DataFrame
 
 from spark_dp.io import validate_edges
 from spark_dp.logs import StageTimer
-from spark_dp.partition_selection.basic import basic, basic_laplace
-from spark_dp.partition_selection.classic import count_thresholding
 from spark_dp.partition_selection.columns import ITEM, USER_ID
-from spark_dp.partition_selection.dp_sips import dp_sips
-from spark_dp.partition_selection.mad import mad
-from spark_dp.partition_selection.mad2r import mad2r
-from spark_dp.partition_selection.params import CLASSIC_ALGORITHMS, PartitionSelectionParams
-from spark_dp.partition_selection.result import Selection
+from spark_dp.partition_selection.params import PartitionSelectionParams
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.randomness import Randomness
 
-__all__ = ["run_selection", "select_partitions"]
+__all__ = ["calibration_table", "plan_selection", "select_partitions"]
 
 
-def run_selection(
+def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
+    """The data-free calibration of ``params.algorithm`` (every round's σ, ρ, τ, α, (ε, δ)).
+
+    Gaussian rounds spend (f·ε, f·δ) of their split share f: σ for (f·ε, f·δ/2) and Δ2 = 1, ρ
+    for f·δ/2 and h(t) = h_scale/√t (Chen et al. 2025 Thm. 3.3; spec partition_selection.md
+    §3). MAD rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (spec §3.3); MAD2R's second
+    round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap (§2.3).
+    """
+    return REGISTRY[params.algorithm].plan(params)
+
+
+def select_partitions(
     pairs: DataFrame,
     params: PartitionSelectionParams,
     randomness: Randomness,
@@ -31,7 +45,7 @@ def run_selection(
     user_col: str = USER_ID,
     item_col: str = ITEM,
 ) -> Selection:
-    """Run ``params.algorithm`` on ``pairs`` and return the full :class:`Selection`.
+    """Privately select items from user-item pairs with ``params.algorithm``.
 
     Args:
         pairs: user-item pairs.
@@ -44,6 +58,11 @@ def run_selection(
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
 
+    Returns:
+        the :class:`Selection`: ``items`` (one column ``item``), the per-round public account,
+        and :meth:`~Selection.fill_report` for a privacy report. It never holds weights,
+        per-item counts or the union of items.
+
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
     """
@@ -52,62 +71,36 @@ def run_selection(
         checked, _ = validate_edges(
             pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
         )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
-    p = params
-    common = {"epsilon": p.epsilon, "delta": p.delta, "randomness": randomness, "timer": timer}
-    if p.algorithm == "basic":
-        selection = basic(checked, max_items=p.max_items_per_user, **common)
-    elif p.algorithm == "basic-laplace":
-        selection = basic_laplace(checked, max_items=p.max_items_per_user, **common)
-    elif p.algorithm == "mad":
-        selection = mad(
-            checked,
-            max_items=p.max_items_per_user,
-            d_max=p.max_adaptive_degree,
-            beta=p.beta,
-            **common,
-        )
-    elif p.algorithm == "dp-sips":
-        selection = dp_sips(
-            checked,
-            max_items=p.max_items_per_user,
-            split=p.split,
-            recap_each_round=p.recap_each_round,
-            **common,
-        )
-    elif p.algorithm == "mad2r":
-        selection = mad2r(
-            checked,
-            max_items=p.max_items_per_user,
-            split=p.split,
-            d_max=p.max_adaptive_degree,
-            beta=p.beta,
-            b_min=p.b_min,
-            b_max=p.b_max,
-            c_lb=p.c_lb,
-            c_ub=p.c_ub,
-            **common,
-        )
-    elif p.algorithm in CLASSIC_ALGORITHMS:
-        selection = count_thresholding(
-            checked, strategy=p.algorithm, max_partitions=p.max_items_per_user, **common
-        )
-    else:  # unreachable: the parameters validate the name
-        raise ValueError(f"unknown algorithm {p.algorithm!r}")
+    algorithm = REGISTRY[params.algorithm]
+    selection: Selection = algorithm.run(checked, algorithm.plan(params), randomness, timer=timer)
     return selection
 
 
-def select_partitions(
-    pairs: DataFrame,
-    params: PartitionSelectionParams,
-    randomness: Randomness,
-    **kwargs: Any,
-) -> tuple[DataFrame, dict[str, Any]]:
-    """Privately select items: ``(items, report_info)``.
+def calibration_table(
+    params: PartitionSelectionParams, algorithms: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per (algorithm, round) with the constants an operator checks before a run.
 
-    ``items`` is a DataFrame with the single column ``item`` (materialized: reading it twice
-    never redraws noise). ``report_info`` is the public account of the run (algorithm,
-    per-round σ, ρ, τ, α, (ε, δ) spent, released item counts); it never holds weights,
-    per-item counts or the union. Keyword arguments go to :func:`run_selection`.
+    Args:
+        params: the public parameters (ε, δ, Δ0, split, β, ...).
+        algorithms: registry names to show (default: every algorithm). MAD2R has exactly two
+            rounds: when ``params.split`` has another length it is shown at the paper's
+            split (0.1, 0.9).
+
+    Raises:
+        ParameterError: an unknown algorithm name.
     """
-    selection = run_selection(pairs, params, randomness, **kwargs)
-    return selection.items, selection.report_info()
+    keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
+    keys += ("alpha", "crossover_1", "crossover_2")
+    rows = []
+    for name in algorithms or REGISTRY.names:
+        algorithm = REGISTRY[name]
+        split = params.split
+        if name == "mad2r" and len(split) != 2:
+            split = (0.1, 0.9)
+        planned = algorithm.plan(replace(params, algorithm=name, split=split))
+        for step in planned.to_report():
+            row = {"algorithm": name, "round": step["label"]}
+            row.update({k: step[k] for k in keys if k in step})
+            rows.append(row)
+    return rows

@@ -42,8 +42,8 @@ def noisy_weights(
         weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
     )
     # -> (item, weight_private, _noise)
-    return materialize(noised.select(ITEM, (F.col(WEIGHT) + F.col("_noise")).alias(NOISY_WEIGHT)))
     # -> (item, noisy_weight_private)
+    return materialize(noised.select(ITEM, (F.col(WEIGHT) + F.col("_noise")).alias(NOISY_WEIGHT)))
 
 
 def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
@@ -56,8 +56,8 @@ def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
     Returns:
         (item).
     """
-    return noisy.where(F.col(NOISY_WEIGHT) >= threshold).select(ITEM)
     # -> (item)
+    return noisy.where(F.col(NOISY_WEIGHT) >= threshold).select(ITEM)
 
 
 def threshold_items(
@@ -84,8 +84,8 @@ def threshold_items(
         weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
     )
     # -> (item, weight_private, _noise)
-    return materialize(noised.where(F.col(WEIGHT) + F.col("_noise") >= threshold).select(ITEM))
     # -> (item)
+    return materialize(noised.where(F.col(WEIGHT) + F.col("_noise") >= threshold).select(ITEM))
 
 
 def noisy_threshold_mask(

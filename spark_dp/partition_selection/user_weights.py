@@ -109,8 +109,8 @@ def per_user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
     )
     # -> (user_id, degree, _k, _m)
     d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
-    return sums.withColumn(NEEDS_LOOP, ~((m > 0) & (d - k <= float(b_max) ** 2 * m)))
     # -> (user_id, degree, _k, _m, needs_loop)
+    return sums.withColumn(NEEDS_LOOP, ~((m > 0) & (d - k <= float(b_max) ** 2 * m)))
 
 
 def user_weights(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
@@ -132,7 +132,7 @@ def user_weights(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
     """
     b_min, b_max = float(b_min), float(b_max)
 
-    @F.pandas_udf("array<double>")
+    @F.pandas_udf("array<double>")  # type: ignore[call-overload]
     def _weights(bias: pd.Series) -> pd.Series:
         lengths = bias.map(len).to_numpy(dtype=np.int64)
         flat = np.concatenate(bias.to_list()) if len(bias) else np.empty(0)

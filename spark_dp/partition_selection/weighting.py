@@ -20,8 +20,8 @@ def item_weights(pairs: DataFrame, contribution: Column) -> DataFrame:
     Returns:
         (item, weight_private), one row per item. Private: never log or write it.
     """
-    return pairs.groupBy(ITEM).agg(F.sum(contribution).alias(WEIGHT))
     # -> (item, weight_private)
+    return pairs.groupBy(ITEM).agg(F.sum(contribution).alias(WEIGHT))
 
 
 def basic_weights(capped: DataFrame) -> DataFrame:
@@ -64,5 +64,5 @@ def unbiased_user_weights(capped: DataFrame) -> DataFrame:
     Returns:
         (user_id, item, degree, user_weight_private).
     """
-    return capped.withColumn(USER_WEIGHT, 1.0 / F.sqrt(F.col(DEGREE)))
     # -> (user_id, item, degree, user_weight_private)
+    return capped.withColumn(USER_WEIGHT, 1.0 / F.sqrt(F.col(DEGREE)))

@@ -27,13 +27,3 @@ def weights_df(spark):
         return spark.createDataFrame(rows, f"{ITEM} string, {WEIGHT} double")
 
     return make
-
-
-def as_dict(df, key: str = ITEM, value: str = WEIGHT) -> dict:
-    """Collect a small two-column DataFrame into a dict (tests only)."""
-    return {r[key]: r[value] for r in df.collect()}
-
-
-def item_set(df) -> set:
-    """The items of a small (item) DataFrame (tests only)."""
-    return {r[ITEM] for r in df.collect()}

@@ -8,14 +8,16 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_dp.errors import InputContractError, ParameterError
-from spark_dp.partition_selection import PartitionSelectionParams, run_selection
+from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.randomness import Randomness
-from tests.partition_selection.conftest import item_set
+from tests.partition_selection.helpers import item_set
+from tests.partition_selection.helpers import select as select_valid
 
 
 def select(pairs, seed=1, **params):
-    return run_selection(pairs, PartitionSelectionParams(**params), Randomness.create(seed))
+    """A run that validates its input first (the library's default)."""
+    return select_valid(pairs, seed, validate=True, **params)
 
 
 def test_empty_input_is_a_clear_error(spark):
@@ -33,10 +35,10 @@ def test_null_items_are_a_clear_error(pairs_df, spark):
 def test_other_column_names_are_mapped(spark):
     df = spark.createDataFrame([(f"p{u}", "w") for u in range(2000)], "person string, word string")
     params = PartitionSelectionParams(algorithm="basic")
-    sel = run_selection(df, params, Randomness.create(1), user_col="person", item_col="word")
+    sel = select_partitions(df, params, Randomness.create(1), user_col="person", item_col="word")
     assert item_set(sel.items) == {"w"}
     with pytest.raises(InputContractError, match=r"no column 'user_id'.*\['person', 'word'\]"):
-        run_selection(df, params, Randomness.create(1))
+        select_partitions(df, params, Randomness.create(1))
 
 
 def test_one_user_releases_nothing(pairs_df):
@@ -70,7 +72,7 @@ def test_a_user_of_degree_1e5_is_capped(spark):
     hub = capped.where("user_id = 'hub'").agg(F.count("*").alias("n"), F.max("degree").alias("d"))
     assert tuple(hub.collect()[0]) == (100, 100)
     params = PartitionSelectionParams(algorithm="basic")
-    sel = run_selection(pairs, params, Randomness.create(1), validate=False)
+    sel = select_partitions(pairs, params, Randomness.create(1), validate=False)
     assert item_set(sel.items) == {"common"}
 
 

@@ -9,19 +9,11 @@ import numpy as np
 import pytest
 from chispa import assert_df_equality
 
-from spark_dp.calibration import WeightAndThreshold
-from spark_dp.partition_selection import (
-    ALGORITHMS,
-    PartitionSelectionParams,
-    basic,
-    dp_sips,
-    mad,
-    run_selection,
-)
+from spark_dp.partition_selection import ALGORITHMS
+from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
 from spark_dp.partition_selection.mad2r import round_two_items, round_two_pairs
-from spark_dp.randomness import Randomness
-from tests.partition_selection.conftest import as_dict, item_set
+from tests.partition_selection.helpers import as_dict, item_set, select
 from tests.reference import partition_selection as ref
 
 
@@ -55,8 +47,7 @@ _RUNS: dict = {}
 def default_run(pairs, algorithm: str):
     """The selection of ``algorithm`` at the defaults with Δ0 = 10 and seed 5 (memoized)."""
     if algorithm not in _RUNS:
-        params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=10)
-        _RUNS[algorithm] = run_selection(pairs, params, Randomness.create(5), validate=False)
+        _RUNS[algorithm] = select(pairs, 5, algorithm=algorithm, max_items_per_user=10)
     return _RUNS[algorithm]
 
 
@@ -82,10 +73,10 @@ def test_each_algorithm_releases_items_only(small_pairs, algorithm):
 def test_seeded_runs_repeat_and_other_seeds_differ(spark):
     rows = [(f"u{u}", f"i{(u * 7 + j) % 40}") for u in range(400) for j in range(1 + u % 9)]
     pairs = spark.createDataFrame(rows, "user_id string, item string")
-    a = basic(pairs, epsilon=1.0, delta=1e-5, max_items=5, randomness=Randomness.create(1))
-    b = basic(pairs, epsilon=1.0, delta=1e-5, max_items=5, randomness=Randomness.create(1))
+    a = select(pairs, 1, algorithm="basic", max_items_per_user=5)
+    b = select(pairs, 1, algorithm="basic", max_items_per_user=5)
     assert_df_equality(a.items, b.items, ignore_row_order=True)
-    c = basic(pairs, epsilon=1.0, delta=1e-5, max_items=5, randomness=Randomness.create(2))
+    c = select(pairs, 2, algorithm="basic", max_items_per_user=5)
     assert item_set(c.items) != item_set(a.items)  # ~40 items sit near the threshold
 
 
@@ -93,9 +84,9 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
     # Same seed, same streams: MAD2R's round 1 must equal a single MAD run with (0.1ε, 0.1δ),
     # σ1 for δ1/2 and ρ1 for δ1/2 (spec A2, A3). The output contains round 1.
     two = default_run(small_pairs, "mad2r")
-    one = mad(
-        small_pairs, epsilon=0.1, delta=1e-6, max_items=10, d_max=50, beta=2.0,
-        randomness=Randomness.create(5),
+    one = select(
+        small_pairs, 5, algorithm="mad", epsilon=0.1, delta=1e-6, max_items_per_user=10,
+        max_adaptive_degree=50, beta=2.0,
     )  # fmt: skip
     u1 = item_set(two.rounds[0].items)
     assert u1 == item_set(one.items)
@@ -119,12 +110,11 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
 
 
 def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
-    three = dp_sips(
-        small_pairs, epsilon=1.0, delta=1e-5, max_items=100, split=(0.05, 0.15, 0.8),
-        randomness=Randomness.create(4),
-    )  # fmt: skip
-    first = basic(
-        small_pairs, epsilon=0.05, delta=5e-7, max_items=100, randomness=Randomness.create(4)
+    three = select(
+        small_pairs, 4, algorithm="dp-sips", max_items_per_user=100, split=(0.05, 0.15, 0.8)
+    )
+    first = select(
+        small_pairs, 4, algorithm="basic", epsilon=0.05, delta=5e-7, max_items_per_user=100
     )
     assert item_set(three.rounds[0].items) == item_set(first.items)
     seen: set = set()
@@ -139,9 +129,9 @@ def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
 
 
 def test_dp_sips_without_recap_keeps_the_round_one_cap(small_pairs):
-    sel = dp_sips(
-        small_pairs, epsilon=1.0, delta=1e-5, max_items=10, split=(0.1, 0.9),
-        randomness=Randomness.create(4), recap_each_round=False,
+    sel = select(
+        small_pairs, 4, algorithm="dp-sips", max_items_per_user=10, split=(0.1, 0.9),
+        recap_each_round=False,
     )  # fmt: skip
     assert "heavy" in item_set(sel.items)
     assert sel.mechanism["recap_each_round"] is False

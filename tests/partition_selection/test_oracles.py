@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spark_dp.calibration import WeightAndThreshold
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection import greedy_update, oracles, policy_gaussian
+from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.oracles import greedy_update_weights, policy_gaussian_weights
 from spark_dp.randomness import Randomness
 

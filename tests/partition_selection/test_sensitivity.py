@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.partition_selection.datasets import random_biases, random_neighbour, random_sets
+from tests.partition_selection.helpers import random_biases, random_neighbour, random_sets
 from tests.reference import partition_selection as ref
 
 seeds = st.integers(0, 2**32 - 1)

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import MadConstants, WeightAndThreshold
 from spark_dp.generators import heavy_light_user_items, zipf_user_items
+from spark_dp.partition_selection.calibration import MadConstants, WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.partition_selection.columns import ITEM, USER_ID, WEIGHT
 from spark_dp.partition_selection.mad import max_adaptive_degree
@@ -28,7 +28,7 @@ from spark_dp.partition_selection.thresholding import (
 from spark_dp.partition_selection.user_weights import user_weights
 from spark_dp.partition_selection.weighting import basic_weights, unbiased_user_weights
 from spark_dp.randomness import Randomness
-from tests.partition_selection.conftest import as_dict, item_set
+from tests.partition_selection.helpers import as_dict, item_set
 
 DEFAULT = WeightAndThreshold.for_budget(1.0, 1e-5, 100)
 DEFAULT_MAD = MadConstants.for_round(DEFAULT, beta=2.0, max_adaptive_degree=50)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from chispa import assert_approx_df_equality
 
-from spark_dp.calibration import MadConstants
+from spark_dp.partition_selection.calibration import MadConstants
 from spark_dp.partition_selection.columns import BIAS, ITEM, USER_ID, WEIGHT
 from spark_dp.partition_selection.mad import max_adaptive_degree
 from spark_dp.partition_selection.user_weights import user_weights
@@ -24,8 +24,8 @@ from spark_dp.partition_selection.weighting import (
     laplace_weights,
     unbiased_user_weights,
 )
-from tests.partition_selection.conftest import as_dict
-from tests.partition_selection.datasets import (
+from tests.partition_selection.helpers import (
+    as_dict,
     part,
     prefixed,
     random_biases,

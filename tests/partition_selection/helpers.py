@@ -1,8 +1,14 @@
-"""Small random datasets for the weighting tests (plain numpy; no Spark)."""
+"""Helpers of the partition-selection tests: small random datasets (plain numpy) and readers of
+small DataFrames. Fixtures live in conftest.py; nothing else is shared between test modules."""
 
 from __future__ import annotations
 
 import numpy as np
+from pyspark.sql import DataFrame
+
+from spark_dp.partition_selection import PartitionSelectionParams, Selection, select_partitions
+from spark_dp.partition_selection.columns import ITEM, WEIGHT
+from spark_dp.randomness import Randomness
 
 POPULAR = [f"p{k}" for k in range(8)]
 RARE = [f"r{k}" for k in range(40)]
@@ -57,3 +63,22 @@ def part(weights: dict, k: int) -> dict:
     """The weights of part ``k`` of a :func:`prefixed` union, names unprefixed."""
     prefix = f"{k}:"
     return {i[len(prefix) :]: w for i, w in weights.items() if i.startswith(prefix)}
+
+
+def as_dict(df: DataFrame, key: str = ITEM, value: str = WEIGHT) -> dict:
+    """Collect a small two-column DataFrame into a dict (tests only)."""
+    return {r[key]: r[value] for r in df.collect()}
+
+
+def item_set(df: DataFrame) -> set:
+    """The items of a small (item) DataFrame (tests only)."""
+    return {r[ITEM] for r in df.collect()}
+
+
+def select(
+    pairs: DataFrame, seed: int = 1, *, validate: bool = False, **params: object
+) -> Selection:
+    """One seeded run of ``select_partitions`` (tests only); ``params`` build the
+    :class:`PartitionSelectionParams`. By default the pairs are taken as already valid."""
+    p = PartitionSelectionParams(**params)  # type: ignore[arg-type]
+    return select_partitions(pairs, p, Randomness.create(seed), validate=validate)

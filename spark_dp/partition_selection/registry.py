@@ -1,0 +1,67 @@
+"""The partition-selection algorithms: the one list the job, ``calibrate``, the audit and the
+bench read (see :mod:`spark_dp.registry`).
+
+Each entry's ``plan(params)`` calibrates every round from the public parameters without reading
+data; ``run(pairs, plan, randomness, timer=...)`` runs the algorithm and returns a
+:class:`~spark_dp.partition_selection.result.Selection`. To add an algorithm, write its module
+(a ``plan`` and a ``run``) and add one entry here; CONTRIBUTING.md walks through an example.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spark_dp.partition_selection import basic, classic, dp_sips, mad, mad2r
+from spark_dp.partition_selection.result import SelectionPlan
+from spark_dp.registry import Algorithm, Registry
+
+if TYPE_CHECKING:
+    from spark_dp.partition_selection.params import PartitionSelectionParams
+
+__all__ = ["REGISTRY"]
+
+REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
+    "partition-selection",
+    [
+        Algorithm(
+            "basic", "w(i) = Σ 1/√d_u, Gaussian noise (Gopi et al. 2020)", basic.plan, basic.run
+        ),
+        Algorithm(
+            "basic-laplace",
+            "w(i) = Σ 1/d_u, Laplace noise",
+            basic.plan_laplace,
+            basic.run_laplace,
+        ),
+        Algorithm(
+            "dp-sips",
+            "Basic over several rounds with a split budget, found items removed",
+            dp_sips.plan,
+            dp_sips.run,
+        ),
+        Algorithm("mad", "one round of adaptive reweighting (MAD)", mad.plan, mad.run),
+        Algorithm(
+            "mad2r",
+            "two MAD rounds, round 2 biased by round 1's noisy weights",
+            mad2r.plan,
+            mad2r.run,
+        ),
+        Algorithm(
+            "truncated-geometric",
+            "count thresholding with the optimal keep probabilities (Desfontaines et al. 2022)",
+            classic.planner(classic.TruncatedGeometric),
+            classic.run,
+        ),
+        Algorithm(
+            "laplace-thresholding",
+            "count thresholding with Laplace noise",
+            classic.planner(classic.LaplaceThresholding),
+            classic.run,
+        ),
+        Algorithm(
+            "gaussian-thresholding",
+            "count thresholding with Gaussian noise",
+            classic.planner(classic.GaussianThresholding),
+            classic.run,
+        ),
+    ],
+)
