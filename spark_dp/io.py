@@ -29,9 +29,12 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import InputContractError, OutputExistsError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
     "CAPACITY",
@@ -104,7 +107,7 @@ def _input_format(path: str, fmt: str | None) -> str:
     return "csv" if path.lower().endswith((".csv", ".csv.gz")) else "parquet"
 
 
-def read_table(spark, path: str, fmt: str | None = None):
+def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFrame:
     """Read a Parquet file or directory (or a CSV file with a header row).
 
     CSV columns are read as strings (no type inference), so ids keep their exact spelling.
@@ -141,7 +144,7 @@ def _first_line(msg: str) -> str:
     return msg.strip().splitlines()[0][:300] if msg.strip() else msg
 
 
-def _check_id_column(df, col: str, role: str, path: str):
+def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -167,14 +170,14 @@ def _check_id_column(df, col: str, role: str, path: str):
 
 
 def validate_edges(
-    df,
+    df: DataFrame,
     columns: dict[str, str],
     *,
     path: str = "<DataFrame>",
     drop_nulls: bool = False,
     dedupe: bool = True,
     persist: bool = True,
-):
+) -> tuple[DataFrame, InputSummary]:
     """Check and normalize a two-column id table.
 
     Args:
@@ -249,7 +252,7 @@ def validate_edges(
 
 
 def load_pairs(
-    spark,
+    spark: SparkSession,
     path: str,
     *,
     user_col: str = USER_ID,
@@ -258,7 +261,7 @@ def load_pairs(
     drop_nulls: bool = False,
     dedupe: bool = True,
     persist: bool = True,
-):
+) -> tuple[DataFrame, InputSummary]:
     """Read (user, item) pairs for partition selection and distinct count.
 
     ``dedupe`` and ``persist`` as in :func:`validate_edges`.
@@ -278,14 +281,14 @@ def load_pairs(
 
 
 def load_incidences(
-    spark,
+    spark: SparkSession,
     path: str,
     *,
     record_col: str = RECORD_ID,
     user_col: str = USER_ID,
     fmt: str | None = None,
     drop_nulls: bool = False,
-):
+) -> tuple[DataFrame, InputSummary]:
     """Read (record, user) incidences of a hypergraph for contribution bounding.
 
     Only the id columns are read: bounding must never depend on record content
@@ -301,13 +304,13 @@ def load_incidences(
 
 
 def load_capacities(
-    spark,
+    spark: SparkSession,
     path: str,
     *,
     user_col: str = USER_ID,
     cap_col: str = CAPACITY,
     fmt: str | None = None,
-):
+) -> DataFrame:
     """Read a per-user capacity table: (user_id string, cap long ≥ 0), one row per user.
 
     Raises:
@@ -372,14 +375,14 @@ def load_capacities(
 # --------------------------------------------------------------------------- writing
 
 
-def _hadoop_fs(spark, path: str):
-    jvm = spark.sparkContext._jvm
+def _hadoop_fs(spark: SparkSession, path: str) -> tuple[Any, Any, Any]:
+    jvm: Any = spark.sparkContext._jvm  # a classic session's gateway (None under Connect)
     jpath = jvm.org.apache.hadoop.fs.Path(str(path))
     fs = jpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
     return fs, jpath, jvm
 
 
-def output_exists(spark, path: str) -> bool:
+def output_exists(spark: SparkSession, path: str) -> bool:
     """True if ``path`` exists (local, HDFS or object store paths)."""
     fs, jpath, _ = _hadoop_fs(spark, path)
     return bool(fs.exists(jpath))
@@ -394,13 +397,13 @@ def check_output_path(path: str | None, overwrite: bool) -> None:
         )
 
 
-def _tmp_sibling(jvm, jpath):
+def _tmp_sibling(jvm: Any, jpath: Any) -> Any:
     return jvm.org.apache.hadoop.fs.Path(
         jpath.getParent(), f".{jpath.getName()}.tmp-{uuid.uuid4().hex[:12]}"
     )
 
 
-def _move_into_place(spark, tmp_path: str, path: str, overwrite: bool) -> None:
+def _move_into_place(spark: SparkSession, tmp_path: str, path: str, overwrite: bool) -> None:
     fs, jpath, jvm = _hadoop_fs(spark, path)
     jtmp = jvm.org.apache.hadoop.fs.Path(tmp_path)
     if fs.exists(jpath):
@@ -422,7 +425,7 @@ def _move_into_place(spark, tmp_path: str, path: str, overwrite: bool) -> None:
         raise OSError(f"could not move the new output into {path!r}")
 
 
-def write_parquet_atomic(df, path: str, *, overwrite: bool = False) -> None:
+def write_parquet_atomic(df: DataFrame, path: str, *, overwrite: bool = False) -> None:
     """Write ``df`` as Parquet at ``path``, all or nothing.
 
     Writes to a hidden temporary sibling, then renames it into place. With ``overwrite`` an
@@ -445,7 +448,9 @@ def write_parquet_atomic(df, path: str, *, overwrite: bool = False) -> None:
     _move_into_place(spark, tmp.toString(), path, overwrite)
 
 
-def write_json_atomic(obj: Any, path: str, *, overwrite: bool = True, spark=None) -> None:
+def write_json_atomic(
+    obj: Any, path: str, *, overwrite: bool = True, spark: SparkSession | None = None
+) -> None:
     """Write ``obj`` as indented JSON at ``path`` atomically (temp file + rename).
 
     Local paths use ``os.replace``; other filesystems go through Hadoop when ``spark`` is given.

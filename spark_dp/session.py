@@ -20,6 +20,10 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["DEFAULT_SPARK_CONF", "get_session", "graphframes_available", "launched_by_spark_submit"]
 
@@ -55,7 +59,7 @@ def get_session(
     *,
     master: str | None = None,
     log_level: str = "WARN",
-):
+) -> SparkSession:
     """Return the active SparkSession or build one.
 
     Args:
@@ -103,7 +107,7 @@ def get_session(
     return spark
 
 
-def graphframes_available(spark) -> bool:
+def graphframes_available(spark: SparkSession) -> bool:
     """True when both the GraphFrames Python package and its JVM jar are usable.
 
     Cluster users add the jar with ``--packages graphframes:graphframes:<version>`` (or
@@ -115,7 +119,8 @@ def graphframes_available(spark) -> bool:
     except ImportError:
         return False
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName("org.graphframes.GraphFrame")
+        jvm: Any = spark.sparkContext._jvm
+        jvm.java.lang.Class.forName("org.graphframes.GraphFrame")
     except Exception:
         return False
     return True

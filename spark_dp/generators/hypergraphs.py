@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from spark_dp.checks import check_int_at_least, check_positive
 from spark_dp.errors import ParameterError
@@ -56,7 +61,7 @@ class GraphSample:
     empty_records: int
     generator: str
 
-    def to_pandas(self):
+    def to_pandas(self) -> pd.DataFrame:
         """The incidences as a pandas DataFrame (record_id, user_id)."""
         import pandas as pd
 
@@ -84,7 +89,10 @@ def _check(n_records: int, mean_size: float, records_per_user: float) -> None:
 
 
 def _distinct_within_records(
-    rec: np.ndarray, users: np.ndarray, redraw, max_rounds: int = 10_000
+    rec: np.ndarray,
+    users: np.ndarray,
+    redraw: Callable[[int], np.ndarray],
+    max_rounds: int = 10_000,
 ) -> np.ndarray:
     """Redraw entries that repeat a user inside the same record until all are distinct.
 

@@ -10,23 +10,29 @@ at 8M records), then handed to Spark through Arrow.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.checks import check_int_at_least
 from spark_dp.generators import hypergraphs, user_items
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["KINDS", "hypergraph_frame", "pairs_frame"]
 
 KINDS = ("regular", "skewed", "zipf", "heavy-light")
 
 
-def _chunk_ids(spark, n: int, chunk: int):
+def _chunk_ids(spark: SparkSession, n: int, chunk: int) -> tuple[DataFrame, int]:
     n_chunks = max(1, math.ceil(n / chunk))
     slices = max(1, min(n_chunks, 4 * spark.sparkContext.defaultParallelism))
     return spark.range(0, n_chunks, numPartitions=slices).withColumnRenamed("id", "chunk"), n_chunks
 
 
 def hypergraph_frame(
-    spark,
+    spark: SparkSession,
     kind: str,
     *,
     n_records: int,
@@ -34,7 +40,7 @@ def hypergraph_frame(
     mean_size: float = 2.0,
     alpha: float = 1.5,
     seed: int = 0,
-):
+) -> tuple[DataFrame, dict[str, Any]]:
     """Incidences (record_id long, user_id long) of a ``regular`` or ``skewed`` hypergraph.
 
     Returns:
@@ -57,7 +63,7 @@ def hypergraph_frame(
         chunk = hypergraphs.CHUNK_RECORDS
         ids, _ = _chunk_ids(spark, n_records, chunk)
 
-        def gen(batches):
+        def gen(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             for b in batches:
                 for c in b["chunk"].tolist():
                     start = c * chunk
@@ -83,7 +89,7 @@ def hypergraph_frame(
 
 
 def pairs_frame(
-    spark,
+    spark: SparkSession,
     kind: str,
     *,
     n_users: int,
@@ -93,7 +99,7 @@ def pairs_frame(
     max_items: int = 100_000,
     n_light: int = 1_000,
     seed: int = 0,
-):
+) -> tuple[DataFrame, dict[str, Any]]:
     """(user_id long, item string) pairs of a ``zipf`` or ``heavy-light`` dataset.
 
     Returns:
@@ -109,7 +115,7 @@ def pairs_frame(
     if kind == "zipf":
         user_items._check_zipf(n_users, mean_items, exponent, degree_sigma)
 
-        def gen(batches):
+        def gen(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             for b in batches:
                 for c in b["chunk"].tolist():
                     start = c * chunk
@@ -139,7 +145,7 @@ def pairs_frame(
     if kind == "heavy-light":
         check_int_at_least("n_light", n_light, 2)
 
-        def gen_hl(batches):
+        def gen_hl(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             for b in batches:
                 for c in b["chunk"].tolist():
                     start = c * chunk

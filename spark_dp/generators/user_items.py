@@ -14,8 +14,12 @@ Both are chunked by users; chunk c is generated from SeedSequence([seed, c]) onl
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -55,7 +59,7 @@ def zipf_chunk(
     exponent: float,
     degree_sigma: float,
     max_items: int,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """Users ``start..stop-1`` of :func:`zipf_user_items` as (user ids, word ranks).
 
     Set sizes: 1 + LogNormal with mean ``mean_items`` word draws (before de-duplication) and
@@ -85,7 +89,7 @@ def zipf_user_items(
     degree_sigma: float = 1.0,
     max_items: int = 100_000,
     seed: int = 0,
-):
+) -> pd.DataFrame:
     """Text-like (user_id, item) pairs; see the module docstring.
 
     Returns:
@@ -116,7 +120,9 @@ def word_names(ranks: np.ndarray) -> np.ndarray:
     return names.to_numpy(zero_copy_only=False)
 
 
-def heavy_light_chunk(seed: int, chunk: int, start: int, stop: int, *, n_light: int):
+def heavy_light_chunk(
+    seed: int, chunk: int, start: int, stop: int, *, n_light: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Users ``start..stop-1`` of :func:`heavy_light_user_items` as (user ids, item strings)."""
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), int(chunk)]))
     n = stop - start
@@ -131,7 +137,9 @@ def heavy_light_chunk(seed: int, chunk: int, start: int, stop: int, *, n_light: 
     return users, items
 
 
-def heavy_light_user_items(n_users: int = 15_000, *, n_light: int = 1_000, seed: int = 0):
+def heavy_light_user_items(
+    n_users: int = 15_000, *, n_light: int = 1_000, seed: int = 0
+) -> pd.DataFrame:
     """The heavy/light example (Chen et al. 2025 App. C.2; spec §6.6: n = 15000, m = 1000).
 
     Returns:

@@ -32,7 +32,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.config import (
     add_param_arguments,
@@ -55,6 +55,9 @@ from spark_dp.io import (
 from spark_dp.logs import StageTimer, configure_logging, get_logger
 from spark_dp.randomness import Randomness
 from spark_dp.report import PrivacyReport
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["JobContext", "JobSpec", "build_parser", "run_job"]
 
@@ -101,7 +104,7 @@ class JobContext:
     outputs: dict[str, str] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- input helpers
-    def load_pairs(self, *, dedupe: bool = True, persist: bool = True):
+    def load_pairs(self, *, dedupe: bool = True, persist: bool = True) -> DataFrame:
         """(user_id, item) pairs from ``--input``: validated; deduplicated and cached unless
         the job's first step does that itself (see :func:`spark_dp.io.validate_edges`)."""
         with self.timer.stage("read"):
@@ -118,7 +121,7 @@ class JobContext:
         summary.log(self.log)
         return df
 
-    def load_incidences(self):
+    def load_incidences(self) -> DataFrame:
         """(record_id, user_id) incidences from ``--input`` (validated, deduplicated, cached)."""
         with self.timer.stage("read"):
             df, summary = load_incidences(
@@ -133,7 +136,7 @@ class JobContext:
         return df
 
     # ---------------------------------------------------------------- output helpers
-    def write_output(self, df, path: str | None = None, *, name: str = "output") -> int:
+    def write_output(self, df: DataFrame, path: str | None = None, *, name: str = "output") -> int:
         """Write ``df`` atomically (``--output`` by default) and return its row count.
 
         The count is read back from the written files, so the DataFrame is computed exactly
@@ -240,7 +243,9 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None) -> int:
         if not isinstance(spark_conf, dict):
             raise ConfigError("the 'spark' section of the config file must be a mapping")
         spark_conf.update(parse_spark_conf_overrides(args.spark_conf))
-        params = resolve_params(spec.params_cls, file_conf, cli_overrides(args, spec.params_cls))
+        params: Any = resolve_params(
+            spec.params_cls, file_conf, cli_overrides(args, spec.params_cls)
+        )
         check_output_path(getattr(args, "output", None), args.overwrite)
         randomness = Randomness.create(args.seed)
         if randomness.seeded:
