@@ -16,8 +16,7 @@ from spark_dp.distinct_count.baselines import (
 )
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
-from tests.distinct_count._helpers import exact
-from tests.distinct_count.test_gem import FASHION
+from tests.distinct_count.helpers import FASHION, exact
 
 
 def test_max_utility_ell_reproduces_table_4():

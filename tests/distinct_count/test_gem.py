@@ -14,15 +14,8 @@ from spark_dp.distinct_count.gem import gem_probabilities, gem_scores, gem_selec
 from spark_dp.distinct_count.release import selection_probabilities
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
-from tests.distinct_count._helpers import datasets, exact
+from tests.distinct_count.helpers import FASHION, datasets, exact
 from tests.reference.distinct_count import gem_probabilities_reference
-
-# Spec App. B: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every ℓ ≥ 30.
-FASHION = np.array(
-    [368, 643, 855, 1014, 1117, 1195, 1252, 1290, 1317, 1340, 1357, 1373, 1387, 1400, 1412,
-     1420, 1428, 1432, 1435, 1438, 1441, 1442, 1443, 1444, 1445, 1446, 1447, 1448, 1449, 1450]
-    + [1450] * 70
-)  # fmt: skip
 
 
 def _percentiles(p, ells, qs=(0.1, 0.5, 0.9)):

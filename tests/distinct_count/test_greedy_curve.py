@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_dp.distinct_count import greedy_curve_arrays
-from tests.distinct_count._helpers import datasets, exact, greedy, person_key
+from tests.distinct_count.helpers import datasets, exact, greedy, person_key
 from tests.reference.distinct_count import (
     distinct,
     greedy_frequency_order,

@@ -13,7 +13,7 @@ from spark_dp.distinct_count.local_solver import (
     peel,
     solve_rows,
 )
-from tests.distinct_count._helpers import datasets, exact, random_sets, to_arrays
+from tests.distinct_count.helpers import datasets, exact, random_sets, to_arrays
 from tests.reference.distinct_count import (
     dc_brute_force,
     dc_lp,

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from scipy.stats import laplace
 
+from spark_dp.distinct_count.calibration import lower_bound_shift
 from spark_dp.distinct_count.release import (
     dp_distinct_count,
-    lower_bound_shift,
     selection_probabilities,
     utility_scores,
 )
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
-from tests.distinct_count.test_gem import FASHION
+from tests.distinct_count.helpers import FASHION
 
 
 def test_worked_example_scores_and_scales():

@@ -1,4 +1,4 @@
-"""Small helpers shared by the distinct-count tests: datasets as lists of item sets."""
+"""Helpers shared by the distinct-count tests: datasets as lists of item sets, the Fashion curve."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ import numpy as np
 from hypothesis import strategies as st
 
 from spark_dp.distinct_count import exact_curve_local, greedy_curve_arrays
+
+# Spec App. B: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every ℓ ≥ 30.
+FASHION = np.array(
+    [368, 643, 855, 1014, 1117, 1195, 1252, 1290, 1317, 1340, 1357, 1373, 1387, 1400, 1412,
+     1420, 1428, 1432, 1435, 1438, 1441, 1442, 1443, 1444, 1445, 1446, 1447, 1448, 1449, 1450]
+    + [1450] * 70
+)  # fmt: skip
 
 
 def person_key(name) -> int:
