@@ -18,16 +18,23 @@ Noise is drawn through :mod:`spark_dp.randomness` like the mechanism's own.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from spark_dp.calibration import laplace_scale
 from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
+from spark_dp.distinct_count.calibration import lower_bound_shift
 from spark_dp.distinct_count.peeling import ELL, per_ell_sums
-from spark_dp.distinct_count.release import check_curve, lower_bound_shift
+from spark_dp.distinct_count.release import check_curve
 from spark_dp.errors import ParameterError
 from spark_dp.io import ITEM, USER_ID
 from spark_dp.randomness import DriverNoise, Randomness, hash_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = [
     "contribution_quantiles",
@@ -38,7 +45,7 @@ __all__ = [
 ]
 
 
-def contribution_quantiles(pairs, quantiles=(0.9,)) -> dict:
+def contribution_quantiles(pairs: DataFrame, quantiles: Sequence[float] = (0.9,)) -> dict[str, int]:
     """Max and quantiles of the per-person contribution |u_i| (NON-private statistics).
 
     Quantiles are ``int(numpy.quantile(deg, q))`` with linear interpolation, as in the authors'
@@ -89,7 +96,7 @@ def fixed_ell_release(
     return out
 
 
-def max_utility_ell(curve, *, epsilon: float = 1.0, beta: float = 0.001) -> int:
+def max_utility_ell(curve: ArrayLike, *, epsilon: float = 1.0, beta: float = 0.001) -> int:
     """Non-private argmax_ℓ c(D; ℓ) − (ℓ/ε)·ln(1/(2β)), ties to the smallest ℓ (spec §6.2)."""
     c = check_curve(curve)
     epsilon = check_epsilon(epsilon)
@@ -97,7 +104,7 @@ def max_utility_ell(curve, *, epsilon: float = 1.0, beta: float = 0.001) -> int:
     return int(np.argmax(c - lower_bound_shift(ells, epsilon, beta))) + 1
 
 
-def sampling_curve(pairs, ell_max: int, randomness: Randomness) -> np.ndarray:
+def sampling_curve(pairs: DataFrame, ell_max: int, randomness: Randomness) -> NDArray[np.int64]:
     """Distinct count of per-person uniform samples of min(ℓ, |u_i|) items, ℓ = 1..ℓ_max.
 
     One random permutation per person (rank by a salted hash of (user, item)) gives nested
@@ -118,7 +125,9 @@ def sampling_curve(pairs, ell_max: int, randomness: Randomness) -> np.ndarray:
     return np.cumsum(per_ell_sums(best, ell_max)["value"])
 
 
-def r2t_release(curve, *, epsilon: float, beta: float, ell_max: int, noise: DriverNoise) -> float:
+def r2t_release(
+    curve: ArrayLike, *, epsilon: float, beta: float, ell_max: int, noise: DriverNoise
+) -> float:
     """R2T for DC (spec §6.4): max(0, max_j [c(τ_j) + Lap(J·τ_j/ε) − J·ln(J/β)·τ_j/ε]).
 
     τ_j = 2^j for j = 1..J, J = ⌈log₂ ℓ_max⌉; each term is (ε/J)-DP (sensitivity τ_j), so the

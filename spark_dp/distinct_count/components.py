@@ -31,8 +31,12 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from typing import TYPE_CHECKING
 
 from spark_dp.errors import ParameterError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["METHODS", "connected_components", "resolve_method"]
 
@@ -41,7 +45,7 @@ METHODS = ("auto", "graphframes", "dataframe")
 log = logging.getLogger(__name__)
 
 
-def resolve_method(spark, method: str = "auto") -> str:
+def resolve_method(spark: SparkSession, method: str = "auto") -> str:
     """``graphframes`` or ``dataframe``: what :func:`connected_components` will run.
 
     ``auto`` picks GraphFrames exactly when :func:`spark_dp.session.graphframes_available` is
@@ -63,7 +67,9 @@ def resolve_method(spark, method: str = "auto") -> str:
     return "graphframes" if available else "dataframe"
 
 
-def connected_components(edges, *, method: str = "auto", max_rounds: int = 200):
+def connected_components(
+    edges: DataFrame, *, method: str = "auto", max_rounds: int = 200
+) -> DataFrame:
     """Component label of every vertex of an undirected graph.
 
     Args:
@@ -84,7 +90,7 @@ def connected_components(edges, *, method: str = "auto", max_rounds: int = 200):
     return _star_components(edges, max_rounds)
 
 
-def _graphframes_components(spark, edges):
+def _graphframes_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
     """GraphFrames adapter: edges (src, dst) -> GraphFrame -> (vertex, component)."""
     from graphframes import GraphFrame
     from pyspark.sql import functions as F
@@ -100,12 +106,13 @@ def _graphframes_components(spark, edges):
         .distinct()
     )  # -> (id)
     labelled = GraphFrame(vertices, e).connectedComponents()  # -> (id, component)
+    # -> (vertex, component)
     return labelled.select(
         F.col("id").cast("long").alias("vertex"), F.col("component").cast("long").alias("component")
-    )  # -> (vertex, component)
+    )
 
 
-def _star_components(edges, max_rounds: int):
+def _star_components(edges: DataFrame, max_rounds: int) -> DataFrame:
     """Alternating large-star / small-star (Kiveris et al. 2014, Alg. 1–3) on DataFrames."""
     from pyspark.sql import functions as F
 
@@ -124,17 +131,18 @@ def _star_components(edges, max_rounds: int):
         if _is_min_star_forest(cur):
             log.info("connected components: converged after %d rounds", round_)
             labels = cur.select(b.alias("vertex"), a.alias("component"))  # leaves -> centre
+            # -> (vertex, component); a centre (or a vertex with only a self loop) is its own
             return (
                 vertices.distinct()
                 .join(labels, "vertex", "left")
                 .select("vertex", F.coalesce("component", "vertex").alias("component"))
-            )  # -> (vertex, component); a centre (or a vertex with only a self loop) is its own
+            )
     raise RuntimeError(
         f"connected components did not converge in {max_rounds} rounds; raise max_rounds"
     )
 
 
-def _large_star(cur):
+def _large_star(cur: DataFrame) -> DataFrame:
     """Connect every larger neighbour v of u to m(u) = min of u and its neighbours."""
     from pyspark.sql import functions as F
 
@@ -142,15 +150,16 @@ def _large_star(cur):
         cur.select(F.col("b").alias("u"), F.col("a").alias("v"))
     )  # -> (u, v) both directions
     m = sym.groupBy("u").agg(F.least(F.min("v"), F.col("u")).alias("m"))  # -> (u, m)
+    # -> (a, b), a < b
     return (
         sym.where(F.col("v") > F.col("u"))
         .join(m, "u")
         .select(F.col("m").alias("a"), F.col("v").alias("b"))  # m ≤ u < v
         .distinct()
-    )  # -> (a, b), a < b
+    )
 
 
-def _small_star(cur):
+def _small_star(cur: DataFrame) -> DataFrame:
     """Connect u and every smaller neighbour of u to m = min of u's smaller neighbours."""
     from pyspark.sql import functions as F
 
@@ -161,10 +170,11 @@ def _small_star(cur):
         .where(F.col("a") != F.col("b"))
     )  # smaller neighbours -> m
     own = m.select(F.col("m").alias("a"), F.col("u").alias("b"))  # u -> m
-    return to_min.unionByName(own).distinct()  # -> (a, b), a < b
+    # -> (a, b), a < b
+    return to_min.unionByName(own).distinct()
 
 
-def _is_min_star_forest(cur) -> bool:
+def _is_min_star_forest(cur: DataFrame) -> bool:
     """True iff every vertex b has one neighbour a < b and no a is itself some b (exact test)."""
     from pyspark.sql import functions as F
 

@@ -27,9 +27,12 @@ method) never change a value (C4 of spec §2.4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from spark_dp.checks import check_int_at_least
 from spark_dp.distinct_count.components import connected_components
@@ -47,6 +50,10 @@ from spark_dp.distinct_count.peeling import (
 from spark_dp.io import ITEM, USER_ID
 from spark_dp.logs import StageTimer, get_logger
 
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame
+
 __all__ = ["CurveResult", "exact_curve"]
 
 log = get_logger(__name__)
@@ -62,12 +69,12 @@ class CurveResult:
             ``first_round_rows`` and ``core_rows``; never released in a privacy report).
     """
 
-    curve: np.ndarray
-    stats: dict = field(default_factory=dict)
+    curve: NDArray[np.int64]
+    stats: dict[str, Any] = field(default_factory=dict)
 
 
 def exact_curve(
-    pairs,
+    pairs: DataFrame,
     ell_max: int,
     *,
     components: str = "auto",
@@ -108,8 +115,8 @@ def exact_curve(
     check_int_at_least("components_min_rows", components_min_rows, 0)
     check_int_at_least("ell_blocks", ell_blocks, 1)
     timer = timer or StageTimer(log)
-    stats: dict = {}
-    pieces = []  # (ell, value) DataFrames whose per-ℓ sums make the curve
+    stats: dict[str, Any] = {}
+    pieces: list[DataFrame] = []  # (ell, value) DataFrames whose per-ℓ sums make the curve
 
     with timer.stage("dc first round") as info:
         fr = first_round(pairs, ell_max)
@@ -185,7 +192,7 @@ def exact_curve(
     return CurveResult(curve=curve, stats=stats)
 
 
-def _solve_group_fn(blocks: int):
+def _solve_group_fn(blocks: int) -> Callable[[pd.DataFrame], pd.DataFrame]:
     """The ``applyInPandas`` function: exact values of one component at ℓ ≡ block + 1 (mod B)."""
     import pandas as pd
 

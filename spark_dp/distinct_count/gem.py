@@ -23,34 +23,42 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from spark_dp.checks import check_epsilon, check_positive
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import DriverNoise
 
-__all__ = ["gem_probabilities", "gem_scores", "gem_select"]
+__all__ = ["gem_probabilities", "gem_scores", "gem_select", "gem_threshold"]
 
 _NAIVE_MAX = 5000  # the naive O(m²) scores are used up to this m ("auto")
 _BLOCK = 512
 
 
-def _check(q, sens, epsilon: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    q = np.asarray(q, dtype=float)
-    sens = np.asarray(sens, dtype=float)
-    if q.ndim != 1 or q.shape != sens.shape or len(q) == 0:
+def _check(
+    q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.asarray(q, dtype=float)
+    deltas = np.asarray(sens, dtype=float)
+    if scores.ndim != 1 or scores.shape != deltas.shape or len(scores) == 0:
         raise ParameterError("GEM needs 1-d score and sensitivity arrays of the same length >= 1")
-    if not np.all(np.isfinite(q)):
+    if not np.all(np.isfinite(scores)):
         raise ParameterError("GEM scores must be finite numbers")
-    if not np.all(np.isfinite(sens)) or np.any(sens <= 0):
+    if not np.all(np.isfinite(deltas)) or np.any(deltas <= 0):
         raise ParameterError("GEM sensitivities must be finite and > 0")
     check_epsilon(epsilon, "epsilon_select")
     check_positive("beta", beta)
-    return q, sens
+    return scores, deltas
+
+
+def gem_threshold(m: int, epsilon: float, beta: float) -> float:
+    """t = (2/ε_g)·ln(m/β), the margin GEM subtracts per unit of sensitivity (Alg. 3 line 3)."""
+    return 2.0 / epsilon * math.log(m / beta)
 
 
 def _shifted(q: np.ndarray, sens: np.ndarray, epsilon: float, beta: float) -> np.ndarray:
-    t = 2.0 / epsilon * math.log(len(q) / beta)
-    return q - t * sens
+    """a_i = q_i − t·Δ_i."""
+    return q - gem_threshold(len(q), epsilon, beta) * sens
 
 
 def _scores_naive(a: np.ndarray, sens: np.ndarray) -> np.ndarray:
@@ -101,7 +109,9 @@ def _scores_hull(a: np.ndarray, sens: np.ndarray) -> np.ndarray:
     return (a - a[j]) / (sens + sens[j])
 
 
-def gem_scores(q, sens, epsilon: float, beta: float, method: str = "auto") -> np.ndarray:
+def gem_scores(
+    q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float, method: str = "auto"
+) -> np.ndarray:
     """Normalized GEM scores s_i (Algorithm 3 line 5).
 
     Args:
@@ -112,25 +122,27 @@ def gem_scores(q, sens, epsilon: float, beta: float, method: str = "auto") -> np
         method: ``"naive"`` (O(m²), blocked), ``"hull"`` (O(m log m)), or ``"auto"`` (naive up
             to m = 5000). Both give the same scores (tests check 1e-9 agreement).
     """
-    q, sens = _check(q, sens, epsilon, beta)
-    a = _shifted(q, sens, epsilon, beta)
+    scores, deltas = _check(q, sens, epsilon, beta)
+    a = _shifted(scores, deltas, epsilon, beta)
     if method == "auto":
-        method = "naive" if len(q) <= _NAIVE_MAX else "hull"
+        method = "naive" if len(scores) <= _NAIVE_MAX else "hull"
     if method == "naive":
-        return _scores_naive(a, sens)
+        return _scores_naive(a, deltas)
     if method == "hull":
-        return _scores_hull(a, sens)
+        return _scores_hull(a, deltas)
     raise ParameterError(f"method must be 'auto', 'naive' or 'hull', got {method!r}")
 
 
-def gem_probabilities(q, sens, epsilon: float, beta: float) -> np.ndarray:
+def gem_probabilities(q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float) -> np.ndarray:
     """P[î = i] ∝ exp(ε_g·s_i/2), normalized by log-sum-exp (max s = 0, so no overflow)."""
     z = epsilon * gem_scores(q, sens, epsilon, beta) / 2.0
     w = np.exp(z - z.max())
     return w / w.sum()
 
 
-def gem_select(q, sens, epsilon: float, beta: float, noise: DriverNoise) -> int:
+def gem_select(
+    q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float, noise: DriverNoise
+) -> int:
     """Index î sampled by GEM at budget ε_g = ``epsilon`` (ε_g-DP).
 
     Args:

@@ -26,9 +26,16 @@ The pass is sequential by nature, so it runs in one task (``mapInPandas`` after
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import NDArray
 
 from spark_dp.io import ITEM, USER_ID
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["PERSON_ORDER_SALT", "greedy_curve", "greedy_curve_arrays", "person_order_key"]
 
@@ -37,14 +44,16 @@ __all__ = ["PERSON_ORDER_SALT", "greedy_curve", "greedy_curve_arrays", "person_o
 PERSON_ORDER_SALT = 0x5D1C0D15
 
 
-def person_order_key(user_col: str = USER_ID):
+def person_order_key(user_col: str = USER_ID) -> Column:
     """Spark column ``xxhash64(PERSON_ORDER_SALT, user)``; ties broken by the user id (C2)."""
     from pyspark.sql import functions as F
 
     return F.xxhash64(F.lit(PERSON_ORDER_SALT), F.col(user_col))
 
 
-def greedy_curve_arrays(indptr: np.ndarray, items: np.ndarray, ell_max: int) -> np.ndarray:
+def greedy_curve_arrays(
+    indptr: NDArray[np.integer], items: NDArray[np.integer], ell_max: int
+) -> NDArray[np.int64]:
     """ĝ[1..ℓ_max] for persons given in their fixed order as CSR lists.
 
     Person i's items are ``items[indptr[i]:indptr[i+1]]``, already sorted by ≺ (any int ids
@@ -64,7 +73,7 @@ def greedy_curve_arrays(indptr: np.ndarray, items: np.ndarray, ell_max: int) -> 
     active = [i for i in range(len(ptr)) if ptr[i] < end[i]]
     out = np.zeros(ell_max, dtype=np.int64)
     for round_ in range(ell_max):
-        still = []
+        still: list[int] = []
         keep = still.append
         for i in active:
             k, e = ptr[i], end[i]
@@ -85,7 +94,7 @@ def greedy_curve_arrays(indptr: np.ndarray, items: np.ndarray, ell_max: int) -> 
     return out
 
 
-def greedy_curve(pairs, ell_max: int) -> np.ndarray:
+def greedy_curve(pairs: DataFrame, ell_max: int) -> NDArray[np.int64]:
     """ĝ[1..ℓ_max] of a (user_id, item) DataFrame of distinct pairs (Spark, one task).
 
     Builds each person's sorted item list (``array_sort`` on the item string: order ≺, C1/C3),
@@ -110,12 +119,14 @@ def greedy_curve(pairs, ell_max: int) -> np.ndarray:
     )  # -> (user_id, items, pkey)
     ordered = lists.repartition(1).sortWithinPartitions("pkey", USER_ID).select("items")
 
-    def run(batches):
+    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         frames = [b["items"] for b in batches]
         col = pd.concat(frames, ignore_index=True) if frames else pd.Series([], dtype=object)
         sizes = col.map(len).to_numpy(dtype=np.int64)
         indptr = np.r_[0, np.cumsum(sizes)]
-        flat = np.concatenate([np.asarray(v, dtype=object) for v in col]) if len(col) else []
+        flat: NDArray[np.object_] | list[str] = (
+            np.concatenate([np.asarray(v, dtype=object) for v in col]) if len(col) else []
+        )
         codes, _ = pd.factorize(pd.Series(flat, dtype=object))
         curve = greedy_curve_arrays(indptr, codes, ell_max)
         yield pd.DataFrame({"ell": np.arange(1, ell_max + 1), "value": curve})

@@ -33,6 +33,7 @@ Every number here (curves, degrees, counts) is private: nothing is logged.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -160,7 +161,7 @@ def solve_rows(
     lo: np.ndarray,
     hi: np.ndarray,
     offset: np.ndarray,
-    ells,
+    ells: Iterable[int],
     *,
     n_persons: int | None = None,
     n_items: int | None = None,

@@ -28,11 +28,18 @@ Every count here is private: functions return DataFrames and the caller aggregat
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from spark_dp.io import ITEM, USER_ID
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
     "ELL",
@@ -59,12 +66,12 @@ class FirstRound:
         cached: the intermediate tables :func:`first_round` persisted (see :meth:`unpersist`).
     """
 
-    events: object
-    rows: object
+    events: DataFrame
+    rows: DataFrame
     ell_max: int
-    cached: list = field(default_factory=list)
+    cached: list[DataFrame] = field(default_factory=list)
 
-    def covered(self) -> np.ndarray:
+    def covered(self) -> NDArray[np.int64]:
         """Items covered by the first round at ℓ = 1..ℓ_max (int64 array; private).
 
         covered(ℓ) = Σ_{k ≤ ℓ} (jump(k) + Σ_{j ≤ k} slope(j)): two running sums of ℓ_max values.
@@ -78,14 +85,16 @@ class FirstRound:
             df.unpersist()
 
 
-def ell_range(spark, ell_max: int):
+def ell_range(spark: SparkSession, ell_max: int) -> DataFrame:
     """DataFrame (ell int) with ℓ = 1..ℓ_max."""
     from pyspark.sql import functions as F
 
     return spark.range(1, ell_max + 1, numPartitions=1).select(F.col("id").cast("int").alias(ELL))
 
 
-def per_ell_sums(events, ell_max: int, columns=("value",)) -> dict[str, np.ndarray]:
+def per_ell_sums(
+    events: DataFrame, ell_max: int, columns: Sequence[str] = ("value",)
+) -> dict[str, NDArray[np.int64]]:
     """Sum ``columns`` of an (ell, ...) DataFrame per ℓ = 1..ℓ_max; ℓ outside is ignored.
 
     One small aggregation; the driver receives at most ℓ_max rows. Returns one int64 array of
@@ -106,7 +115,7 @@ def per_ell_sums(events, ell_max: int, columns=("value",)) -> dict[str, np.ndarr
     return out
 
 
-def first_round(pairs, ell_max: int) -> FirstRound:
+def first_round(pairs: DataFrame, ell_max: int) -> FirstRound:
     """Apply R1 and R2 once, for every ℓ = 1..ℓ_max simultaneously (see the module docstring).
 
     Args:
@@ -148,7 +157,7 @@ def first_round(pairs, ell_max: int) -> FirstRound:
     k = F.least("private", F.col("deg") - 1)
     heavy = F.col("person_rep") & (k >= 1)
 
-    def event(when, ell, slope, jump):
+    def event(when: Column, ell: Column, slope: int, jump: Column) -> Column:
         return F.when(
             when,
             F.struct(
@@ -186,17 +195,19 @@ def first_round(pairs, ell_max: int) -> FirstRound:
     return FirstRound(events=events, rows=rows, ell_max=ell_max, cached=[edges])
 
 
-def explode_rows(rows):
+def explode_rows(rows: DataFrame) -> DataFrame:
     """One row per alive ℓ: (user_id, item, lo, hi, offset) -> (ell, user_id, item, cap)."""
     from pyspark.sql import functions as F
 
+    # -> (ell, user_id, item, cap)
     return rows.select(F.explode(F.sequence(LO, HI)).alias(ELL), USER_ID, ITEM, OFFSET).select(
         ELL, USER_ID, ITEM, (F.col(ELL) - F.col(OFFSET)).cast("int").alias(CAP)
     )
-    # -> (ell, user_id, item, cap)
 
 
-def peel_rounds(cur, max_rounds: int, *, log=None):
+def peel_rounds(
+    cur: DataFrame, max_rounds: int, *, log: logging.Logger | None = None
+) -> tuple[list[DataFrame], DataFrame, int]:
     """Run R1/R2 on each ℓ separately, to a fixpoint or ``max_rounds`` rounds.
 
     Args:
@@ -212,7 +223,7 @@ def peel_rounds(cur, max_rounds: int, *, log=None):
     """
     from pyspark.sql import functions as F
 
-    covered = []
+    covered: list[DataFrame] = []
     cur = cur.localCheckpoint()
     rows = cur.count()
     rounds = 0

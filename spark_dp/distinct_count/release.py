@@ -1,48 +1,41 @@
-"""The DP release: GEM choice of ℓ at ε/2, then a Laplace lower bound at ε/2 (driver only).
+"""The DP release: GEM choice of ℓ̂, then a noisy lower bound on c(D; ℓ̂) (driver only).
 
 Knop & Steinke 2023, Algorithm 1 lines 9–15 (exact curve) and Algorithm 2 lines 8–12 (greedy
 curve), Theorems 1.1 and 1.2; spec distinct_count.md §3.2–§3.5 and §8.3.
 
-With the curve c(D; ℓ) (exact DC or greedy ĝ, sensitivity ℓ) and total budget ε:
+With the curve c(D; ℓ) (exact DC or greedy ĝ, sensitivity ℓ) and a plan (:mod:`.plan` splits ε
+into ε_select = ε_count = ε/2; :mod:`.calibration` calibrates both steps):
 
-    q_ℓ  = c(D; ℓ) − (2ℓ/ε)·ln(1/(2β))                 ℓ = 1..ℓ_max, Δ_ℓ = ℓ
-    ℓ̂    = GEM(q, Δ, ε_g = ε/2, β)                     ε/2-DP
-    ν̂    = q_ℓ̂ + Lap(2ℓ̂/ε)                              ε/2-DP for every fixed ℓ̂
+    q_ℓ  = c(D; ℓ) − (ℓ/ε_count)·ln(1/(2β))            ℓ = 1..ℓ_max, Δ_ℓ = ℓ
+    ℓ̂    = GEM(q, Δ, ε_select, β)                      ε_select-DP
+    ν̂    = q_ℓ̂ + Lap(ℓ̂/ε_count)                        ε_count-DP for every fixed ℓ̂
 
 so (ℓ̂, ν̂) is ε-DP (sequential composition, Lemma 3.2) and, since P[Lap(b) ≥ b·ln(1/(2β))] = β
-and c(D; ℓ̂) ≤ DC(D), P[ν̂ ≤ DC(D)] ≥ 1 − β whatever ℓ̂ GEM returned.
-
-The shift is the paper's (2ℓ/ε)·ln(1/(2β)) = (ℓ/ε_count)·ln(1/(2β)); the authors' public
-experiment code subtracts half of it, which raises the failure probability from β to √(β/2)
-(spec §8.1 A6): not followed. Post-processing (free): ``estimate`` = ν̂ + shift, the un-shifted
-noisy DC(D; ℓ̂) that the paper's tables report (spec §1.4, A5), and ``max(0, ν̂)``.
+and c(D; ℓ̂) ≤ DC(D), P[ν̂ ≤ DC(D)] ≥ 1 − β whatever ℓ̂ GEM returned. Post-processing (free):
+``estimate`` = ν̂ + shift, the un-shifted noisy DC(D; ℓ̂) that the paper's tables report (spec
+§1.4, A5), and ``max(0, ν̂)``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.calibration import laplace_scale
-from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
-from spark_dp.distinct_count.gem import gem_probabilities, gem_select
+from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
 
 __all__ = [
-    "SELECT_FRACTION",
     "DPResult",
     "check_curve",
     "dp_distinct_count",
-    "lower_bound_shift",
+    "release_curve",
     "selection_probabilities",
     "utility_scores",
 ]
-
-#: Share of ε spent by GEM on choosing ℓ; the rest goes to the Laplace release (Alg. 1: ½).
-SELECT_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -75,12 +68,12 @@ class DPResult:
     ell_max: int
     method: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of the release."""
         return asdict(self)
 
 
-def check_curve(curve) -> np.ndarray:
+def check_curve(curve: ArrayLike) -> NDArray[np.int64]:
     """The curve as an int64 array; it must be non-negative and non-decreasing.
 
     Raises:
@@ -96,34 +89,62 @@ def check_curve(curve) -> np.ndarray:
     return c.astype(np.int64)
 
 
-def _check_budget(epsilon: float, beta: float) -> tuple[float, float]:
-    epsilon = check_epsilon(epsilon)
-    beta = check_probability("beta", beta, low=0.0, high=0.5)
-    return epsilon, beta
-
-
-def lower_bound_shift(ell: int | np.ndarray, epsilon_count: float, beta: float):
-    """(ℓ/ε_count)·ln(1/(2β)): P[Lap(ℓ/ε_count) ≥ shift] = β (paper eq. (4), spec §3.4)."""
-    return np.asarray(ell, dtype=float) / epsilon_count * math.log(1.0 / (2.0 * beta))
-
-
-def utility_scores(curve, epsilon: float, beta: float) -> np.ndarray:
+def utility_scores(curve: ArrayLike, epsilon: float, beta: float) -> NDArray[np.float64]:
     """q_ℓ = c(D; ℓ) − (2ℓ/ε)·ln(1/(2β)) for ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2)."""
     c = check_curve(curve)
-    epsilon, beta = _check_budget(epsilon, beta)
-    ells = np.arange(1, len(c) + 1)
-    return c - lower_bound_shift(ells, epsilon * (1.0 - SELECT_FRACTION), beta)
+    return plan_release(epsilon, beta, len(c)).scores(c)
 
 
-def selection_probabilities(curve, epsilon: float, beta: float) -> np.ndarray:
+def selection_probabilities(curve: ArrayLike, epsilon: float, beta: float) -> NDArray[np.float64]:
     """P[ℓ̂ = ℓ] for ℓ = 1..ℓ_max: GEM at ε/2 on q with Δ_ℓ = ℓ (private; tests and debug)."""
-    q = utility_scores(curve, epsilon, beta)
-    ells = np.arange(1, len(q) + 1, dtype=float)
-    return gem_probabilities(q, ells, epsilon * SELECT_FRACTION, beta)
+    c = check_curve(curve)
+    plan = plan_release(epsilon, beta, len(c))
+    return plan.select.probabilities(plan.scores(c))
+
+
+def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomness) -> DPResult:
+    """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max, as ``plan`` says (ε-DP; §3.5).
+
+    GEM chooses ℓ̂ on the scores q (``plan.select``), then ν̂ = q_ℓ̂ + noise (``plan.count``):
+    the same curve value the GEM saw (spec §3.4).
+
+    Args:
+        curve: c(D; ℓ) for ℓ = 1..``plan.ell_max`` (exact DC or the greedy curve).
+        plan: the calibration (:func:`~spark_dp.distinct_count.plan.plan_release`).
+        randomness: GEM and the count noise use its child streams ``gem`` and ``laplace``.
+
+    Returns:
+        :class:`DPResult`.
+    """
+    c = check_curve(curve)
+    if len(c) != plan.ell_max:
+        raise ParameterError(
+            f"the curve must hold one value per ℓ = 1..ell_max={plan.ell_max}, got {len(c)}"
+        )
+    q = plan.scores(c)
+    ell = plan.select.choose(q, randomness.child("gem").driver())
+    scale = plan.count.scale(ell)  # sensitivity of c(·; ℓ̂) is ℓ̂
+    noise = plan.count.sample(ell, randomness.child("laplace").driver())
+    shift = float(plan.count.shift(ell))
+    nu = float(q[ell - 1]) + noise
+    return DPResult(
+        ell=int(ell),
+        lower_bound=nu,
+        lower_bound_clamped=max(0.0, nu),
+        estimate=nu + shift,
+        shift=shift,
+        noise_scale=scale,
+        epsilon=plan.epsilon,
+        epsilon_select=plan.select.epsilon,
+        epsilon_count=plan.count.epsilon,
+        beta=plan.beta,
+        ell_max=plan.ell_max,
+        method=plan.method,
+    )
 
 
 def dp_distinct_count(
-    curve,
+    curve: ArrayLike,
     *,
     epsilon: float,
     beta: float = 0.05,
@@ -131,6 +152,9 @@ def dp_distinct_count(
     method: str = "exact",
 ) -> DPResult:
     """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max (ε-DP; spec §3.5).
+
+    :func:`~spark_dp.distinct_count.plan.plan_release` with ℓ_max = ``len(curve)``, then
+    :func:`release_curve`.
 
     Args:
         curve: c(D; ℓ) for ℓ = 1..ℓ_max (exact DC or the greedy curve); sensitivity ℓ each.
@@ -144,29 +168,4 @@ def dp_distinct_count(
         :class:`DPResult`.
     """
     c = check_curve(curve)
-    epsilon, beta = _check_budget(epsilon, beta)
-    check_int_at_least("ell_max", len(c), 1)
-    eps_select = epsilon * SELECT_FRACTION
-    eps_count = epsilon - eps_select
-    q = utility_scores(c, epsilon, beta)
-    ells = np.arange(1, len(c) + 1, dtype=float)
-    index = gem_select(q, ells, eps_select, beta, randomness.child("gem").driver())
-    ell = index + 1
-    scale = laplace_scale(eps_count, sensitivity=float(ell))  # sensitivity of c(·; ℓ̂) is ℓ̂
-    noise = float(randomness.child("laplace").driver().laplace(scale, 1)[0])
-    shift = float(lower_bound_shift(ell, eps_count, beta))
-    nu = float(q[index]) + noise
-    return DPResult(
-        ell=int(ell),
-        lower_bound=nu,
-        lower_bound_clamped=max(0.0, nu),
-        estimate=nu + shift,
-        shift=shift,
-        noise_scale=scale,
-        epsilon=epsilon,
-        epsilon_select=eps_select,
-        epsilon_count=eps_count,
-        beta=beta,
-        ell_max=len(c),
-        method=method,
-    )
+    return release_curve(c, plan_release(epsilon, beta, len(c), method=method), randomness)

@@ -7,7 +7,7 @@ import types
 import spark_dp.distinct_count as dc
 
 
-def test_all_lists_exactly_the_public_names():
+def test_all_lists_exactly_the_public_names() -> None:
     assert dc.__all__ == sorted(dc.__all__)
     public = {
         name

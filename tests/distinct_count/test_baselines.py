@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from pyspark.sql import SparkSession
 
 from spark_dp.distinct_count.baselines import (
     contribution_quantiles,
@@ -16,17 +17,16 @@ from spark_dp.distinct_count.baselines import (
 )
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
-from tests.distinct_count._helpers import exact
-from tests.distinct_count.test_gem import FASHION
+from tests.distinct_count.helpers import FASHION, exact
 
 
-def test_max_utility_ell_reproduces_table_4():
+def test_max_utility_ell_reproduces_table_4() -> None:
     # Spec §5.4: argmax DC(D; ℓ) − ℓ·ln(500) on the Fashion curve is ℓ = 17 (DC = 1428).
     assert max_utility_ell(FASHION, epsilon=1.0, beta=0.001) == 17
     assert FASHION[16] == 1428
 
 
-def test_fixed_ell_release_scale_and_shift():
+def test_fixed_ell_release_scale_and_shift() -> None:
     draws = np.array(
         [
             fixed_ell_release(1000, 5, epsilon=0.5, noise=Randomness.create(s).driver())
@@ -41,7 +41,7 @@ def test_fixed_ell_release_scale_and_shift():
     assert plain - shifted == pytest.approx(10 * math.log(10))
 
 
-def test_r2t_terms_and_lower_bound():
+def test_r2t_terms_and_lower_bound() -> None:
     curve = np.minimum(np.arange(1, 129) * 40, 3000)
     # With a huge ε the noise and shift vanish: the largest term c(τ_J) = c(128) wins.
     big = r2t_release(
@@ -60,7 +60,7 @@ def test_r2t_terms_and_lower_bound():
         )
 
 
-def test_contribution_quantiles_and_sampling_curve(spark):
+def test_contribution_quantiles_and_sampling_curve(spark: SparkSession) -> None:
     rng = np.random.default_rng(8)
     sets = [sorted(rng.choice(60, size=int(rng.integers(1, 20)), replace=False)) for _ in range(40)]
     rows = [(f"p{i}", f"x{x}") for i, u in enumerate(sets) for x in u]

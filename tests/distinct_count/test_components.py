@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from scipy.sparse.csgraph import connected_components as scipy_components
 
@@ -16,25 +19,27 @@ from spark_dp.errors import ParameterError
 from spark_dp.session import graphframes_available
 
 
-def _random_graph(seed: int):
+def _random_graph(seed: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
     """Edges over sparse, signed 64-bit vertex ids (like hashed names), with several components,
     a long path (many star rounds), duplicates, reversed duplicates and a self loop."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(-(2**62), 2**62, size=120)
-    edges = [(int(ids[a]), int(ids[b])) for a, b in rng.integers(0, 60, size=(45, 2))]
+    edges: list[tuple[int, ...]] = [
+        (int(ids[a]), int(ids[b])) for a, b in rng.integers(0, 60, size=(45, 2))
+    ]
     edges += [(int(ids[i]), int(ids[i + 1])) for i in range(60, 80)]  # a path of 21 vertices
     edges += [(int(ids[101]), int(ids[100])), (int(ids[100]), int(ids[101])), (int(ids[102]),) * 2]
     return ids, edges
 
 
-def _partition(pairs) -> set[frozenset]:
-    groups: dict = {}
+def _partition(pairs: Iterable[tuple[Any, ...]]) -> set[frozenset[Any]]:
+    groups: dict[Any, set[Any]] = {}
     for v, c in pairs:
         groups.setdefault(c, set()).add(v)
     return {frozenset(g) for g in groups.values()}
 
 
-def _scipy_partition(edges) -> set[frozenset]:
+def _scipy_partition(edges: Sequence[tuple[int, ...]]) -> set[frozenset[Any]]:
     verts = sorted({v for e in edges for v in e})
     index = {v: k for k, v in enumerate(verts)}
     rows = [index[a] for a, _ in edges]
@@ -44,7 +49,7 @@ def _scipy_partition(edges) -> set[frozenset]:
     return _partition(zip(verts, labels, strict=True))
 
 
-def test_dataframe_fallback_agrees_with_scipy(spark):
+def test_dataframe_fallback_agrees_with_scipy(spark: SparkSession) -> None:
     _, edges = _random_graph(1)
     df = spark.createDataFrame(edges, "src long, dst long")
     out = comp.connected_components(df, method="dataframe").collect()
@@ -56,7 +61,7 @@ def test_dataframe_fallback_agrees_with_scipy(spark):
         assert {c for v, c in got if v in group} == {min(group)}
 
 
-def test_detection_and_dispatch(spark, monkeypatch):
+def test_detection_and_dispatch(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
     if graphframes_available(spark):  # a cluster with the jar: both paths must agree
         _, edges = _random_graph(2)
         df = spark.createDataFrame(edges, "src long, dst long")
@@ -68,8 +73,13 @@ def test_detection_and_dispatch(spark, monkeypatch):
         assert comp.resolve_method(spark, "auto") == "dataframe"
         with pytest.raises(ParameterError, match="graphframes"):
             comp.resolve_method(spark, "graphframes")
-        called = []
-        monkeypatch.setattr(comp, "_star_components", lambda e, r: called.append(r) or "fallback")
+        called: list[int] = []
+
+        def fake_star(edges: DataFrame, max_rounds: int) -> str:
+            called.append(max_rounds)
+            return "fallback"
+
+        monkeypatch.setattr(comp, "_star_components", fake_star)
         assert (
             comp.connected_components(
                 spark.range(1).select(F.col("id").alias("src"), F.col("id").alias("dst"))
@@ -81,28 +91,30 @@ def test_detection_and_dispatch(spark, monkeypatch):
         comp.resolve_method(spark, "networkx")
 
 
-def test_graphframes_adapter_with_a_fake_module(spark, monkeypatch):
-    seen = {}
+def test_graphframes_adapter_with_a_fake_module(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, Any] = {}
 
     class FakeGraphFrame:
-        def __init__(self, vertices, edges):
+        def __init__(self, vertices: DataFrame, edges: DataFrame) -> None:
             seen["vertex_columns"] = vertices.columns
             seen["vertex_types"] = [f.dataType.simpleString() for f in vertices.schema]
             seen["edge_columns"] = edges.columns
             seen["vertex_ids"] = sorted(r["id"] for r in vertices.collect())
             self.vertices = vertices
 
-        def connectedComponents(self):
+        def connectedComponents(self) -> DataFrame:
             # GraphFrames returns the vertex columns plus "component".
             return self.vertices.withColumn("extra", F.lit("x")).withColumn(
                 "component", (F.col("id") / 10).cast("long")
             )
 
     fake = types.ModuleType("graphframes")
-    fake.GraphFrame = FakeGraphFrame
+    fake.GraphFrame = FakeGraphFrame  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "graphframes", fake)
     monkeypatch.setattr("spark_dp.session.graphframes_available", lambda s: True)
-    checkpoint_dirs = []
+    checkpoint_dirs: list[str] = []
     monkeypatch.setattr(spark.sparkContext, "getCheckpointDir", lambda: None)
     monkeypatch.setattr(spark.sparkContext, "setCheckpointDir", checkpoint_dirs.append)
 

@@ -14,23 +14,18 @@ from spark_dp.distinct_count.gem import gem_probabilities, gem_scores, gem_selec
 from spark_dp.distinct_count.release import selection_probabilities
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
-from tests.distinct_count._helpers import datasets, exact
+from tests.distinct_count.helpers import FASHION, datasets, exact
 from tests.reference.distinct_count import gem_probabilities_reference
 
-# Spec App. B: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every ℓ ≥ 30.
-FASHION = np.array(
-    [368, 643, 855, 1014, 1117, 1195, 1252, 1290, 1317, 1340, 1357, 1373, 1387, 1400, 1412,
-     1420, 1428, 1432, 1435, 1438, 1441, 1442, 1443, 1444, 1445, 1446, 1447, 1448, 1449, 1450]
-    + [1450] * 70
-)  # fmt: skip
 
-
-def _percentiles(p, ells, qs=(0.1, 0.5, 0.9)):
+def _percentiles(
+    p: np.ndarray, ells: np.ndarray, qs: tuple[float, ...] = (0.1, 0.5, 0.9)
+) -> list[int]:
     cdf = np.cumsum(p)
     return [int(ells[np.searchsorted(cdf, q)]) for q in qs]
 
 
-def test_vector_7_3_item_7():
+def test_vector_7_3_item_7() -> None:
     q, sens = np.array([10.0, 15.0, 16.0]), np.array([1.0, 2.0, 3.0])
     # t = (2/ε)·ln(m/β) = 2·ln 30 = 6.802395
     assert 2 * math.log(3 / 0.1) == pytest.approx(6.802395, abs=1e-6)
@@ -40,14 +35,14 @@ def test_vector_7_3_item_7():
     )
 
 
-def test_vector_7_3_item_8_worked_example():
+def test_vector_7_3_item_8_worked_example() -> None:
     # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (GEM at ε/2).
     assert selection_probabilities([3, 5, 5], 1.0, 0.05) == pytest.approx(
         [0.776486, 0.159637, 0.063877], abs=1e-6
     )
 
 
-def test_vector_7_3_item_9_fashion_reproduction_config():
+def test_vector_7_3_item_9_fashion_reproduction_config() -> None:
     # ε_g = 1, β = 0.001, candidates 1..99, utility c − ℓ·ln 500 (paper Table 4 settings).
     ells = np.arange(1, 100)
     p = gem_probabilities(FASHION[:99] - ells * math.log(500), ells, 1.0, 0.001)
@@ -56,7 +51,7 @@ def test_vector_7_3_item_9_fashion_reproduction_config():
     assert _percentiles(p, ells) == [7, 9, 14]
 
 
-def test_vector_7_3_item_10_fashion_algorithm_1_defaults():
+def test_vector_7_3_item_10_fashion_algorithm_1_defaults() -> None:
     ells = np.arange(1, 101)
     p = selection_probabilities(FASHION, 1.0, 0.05)
     top = {int(ells[i]): round(float(p[i]), 4) for i in np.argsort(-p)[:3]}
@@ -71,8 +66,10 @@ def test_vector_7_3_item_10_fashion_algorithm_1_defaults():
     st.booleans(),
     st.floats(0.05, 5),
 )
-def test_hull_scores_equal_naive_scores_and_the_reference(q, integer, eps):
-    q = np.round(q) if integer else np.array(q)  # integer scores create ties
+def test_hull_scores_equal_naive_scores_and_the_reference(
+    values: list[float], integer: bool, eps: float
+) -> None:
+    q = np.round(values) if integer else np.array(values)  # integer scores create ties
     sens = np.arange(1, len(q) + 1, dtype=float)
     naive, hull = gem_scores(q, sens, eps, 0.05, "naive"), gem_scores(q, sens, eps, 0.05, "hull")
     assert np.allclose(naive, hull, rtol=1e-9, atol=1e-9 * (1 + np.abs(naive).max()))
@@ -82,7 +79,7 @@ def test_hull_scores_equal_naive_scores_and_the_reference(q, integer, eps):
     )
 
 
-def test_hull_with_arbitrary_sensitivities_and_auto_switch():
+def test_hull_with_arbitrary_sensitivities_and_auto_switch() -> None:
     rng = np.random.default_rng(3)
     for _ in range(100):
         m = int(rng.integers(1, 30))
@@ -96,7 +93,7 @@ def test_hull_with_arbitrary_sensitivities_and_auto_switch():
     assert np.allclose(auto, gem_scores(q, sens, 1.0, 0.05, "naive"))
 
 
-def test_probabilities_unchanged_by_adding_a_constant():
+def test_probabilities_unchanged_by_adding_a_constant() -> None:
     q, sens = np.array([5.0, 9.0, 2.0, 14.0]), np.arange(1.0, 5.0)
     assert gem_probabilities(q + 1234.5, sens, 0.8, 0.05) == pytest.approx(
         gem_probabilities(q, sens, 0.8, 0.05), rel=1e-9
@@ -105,7 +102,7 @@ def test_probabilities_unchanged_by_adding_a_constant():
 
 @settings(max_examples=60, deadline=None)
 @given(datasets(max_persons=8, universe=12, max_size=8), st.integers(0, 7))
-def test_exact_privacy_check_on_neighbours(sets, j):
+def test_exact_privacy_check_on_neighbours(sets: list[list[int]], j: int) -> None:
     # Spec §7.3 item 4: |ln p_ℓ(D) − ln p_ℓ(D−j)| ≤ ε_g for every ℓ.
     j = j % len(sets)
     neighbour = sets[:j] + sets[j + 1 :]
@@ -117,7 +114,7 @@ def test_exact_privacy_check_on_neighbours(sets, j):
     assert np.max(np.abs(np.log(p) - np.log(p2))) <= eps / 2 + 1e-9
 
 
-def test_utility_guarantee_holds_exactly_on_the_fashion_curve():
+def test_utility_guarantee_holds_exactly_on_the_fashion_curve() -> None:
     # Spec §7.3 item 5: Σ_{i: q_i ≥ max_j (q_j − 4Δ_j ln(m/β)/ε_g)} p_i ≥ 1 − β.
     eps_g, beta = 0.5, 0.05
     ells = np.arange(1, 101, dtype=float)
@@ -127,7 +124,7 @@ def test_utility_guarantee_holds_exactly_on_the_fashion_curve():
     assert p[good].sum() >= 1 - beta
 
 
-def test_huge_epsilon_returns_the_argmax():
+def test_huge_epsilon_returns_the_argmax() -> None:
     rng = np.random.default_rng(4)
     for seed in range(20):
         q = rng.permutation(np.arange(30, dtype=float) * 7.0)  # tie-free
@@ -136,7 +133,7 @@ def test_huge_epsilon_returns_the_argmax():
         assert gem_select(q, sens, 1000.0, 0.05, noise) == int(np.argmax(q))
 
 
-def test_sampled_frequencies_match_the_distribution():
+def test_sampled_frequencies_match_the_distribution() -> None:
     q = FASHION[:40] - 2 * np.arange(1, 41) * math.log(10)
     sens = np.arange(1, 41, dtype=float)
     p = gem_probabilities(q, sens, 0.5, 0.05)
@@ -162,6 +159,8 @@ def test_sampled_frequencies_match_the_distribution():
         ([1.0], [1.0], 1.0, -1.0, "beta"),
     ],
 )
-def test_bad_inputs_name_the_problem(q, sens, eps, beta, match):
+def test_bad_inputs_name_the_problem(
+    q: list[float], sens: list[float], eps: float, beta: float, match: str
+) -> None:
     with pytest.raises(ParameterError, match=match):
         gem_scores(q, sens, eps, beta)

@@ -8,6 +8,7 @@ import runpy
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from spark_dp.jobs import distinct_count as job
 
@@ -16,7 +17,7 @@ TRUE_COUNT = 1357  # planted: a number that no row count or parameter of the run
 
 
 @pytest.fixture(scope="module")
-def input_path(spark, tmp_path_factory):
+def input_path(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
     """1357 distinct items: 40 persons share 40 common words, each holds private words."""
     rows = []
     private = iter(range(TRUE_COUNT - 40))
@@ -34,16 +35,18 @@ def input_path(spark, tmp_path_factory):
 
 
 class _Records(logging.Handler):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self.messages = []
+        self.messages: list[str] = []
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         self.messages.append(record.getMessage())
 
 
 @pytest.mark.parametrize("method", ["exact", "greedy"])
-def test_job_writes_the_release_and_nothing_private(input_path, tmp_path, method):
+def test_job_writes_the_release_and_nothing_private(
+    input_path: str, tmp_path: Path, method: str
+) -> None:
     report_path = tmp_path / "count.json"
     debug = tmp_path / "debug.json"
     records = _Records()
@@ -88,7 +91,7 @@ def test_job_writes_the_release_and_nothing_private(input_path, tmp_path, method
     assert report["outputs"]["debug_report_NONPRIVATE"] == str(written)
 
 
-def test_same_seed_same_release(input_path, tmp_path):
+def test_same_seed_same_release(input_path: str, tmp_path: Path) -> None:
     out = []
     for k in range(2):
         path = tmp_path / f"r{k}.json"
@@ -108,22 +111,26 @@ def test_same_seed_same_release(input_path, tmp_path):
         (["--epsilon", "1", "--ell-blocks", "0"], "ell_blocks must be an integer >= 1"),
     ],
 )
-def test_bad_parameters_exit_2_with_a_clear_message(input_path, capsys, args, message):
+def test_bad_parameters_exit_2_with_a_clear_message(
+    input_path: str, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
     assert job.main(["--input", input_path, *args]) == 2
     assert message in capsys.readouterr().err
 
 
-def test_unknown_method_is_a_usage_error(input_path, capsys):
+def test_unknown_method_is_a_usage_error(
+    input_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert job.main(["--input", input_path, "--epsilon", "1", "--method", "sampling"]) == 2
     assert "invalid choice" in capsys.readouterr().err
 
 
-def test_debug_report_suffix():
+def test_debug_report_suffix() -> None:
     assert job.debug_report_path("out/dbg.json") == "out/dbg.NONPRIVATE.json"
     assert job.debug_report_path("out/dbg") == "out/dbg.NONPRIVATE.json"
     assert job.debug_report_path("x.NONPRIVATE.json") == "x.NONPRIVATE.json"
 
 
-def test_spark_submit_shim_runs_the_job_main():
+def test_spark_submit_shim_runs_the_job_main() -> None:
     shim = runpy.run_path(str(ROOT / "jobs" / "distinct_count.py"), run_name="not_main")
     assert shim["main"] is job.main

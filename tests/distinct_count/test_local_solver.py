@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,7 +15,7 @@ from spark_dp.distinct_count.local_solver import (
     peel,
     solve_rows,
 )
-from tests.distinct_count._helpers import datasets, exact, random_sets, to_arrays
+from tests.distinct_count.helpers import datasets, exact, random_sets, to_arrays
 from tests.reference.distinct_count import (
     dc_brute_force,
     dc_lp,
@@ -24,7 +26,7 @@ from tests.reference.distinct_count import (
 )
 
 
-def test_paper_example_exact_two_is_four():
+def test_paper_example_exact_two_is_four() -> None:
     # Knop & Steinke's small example (spec §7.2 item 5): ({0,1,2},{2,1,3}) at ℓ = 2 → 4.
     assert exact([[0, 1, 2], [2, 1, 3]], 3).tolist() == [2, 4, 4]
 
@@ -38,11 +40,11 @@ def test_paper_example_exact_two_is_four():
         ([[], ["a"]], [1, 1]),
     ],
 )
-def test_fixed_vectors(sets, curve):
+def test_fixed_vectors(sets: list[list[str]], curve: list[int]) -> None:
     assert exact(sets, len(curve)).tolist() == curve
 
 
-def test_brute_force_on_tiny_inputs():
+def test_brute_force_on_tiny_inputs() -> None:
     rng = np.random.default_rng(11)
     for _ in range(150):
         sets = random_sets(rng, int(rng.integers(1, 5)), 7, 4)
@@ -50,7 +52,7 @@ def test_brute_force_on_tiny_inputs():
         assert curve.tolist() == [dc_brute_force(sets, ell) for ell in range(1, 5)], sets
 
 
-def test_max_flow_matching_lp_min_cut_and_peeled_core_agree():
+def test_max_flow_matching_lp_min_cut_and_peeled_core_agree() -> None:
     rng = np.random.default_rng(12)
     for _ in range(120):
         sets = random_sets(rng, int(rng.integers(1, 10)), int(rng.integers(2, 16)), 8)
@@ -62,7 +64,7 @@ def test_max_flow_matching_lp_min_cut_and_peeled_core_agree():
                 assert want == dc_min_cut(sets, ell)
 
 
-def test_max_flow_without_peeling_and_from_random_warm_starts():
+def test_max_flow_without_peeling_and_from_random_warm_starts() -> None:
     # Dense instances, where the reductions leave a core, exercise the flow solver itself.
     rng = np.random.default_rng(13)
     cores = 0
@@ -96,13 +98,13 @@ def test_max_flow_without_peeling_and_from_random_warm_starts():
     assert cores > 50  # the flow solver really ran on non-empty cores
 
 
-def test_infeasible_warm_start_is_rejected():
+def test_infeasible_warm_start_is_rejected() -> None:
     p, x = np.array([0, 0]), np.array([0, 1])
     with pytest.raises(ValueError, match="feasible"):
         max_flow(p, x, np.array([1]), 2, warm=np.array([True, True]))
 
 
-def test_warm_started_curve_equals_from_scratch_solves():
+def test_warm_started_curve_equals_from_scratch_solves() -> None:
     rng = np.random.default_rng(14)
     for _ in range(60):
         sets = [rng.choice(20, size=int(rng.integers(3, 12)), replace=False) for _ in range(12)]
@@ -116,7 +118,7 @@ def test_warm_started_curve_equals_from_scratch_solves():
         assert warm.tolist() == cold == [dc_matching(sets, ell) for ell in range(1, 11)]
 
 
-def test_rows_with_intervals_and_offsets():
+def test_rows_with_intervals_and_offsets() -> None:
     # Person 0 holds a, b, c; at ℓ its capacity is ℓ − 1 (one slot used elsewhere).
     p = np.array([0, 0, 0, 1])
     x = np.array([0, 1, 2, 0])
@@ -130,7 +132,7 @@ def test_rows_with_intervals_and_offsets():
 
 @settings(max_examples=60, deadline=None)
 @given(datasets(max_persons=9, universe=14, max_size=8))
-def test_properties_p1_p2_p5_p6_p8(sets):
+def test_properties_p1_p2_p5_p6_p8(sets: list[list[int]]) -> None:
     ell_max = 9
     c = exact(sets, ell_max)
     sizes = np.array([len(set(u)) for u in sets])
@@ -148,7 +150,9 @@ def test_properties_p1_p2_p5_p6_p8(sets):
 
 @settings(max_examples=60, deadline=None)
 @given(datasets(), st.sets(st.integers(0, 15), max_size=8), st.integers(0, 8))
-def test_sensitivity_adding_a_person_changes_each_value_by_at_most_ell(sets, new, where):
+def test_sensitivity_adding_a_person_changes_each_value_by_at_most_ell(
+    sets: list[list[int]], new: set[int], where: int
+) -> None:
     # P3 / Lemma A.1: 0 ≤ DC(D+j; ℓ) − DC(D; ℓ) ≤ min(ℓ, |u_j|) for a person added anywhere.
     bigger = [*sets[:where], sorted(new), *sets[where:]]
     ell_max = 8
@@ -160,7 +164,9 @@ def test_sensitivity_adding_a_person_changes_each_value_by_at_most_ell(sets, new
 
 @settings(max_examples=40, deadline=None)
 @given(datasets(max_persons=7), st.randoms(use_true_random=False))
-def test_invariant_to_person_and_item_order_and_relabelling(sets, rnd):
+def test_invariant_to_person_and_item_order_and_relabelling(
+    sets: list[list[int]], rnd: random.Random
+) -> None:
     # P9: the value depends only on the set system.
     perm = list(range(len(sets)))
     rnd.shuffle(perm)
@@ -169,7 +175,7 @@ def test_invariant_to_person_and_item_order_and_relabelling(sets, rnd):
     assert exact(sets, 6).tolist() == exact(other, 6).tolist()
 
 
-def test_dc_one_is_a_maximum_matching():
+def test_dc_one_is_a_maximum_matching() -> None:
     from scipy.sparse import csr_array
     from scipy.sparse.csgraph import maximum_bipartite_matching
 
@@ -184,7 +190,7 @@ def test_dc_one_is_a_maximum_matching():
         assert exact(sets, 1)[0] == matched  # P4
 
 
-def test_saturated_curve_stops_early_with_the_full_count():
+def test_saturated_curve_stops_early_with_the_full_count() -> None:
     # Every ℓ beyond saturation repeats DC(D) (spec §3.1); ℓ_max far beyond the max degree.
     sets = [["a", "b"], ["b", "c", "d"], ["e"]]
     assert exact_curve_local(*to_arrays(sets), 50).tolist() == [3, 5] + [5] * 48

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy.stats import laplace
 
+from spark_dp.distinct_count.calibration import lower_bound_shift
 from spark_dp.distinct_count.release import (
     dp_distinct_count,
-    lower_bound_shift,
     selection_probabilities,
     utility_scores,
 )
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
-from tests.distinct_count.test_gem import FASHION
+from tests.distinct_count.helpers import FASHION
 
 
-def test_worked_example_scores_and_scales():
+def test_worked_example_scores_and_scales() -> None:
     # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05.
     q = utility_scores([3, 5, 5], 1.0, 0.05)
     assert q == pytest.approx([-1.605170, -4.210340, -8.815511], abs=1e-6)
@@ -31,7 +32,7 @@ def test_worked_example_scores_and_scales():
     assert r.shift == pytest.approx(2 * r.ell * math.log(10))  # the paper's shift, not half
 
 
-def test_budget_split_and_post_processing_fields():
+def test_budget_split_and_post_processing_fields() -> None:
     r = dp_distinct_count(FASHION, epsilon=2.0, beta=0.05, randomness=Randomness.create(5))
     assert r.epsilon_select == 1.0 and r.epsilon_count == 1.0
     assert r.epsilon_select + r.epsilon_count == r.epsilon
@@ -44,7 +45,7 @@ def test_budget_split_and_post_processing_fields():
     }  # fmt: skip
 
 
-def test_seeded_releases_repeat_and_entropy_releases_differ():
+def test_seeded_releases_repeat_and_entropy_releases_differ() -> None:
     a = dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create(9))
     b = dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create(9))
     assert a == b
@@ -53,7 +54,7 @@ def test_seeded_releases_repeat_and_entropy_releases_differ():
     assert c.lower_bound != d.lower_bound
 
 
-def test_exact_coverage_formula_on_the_fashion_curve():
+def test_exact_coverage_formula_on_the_fashion_curve() -> None:
     # Spec §7.4 item 1: P[ν̂ ≤ DC(D)] = Σ_ℓ P[ℓ̂=ℓ]·F_Lap(2ℓ/ε)(DC − c_ℓ + shift_ℓ) = 0.99308.
     eps, beta, truth = 1.0, 0.05, 1450
     p = selection_probabilities(FASHION, eps, beta)
@@ -67,7 +68,7 @@ def test_exact_coverage_formula_on_the_fashion_curve():
     assert np.sum(p * FASHION) == pytest.approx(1324.83, abs=0.01)  # E[estimate]
 
 
-def test_coverage_over_4000_seeded_runs():
+def test_coverage_over_4000_seeded_runs() -> None:
     # When c(D; ℓ) = DC(D) for every ℓ, P[ν̂ > DC(D)] = β exactly, so the empirical failure
     # rate must sit at β: ≤ β + 4σ (privacy-relevant side), ≥ β − 4σ (the shift is not looser
     # than the paper's). The halved shift of the public code would fail √(β/2) ≈ 16% of runs.
@@ -85,7 +86,7 @@ def test_coverage_over_4000_seeded_runs():
     assert np.bincount(ells).argmax() == 1
 
 
-def test_coverage_of_the_fashion_curve_by_simulation():
+def test_coverage_of_the_fashion_curve_by_simulation() -> None:
     eps, beta, truth, n = 1.0, 0.05, 1450, 2000
     below = sum(
         dp_distinct_count(
@@ -97,7 +98,7 @@ def test_coverage_of_the_fashion_curve_by_simulation():
     assert below / n >= 1 - beta - 4 * math.sqrt(beta * (1 - beta) / n)
 
 
-def test_laplace_scale_of_the_selected_ell():
+def test_laplace_scale_of_the_selected_ell() -> None:
     # Spec §7.4 item 4: the noise at ℓ̂ has variance 2·(2ℓ̂/ε)²; with one ℓ available, ℓ̂ = 1.
     noise = [
         dp_distinct_count([100], epsilon=1.0, randomness=Randomness.create(s)).estimate - 100
@@ -117,7 +118,7 @@ def test_laplace_scale_of_the_selected_ell():
         ({"beta": 0.0}, "beta"),
     ],
 )
-def test_bad_inputs(kwargs, match):
+def test_bad_inputs(kwargs: dict[str, Any], match: str) -> None:
     args = {"curve": [1, 2, 3], "epsilon": 1.0, "beta": 0.05, **kwargs}
     with pytest.raises(ParameterError, match=match) as err:
         dp_distinct_count(args.pop("curve"), randomness=Randomness.create(1), **args)

@@ -5,9 +5,13 @@ Spec distinct_count.md §7.5 items 1–3. Few, representative Spark runs (each c
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
+from numpy.typing import NDArray
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_dp.distinct_count import exact_curve, exact_curve_local, greedy_curve
@@ -15,6 +19,7 @@ from spark_dp.distinct_count.greedy_curve import person_order_key
 from tests.reference.distinct_count import dc_matching, greedy_from_scratch
 
 ELL_MAX = 14
+Data = tuple[DataFrame, NDArray[np.int64], "pd.Series[Any]"]
 
 
 def _dataset() -> list[tuple[str, str]]:
@@ -37,7 +42,7 @@ def _dataset() -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def data(spark):
+def data(spark: SparkSession) -> Data:
     rows = _dataset()
     df = spark.createDataFrame(rows, "user_id string, item string").cache()
     pdf = pd.DataFrame(rows, columns=["user_id", "item"])
@@ -48,14 +53,14 @@ def data(spark):
     return df, local, sets
 
 
-def test_local_curve_matches_the_independent_reference(data):
+def test_local_curve_matches_the_independent_reference(data: Data) -> None:
     _, local, sets = data
     for ell in (1, 2, 3, 7, ELL_MAX):
         assert local[ell - 1] == dc_matching(sets.tolist(), ell)
     assert local[0] < local[-1]  # the test data is not saturated at ℓ = 1
 
 
-def test_spark_exact_curve_default_strategy(data):
+def test_spark_exact_curve_default_strategy(data: Data) -> None:
     df, local, _ = data
     result = exact_curve(df, ELL_MAX)
     assert result.curve.tolist() == local.tolist()
@@ -63,7 +68,9 @@ def test_spark_exact_curve_default_strategy(data):
     assert 0 < result.stats["core_rows"] < df.count()  # the first round removed edges
 
 
-def test_spark_exact_curve_rounds_components_blocks_and_reordering(spark, data):
+def test_spark_exact_curve_rounds_components_blocks_and_reordering(
+    spark: SparkSession, data: Data
+) -> None:
     df, local, _ = data
     shuffled = df.orderBy(F.rand(7)).repartition(5)
     old = spark.conf.get("spark.sql.shuffle.partitions")
@@ -85,7 +92,9 @@ def test_spark_exact_curve_rounds_components_blocks_and_reordering(spark, data):
     assert result.stats["components"] >= 5  # the separate pieces were found
 
 
-def test_spark_exact_curve_one_partition_one_round_long_range(spark, data):
+def test_spark_exact_curve_one_partition_one_round_long_range(
+    spark: SparkSession, data: Data
+) -> None:
     # ℓ_max far beyond the largest contribution: the tail is the first round's closed form.
     df, local, _ = data
     rows = df.toPandas()
@@ -105,7 +114,9 @@ def test_spark_exact_curve_one_partition_one_round_long_range(spark, data):
     assert result.stats["spark_rounds"] == 1
 
 
-def test_spark_greedy_curve_equals_the_reference_with_the_same_orders(spark, data):
+def test_spark_greedy_curve_equals_the_reference_with_the_same_orders(
+    spark: SparkSession, data: Data
+) -> None:
     df, local, sets = data
     keys = df.select("user_id").distinct().withColumn("pkey", person_order_key()).toPandas()
     order = keys.sort_values(["pkey", "user_id"])["user_id"]

@@ -1,24 +1,37 @@
-"""Small helpers shared by the distinct-count tests: datasets as lists of item sets."""
+"""Helpers shared by the distinct-count tests: datasets as lists of item sets, the Fashion curve."""
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
 from spark_dp.distinct_count import exact_curve_local, greedy_curve_arrays
 
+#: A dataset: one item collection per person.
+Sets = Sequence[Sequence[Hashable]]
 
-def person_key(name) -> int:
+# Spec App. B: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every ℓ ≥ 30.
+FASHION = np.array(
+    [368, 643, 855, 1014, 1117, 1195, 1252, 1290, 1317, 1340, 1357, 1373, 1387, 1400, 1412,
+     1420, 1428, 1432, 1435, 1438, 1441, 1442, 1443, 1444, 1445, 1446, 1447, 1448, 1449, 1450]
+    + [1450] * 70
+)  # fmt: skip
+
+
+def person_key(name: object) -> int:
     """A per-person order key that depends only on the person's own id (spec §2.4 C2)."""
     return zlib.crc32(str(name).encode())
 
 
-def to_arrays(sets) -> tuple[np.ndarray, np.ndarray]:
+def to_arrays(sets: Sets) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """(person, item) dense id arrays of a list of item sets (duplicates dropped)."""
-    ids: dict = {}
-    p, x = [], []
+    ids: dict[Hashable, int] = {}
+    p: list[int] = []
+    x: list[int] = []
     for i, u in enumerate(sets):
         for it in sorted(set(u), key=str):
             p.append(i)
@@ -26,17 +39,17 @@ def to_arrays(sets) -> tuple[np.ndarray, np.ndarray]:
     return np.array(p, dtype=np.int64), np.array(x, dtype=np.int64)
 
 
-def exact(sets, ell_max: int) -> np.ndarray:
+def exact(sets: Sets, ell_max: int) -> NDArray[np.int64]:
     """The library's local exact curve of a list of sets."""
     p, x = to_arrays(sets)
     return exact_curve_local(p, x, ell_max)
 
 
-def greedy(sets, ell_max: int, names=None) -> np.ndarray:
+def greedy(sets: Sets, ell_max: int, names: Sequence[object] | None = None) -> NDArray[np.int64]:
     """The library's greedy curve with the spec's orders: persons by a per-person key
     (ties by name), items by their string (byte-lexicographic for ASCII)."""
-    names = list(range(len(sets))) if names is None else list(names)
-    order = sorted(range(len(sets)), key=lambda i: (person_key(names[i]), str(names[i])))
+    ids = list(range(len(sets))) if names is None else list(names)
+    order = sorted(range(len(sets)), key=lambda i: (person_key(ids[i]), str(ids[i])))
     lists = [sorted({str(x) for x in sets[i]}) for i in order]
     vocab = {x: k for k, x in enumerate(sorted({x for u in lists for x in u}))}
     indptr = np.r_[0, np.cumsum([len(u) for u in lists])]
@@ -56,7 +69,9 @@ def random_sets(rng: np.random.Generator, n: int, universe: int, max_size: int) 
     ]
 
 
-def datasets(max_persons: int = 8, universe: int = 12, max_size: int = 6):
+def datasets(
+    max_persons: int = 8, universe: int = 12, max_size: int = 6
+) -> st.SearchStrategy[list[list[int]]]:
     """Hypothesis strategy: a list of item sets (spec §7: n ≤ 15, universe ≤ 30, |u_i| ≤ 10)."""
     return st.lists(
         st.sets(st.integers(0, universe - 1), max_size=max_size).map(sorted),

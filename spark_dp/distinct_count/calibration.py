@@ -1,0 +1,182 @@
+"""Calibration of the distinct-count release: GEM's choice of ℓ and the noisy count (driver only).
+
+Knop & Steinke 2023, Algorithm 1 lines 9–15 and Algorithm 2 lines 8–12, Theorem 3.4 (GEM) and
+Lemma 3.2 (composition); spec distinct_count.md §3.2–§3.4 and §8.4.
+
+Each object below knows the share of ε it spends (``epsilon``, ``delta`` = 0: pure DP), the
+sensitivity of what it noises and its own constants, and describes itself for the privacy report
+(``to_report()``, the :class:`spark_dp.report.Calibration` protocol). How ε is split between
+them is decided once, by :func:`spark_dp.distinct_count.plan.plan_release`.
+
+* :class:`GemSelection`: ℓ̂ ∈ {1, …, ℓ_max} by the generalized exponential mechanism at
+  ε_select on the scores q_ℓ = c(D; ℓ) − shift(ℓ). c(·; ℓ) moves by at most ℓ when one person
+  is added or removed and the shift is data-independent, so Δ_ℓ = ℓ; the margin is
+  t = (2/ε_select)·ln(ℓ_max/β).
+* :class:`LaplaceRelease`: ν̂ = c(D; ℓ̂) − shift(ℓ̂) + Lap(ℓ̂/ε_count), ε_count-DP for every
+  fixed ℓ̂ (sensitivity ℓ̂), with shift(ℓ) = (ℓ/ε_count)·ln(1/(2β)) so that
+  P[ν̂ > c(D; ℓ̂)] = β (paper eq. (4)).
+
+A second noise kind for the count (the discrete Laplace of spec §8.4, with its integer shift)
+is another class with the members of :class:`CountCalibration`, beside :class:`LaplaceRelease`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from spark_dp.calibration import laplace_scale
+from spark_dp.checks import check_int_at_least
+from spark_dp.distinct_count.gem import gem_probabilities, gem_select, gem_threshold
+from spark_dp.randomness import DriverNoise
+
+__all__ = [
+    "CountCalibration",
+    "GemSelection",
+    "LaplaceRelease",
+    "lower_bound_shift",
+]
+
+
+def lower_bound_shift(ell: ArrayLike, epsilon_count: float, beta: float) -> NDArray[np.float64]:
+    """(ℓ/ε_count)·ln(1/(2β)): P[Lap(ℓ/ε_count) ≥ shift] = β (paper eq. (4), spec §3.4)."""
+    return np.asarray(ell, dtype=float) / epsilon_count * math.log(1.0 / (2.0 * beta))
+
+
+@dataclass(frozen=True)
+class GemSelection:
+    """The GEM choice of the contribution bound ℓ̂ ∈ {1, …, ℓ_max} (Algorithm 3; spec §3.3).
+
+    Attributes:
+        epsilon: ε_select, the budget of the choice.
+        beta: β of the margin t (the same β as the lower bound).
+        ell_max: ℓ_max; the candidates are 1..ℓ_max.
+    """
+
+    epsilon: float
+    beta: float
+    ell_max: int
+
+    @property
+    def delta(self) -> float:
+        """0: GEM is pure ε_select-DP for any t and β (Theorem 3.4)."""
+        return 0.0
+
+    @property
+    def sensitivities(self) -> NDArray[np.float64]:
+        """Δ_ℓ = ℓ for ℓ = 1..ℓ_max: the sensitivity of the score q_ℓ."""
+        return np.arange(1, self.ell_max + 1, dtype=float)
+
+    @property
+    def margin(self) -> float:
+        """t = (2/ε_select)·ln(ℓ_max/β) (Algorithm 3 line 3)."""
+        return gem_threshold(self.ell_max, self.epsilon, self.beta)
+
+    def probabilities(self, scores: ArrayLike) -> NDArray[np.float64]:
+        """P[ℓ̂ = ℓ] for ℓ = 1..ℓ_max (private: tests and the NON-PRIVATE debug file only)."""
+        return gem_probabilities(scores, self.sensitivities, self.epsilon, self.beta)
+
+    def choose(self, scores: ArrayLike, noise: DriverNoise) -> int:
+        """ℓ̂, sampled by GEM from the scores q_1..q_ℓmax (ε_select-DP)."""
+        return gem_select(scores, self.sensitivities, self.epsilon, self.beta, noise) + 1
+
+    def to_report(self) -> dict[str, Any]:
+        """Public description: mechanism, candidates, score, sensitivity and t."""
+        return {
+            "mechanism": "generalized exponential mechanism (Raskhodnikova-Smith)",
+            "candidates": f"1..{self.ell_max}",
+            "score": "q_ℓ = c(D;ℓ) − shift(ℓ), the count step's lower-bound shift at ℓ",
+            "sensitivity": "Δ_ℓ = ℓ",
+            "t": self.margin,
+            "beta": self.beta,
+        }
+
+
+class CountCalibration(Protocol):
+    """The noisy release of c(D; ℓ̂) as a lower bound: what a noise kind must provide."""
+
+    @property
+    def epsilon(self) -> float: ...
+
+    @property
+    def delta(self) -> float: ...
+
+    @property
+    def beta(self) -> float: ...
+
+    @property
+    def mechanism(self) -> str: ...
+
+    def scale(self, ell: int) -> float: ...
+
+    def shift(self, ell: ArrayLike) -> NDArray[np.float64]: ...
+
+    def sample(self, ell: int, noise: DriverNoise) -> float: ...
+
+    def at(self, ell: int) -> CountCalibration: ...
+
+    def to_report(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class LaplaceRelease:
+    """The Laplace release of c(D; ℓ̂) shifted down to a 1 − β lower bound (spec §3.4).
+
+    Sensitivity ℓ̂ (ℓ̂ is fixed by the earlier GEM step), scale ℓ̂/ε_count, shift
+    (ℓ̂/ε_count)·ln(1/(2β)): the paper's full shift, not the half that the authors' public code
+    subtracts (which fails with probability √(β/2); spec §8.1 A6).
+
+    Attributes:
+        epsilon: ε_count, the budget of the release.
+        beta: failure probability of the lower bound, in (0, ½).
+        ell: ℓ̂ once GEM has chosen it (it is released, so public); ``None`` in a plan.
+    """
+
+    epsilon: float
+    beta: float
+    ell: int | None = None
+
+    mechanism: ClassVar[str] = "Laplace"
+
+    @property
+    def delta(self) -> float:
+        """0: the Laplace mechanism is pure ε_count-DP."""
+        return 0.0
+
+    def scale(self, ell: int) -> float:
+        """b = ℓ/ε_count: the Laplace scale for sensitivity ℓ."""
+        return laplace_scale(self.epsilon, sensitivity=float(ell))
+
+    def shift(self, ell: ArrayLike) -> NDArray[np.float64]:
+        """(ℓ/ε_count)·ln(1/(2β)) for each ℓ (:func:`lower_bound_shift`)."""
+        return lower_bound_shift(ell, self.epsilon, self.beta)
+
+    def sample(self, ell: int, noise: DriverNoise) -> float:
+        """One Lap(ℓ/ε_count) draw from the driver stream ``noise``."""
+        return float(noise.laplace(self.scale(ell), 1)[0])
+
+    def at(self, ell: int) -> LaplaceRelease:
+        """The same calibration with ℓ̂ = ``ell`` fixed (for the report of a release)."""
+        return replace(self, ell=check_int_at_least("ell", ell, 1))
+
+    def to_report(self) -> dict[str, Any]:
+        """Public description; the numbers at ℓ̂ once it is fixed (:meth:`at`), else formulas."""
+        if self.ell is None:
+            return {
+                "mechanism": self.mechanism,
+                "sensitivity": "ℓ̂",
+                "scale": "ℓ̂/ε_count",
+                "lower_bound_shift": "(ℓ̂/ε_count)·ln(1/(2β))",
+                "beta": self.beta,
+            }
+        return {
+            "mechanism": self.mechanism,
+            "sensitivity": self.ell,
+            "scale": self.scale(self.ell),
+            "lower_bound_shift": float(self.shift(self.ell)),
+            "beta": self.beta,
+        }

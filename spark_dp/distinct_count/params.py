@@ -1,0 +1,62 @@
+"""Parameters of a distinct-count release (the ``distinct_count`` job, ``spark-dp distinct-count``).
+
+Declared once here: the command-line flags, the config-file keys (``conf/distinct_count.yaml``)
+and the checks all come from :class:`DistinctCountParams`. The method names come from the
+registry (:data:`spark_dp.distinct_count.registry.METHODS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_dp.checks import check_choice, check_int_at_least, check_probability
+from spark_dp.config import param
+from spark_dp.distinct_count.components import METHODS as COMPONENT_METHODS
+from spark_dp.distinct_count.plan import require_epsilon
+from spark_dp.distinct_count.registry import METHODS
+from spark_dp.errors import ParameterError
+
+__all__ = ["DistinctCountParams"]
+
+
+@dataclass(frozen=True)
+class DistinctCountParams:
+    """Parameters of the ``distinct_count`` job."""
+
+    epsilon: float | None = param(None, "total privacy budget ε (required): ε/2 GEM + ε/2 Laplace")
+    beta: float = param(0.05, "failure probability of the lower bound, in (0, 0.5)")
+    method: str = param(
+        "exact", "curve: exact max-flow DC(D; ℓ) or the faster greedy (≥ ½ exact)", choices=METHODS
+    )
+    max_contribution: int = param(
+        100, "ℓ_max: largest per-person bound considered; choose it without looking at the data"
+    )
+    debug_report: str | None = param(
+        None, "also write the NON-PRIVATE curve and true count here (*.NONPRIVATE.json)"
+    )
+    components: str = param(
+        "auto",
+        "connected components: GraphFrames when its jar is present (auto) or DataFrames",
+        choices=COMPONENT_METHODS,
+    )
+    spark_rounds: int = param(8, "cap on per-ℓ peeling rounds run in Spark (exact)")
+    spark_rounds_min_rows: int = param(
+        20_000_000, "run the Spark peeling rounds only for cores with at least this many edges"
+    )
+    components_min_rows: int = param(
+        5_000_000, "split the core into components only when it has at least this many edges"
+    )
+    ell_blocks: int = param(2, "deal each component's ℓ values round-robin to this many tasks")
+
+    def __post_init__(self) -> None:
+        require_epsilon(self.epsilon)
+        check_probability("beta", self.beta, low=0.0, high=0.5)
+        check_choice("method", self.method, METHODS)
+        check_int_at_least("max_contribution", self.max_contribution, 1)
+        check_choice("components", self.components, COMPONENT_METHODS)
+        check_int_at_least("spark_rounds", self.spark_rounds, 0)
+        check_int_at_least("spark_rounds_min_rows", self.spark_rounds_min_rows, 0)
+        check_int_at_least("components_min_rows", self.components_min_rows, 0)
+        check_int_at_least("ell_blocks", self.ell_blocks, 1)
+        if self.debug_report is not None and not str(self.debug_report).strip():
+            raise ParameterError("debug_report must be a file path or omitted")

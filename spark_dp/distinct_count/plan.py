@@ -1,0 +1,122 @@
+"""The plan of a distinct-count release: ε split between GEM and the count, before any data.
+
+Knop & Steinke 2023, Algorithm 1 lines 9–15 (Algorithm 2 lines 8–12) and Lemma 3.2; spec
+distinct_count.md §3.5. The release spends ε in two steps, in this order:
+
+    ε_select = ε·SELECT_FRACTION      GEM choice of ℓ̂            (:class:`GemSelection`)
+    ε_count  = ε − ε_select           noisy count of c(D; ℓ̂)      (:class:`LaplaceRelease`)
+
+so (ℓ̂, ν̂) is ε-DP by sequential composition. This module is the only place that split is
+made; everything else (the release, the report) reads it from the plan's calibration objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
+from spark_dp.distinct_count.calibration import CountCalibration, GemSelection, LaplaceRelease
+from spark_dp.errors import ParameterError
+from spark_dp.report import Step
+
+__all__ = [
+    "SELECT_FRACTION",
+    "DistinctCountPlan",
+    "plan_release",
+    "require_epsilon",
+]
+
+#: Share of ε spent by GEM on choosing ℓ; the rest goes to the count (Algorithm 1: ½).
+SELECT_FRACTION = 0.5
+
+_SELECT_LABEL = "GEM selection of the contribution bound ℓ"
+
+
+@dataclass(frozen=True)
+class DistinctCountPlan:
+    """What a release will spend and how, from public parameters only (no data).
+
+    Attributes:
+        method: the curve method (``exact`` or ``greedy``; see the registry).
+        epsilon: the total ε of the release.
+        beta: failure probability of the lower bound.
+        ell_max: ℓ_max; the curve holds c(D; ℓ) for ℓ = 1..ℓ_max.
+        select: the GEM choice of ℓ̂ (ε_select).
+        count: the noisy release of c(D; ℓ̂) (ε_count).
+    """
+
+    method: str
+    epsilon: float
+    beta: float
+    ell_max: int
+    select: GemSelection
+    count: CountCalibration
+
+    @property
+    def steps(self) -> tuple[Step, Step]:
+        """The two budget-spending steps, in the order they run."""
+        return (
+            Step(_SELECT_LABEL, self.select),
+            Step(f"{self.count.mechanism} release of c(D; ℓ̂)", self.count),
+        )
+
+    def scores(self, curve: NDArray[np.int64]) -> NDArray[np.float64]:
+        """q_ℓ = c(D; ℓ) − shift(ℓ), ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2). Private.
+
+        The shift is the count step's, so q_ℓ is the expected lower bound if ℓ were chosen.
+        """
+        ells = np.arange(1, len(curve) + 1)
+        return curve - self.count.shift(ells)
+
+    def to_report(self) -> dict[str, Any]:
+        """The data-free part of the mechanism description (the split and the neighbours)."""
+        select, count = self.steps
+        return {
+            "epsilon_total": self.epsilon,
+            "epsilon_select": select.epsilon,
+            "epsilon_count": count.epsilon,
+            "composition": "ε_select + ε_count = ε (sequential composition, Lemma 3.2)",
+            "neighbouring": "add or remove one person with all their items",
+        }
+
+
+def require_epsilon(epsilon: float | None) -> float:
+    """ε, which has no default: a clear error when it is missing, else :func:`check_epsilon`."""
+    if epsilon is None:
+        raise ParameterError(
+            "epsilon is required: pass --epsilon (the total ε of the release, e.g. 1)"
+        )
+    return check_epsilon(epsilon)
+
+
+def plan_release(
+    epsilon: float, beta: float, ell_max: int, *, method: str = "exact"
+) -> DistinctCountPlan:
+    """Split ε into the GEM choice and the Laplace count (spec §3.5).
+
+    Args:
+        epsilon: total budget ε > 0.
+        beta: failure probability of the lower bound, in (0, ½).
+        ell_max: ℓ_max ≥ 1, public and chosen without looking at the data.
+        method: the curve method, recorded in the plan and the release.
+
+    Returns:
+        :class:`DistinctCountPlan`.
+    """
+    epsilon = check_epsilon(epsilon)
+    beta = check_probability("beta", beta, low=0.0, high=0.5)
+    check_int_at_least("ell_max", ell_max, 1)
+    epsilon_select = epsilon * SELECT_FRACTION
+    epsilon_count = epsilon - epsilon_select
+    return DistinctCountPlan(
+        method=method,
+        epsilon=epsilon,
+        beta=beta,
+        ell_max=ell_max,
+        select=GemSelection(epsilon_select, beta, ell_max),
+        count=LaplaceRelease(epsilon_count, beta),
+    )

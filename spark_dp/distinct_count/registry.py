@@ -1,0 +1,178 @@
+"""The distinct-count methods: name → (plan, run), the one list of them.
+
+Algorithm 1 (``exact``: DPDISTINCTCOUNT) and Algorithm 2 (``greedy``: DPAPPROXDISTINCTCOUNT) of
+Knop & Steinke 2023 differ only in the curve c(D; ℓ); the plan
+(:func:`~spark_dp.distinct_count.plan.plan_release`) and the release
+(:func:`~spark_dp.distinct_count.release.release_curve`) are the same (spec distinct_count.md
+§3.5). The method is fixed by configuration, never by the data (spec §2.4 C4, §8.1 A19: a
+failed exact solve aborts, it never falls back to greedy).
+
+* ``REGISTRY[name].plan(params)``: the data-free :class:`DistinctCountPlan`;
+* ``REGISTRY[name].run(pairs, plan, randomness, timer=None, **options)``: the curve of the
+  method, then the release; a :class:`DistinctCountResult` that fills the privacy report.
+  ``options`` are the engineering options of :func:`~spark_dp.distinct_count.dc_curve.exact_curve`
+  (ignored by greedy); they never change a value.
+
+Adding a method is one :class:`CurveMethod` in ``_METHODS`` plus the module of its curve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spark_dp.distinct_count.dc_curve import exact_curve
+from spark_dp.distinct_count.greedy_curve import greedy_curve
+from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release, require_epsilon
+from spark_dp.distinct_count.release import release_curve
+from spark_dp.distinct_count.result import DistinctCountResult
+from spark_dp.errors import ParameterError
+from spark_dp.logs import StageTimer, get_logger
+from spark_dp.registry import Algorithm, Registry
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from spark_dp.distinct_count.params import DistinctCountParams
+    from spark_dp.randomness import Randomness
+
+__all__ = [
+    "METHODS",
+    "REGISTRY",
+    "CurveFunction",
+    "CurveMethod",
+    "contribution_curve",
+    "curve_method",
+]
+
+log = get_logger(__name__)
+
+
+class CurveFunction(Protocol):
+    """``curve(pairs, ell_max, **options)``: c(D; ℓ) for ℓ = 1..ℓ_max (int64, private)."""
+
+    def __call__(self, pairs: DataFrame, ell_max: int, **options: Any) -> NDArray[np.int64]: ...
+
+
+@dataclass(frozen=True)
+class CurveMethod:
+    """One method: how it computes the curve; its plan and release are the shared ones.
+
+    An instance is the ``run`` of its registry entry (it is callable), so the curve function
+    is reachable from the registry (:func:`contribution_curve`).
+
+    Attributes:
+        name: ``--method NAME``.
+        summary: the algorithm's name in the paper (``--help``, the report's ``algorithm``).
+        count_function: public description of c(D; ℓ) for the report.
+        curve: the curve function.
+    """
+
+    name: str
+    summary: str
+    count_function: str
+    curve: CurveFunction
+
+    def plan(self, params: DistinctCountParams) -> DistinctCountPlan:
+        """The data-free plan of a release with this method."""
+        return plan_release(
+            require_epsilon(params.epsilon),
+            params.beta,
+            params.max_contribution,
+            method=self.name,
+        )
+
+    def __call__(
+        self,
+        pairs: DataFrame,
+        plan: DistinctCountPlan,
+        randomness: Randomness,
+        *,
+        timer: StageTimer | None = None,
+        **options: Any,
+    ) -> DistinctCountResult:
+        """Compute the curve, then release it as ``plan`` says (ε-DP).
+
+        Args:
+            pairs: distinct (user_id, item) pairs.
+            plan: from :meth:`plan` (its method must be this one).
+            randomness: the release's randomness (GEM and the noise use child streams).
+            timer: stage timer for progress logging (one is made when omitted).
+            **options: engineering options of the curve function.
+        """
+        if plan.method != self.name:
+            raise ParameterError(
+                f"the plan is for method {plan.method!r}, not {self.name!r}: "
+                f"make it with REGISTRY[{self.name!r}].plan(params)"
+            )
+        timer = timer or StageTimer(log)
+        with timer.stage(f"{self.name} curve"):
+            curve = self.curve(pairs, plan.ell_max, timer=timer, **options)
+        with timer.stage("release"):
+            release = release_curve(curve, plan, randomness)
+        return DistinctCountResult(
+            plan=plan, release=release, count_function=self.count_function, curve=curve
+        )
+
+    def entry(self) -> Algorithm[DistinctCountParams, DistinctCountPlan]:
+        """The registry entry: ``Algorithm(name, summary, plan, run=self)``."""
+        return Algorithm(self.name, self.summary, self.plan, self)
+
+
+def _exact(pairs: DataFrame, ell_max: int, **options: Any) -> NDArray[np.int64]:
+    """Exact DC(D; ℓ) by max-flow (:func:`~spark_dp.distinct_count.dc_curve.exact_curve`)."""
+    return exact_curve(pairs, ell_max, **options).curve
+
+
+def _greedy(pairs: DataFrame, ell_max: int, **options: Any) -> NDArray[np.int64]:
+    """The greedy curve (:func:`~spark_dp.distinct_count.greedy_curve.greedy_curve`); the
+    engineering options of the exact curve do not apply and are ignored."""
+    return greedy_curve(pairs, ell_max)
+
+
+_METHODS = (
+    CurveMethod(
+        "exact",
+        "DPDistinctCount (Knop & Steinke 2023, Algorithm 1: exact max-flow curve)",
+        "exact DC(D; ℓ) (max-flow)",
+        _exact,
+    ),
+    CurveMethod(
+        "greedy",
+        "DPApproxDistinctCount (Knop & Steinke 2023, Algorithm 2: greedy curve)",
+        "greedy ĝ[ℓ] (maximal matching, fixed orders)",
+        _greedy,
+    ),
+)
+
+REGISTRY: Registry[DistinctCountParams, DistinctCountPlan] = Registry(
+    "distinct-count", (method.entry() for method in _METHODS)
+)
+
+#: The method names, in registry order (``--method`` choices).
+METHODS: tuple[str, ...] = REGISTRY.names
+
+
+def curve_method(name: str) -> CurveMethod:
+    """The :class:`CurveMethod` registered as ``name`` (did-you-mean error if unknown)."""
+    run = REGISTRY[name].run
+    if not isinstance(run, CurveMethod):  # every entry is built by CurveMethod.entry
+        raise TypeError(f"distinct-count method {name!r} is not a CurveMethod")
+    return run
+
+
+def contribution_curve(
+    pairs: DataFrame, method: str, ell_max: int, **options: Any
+) -> NDArray[np.int64]:
+    """c(D; ℓ) for ℓ = 1..ℓ_max by the registered ``method`` (private: never log it).
+
+    Args:
+        pairs: distinct (user_id, item) pairs.
+        method: a registered name (``exact`` or ``greedy``).
+        ell_max: ℓ_max, public and data-independent.
+        **options: engineering options of :func:`exact_curve` (ignored by greedy).
+    """
+    return curve_method(method).curve(pairs, ell_max, **options)

@@ -1,0 +1,112 @@
+"""Calibration objects and the plan: ε split, sensitivities, t, scale, shift (spec §3.2–§3.7)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import laplace
+
+from spark_dp.distinct_count.calibration import GemSelection, LaplaceRelease, lower_bound_shift
+from spark_dp.distinct_count.gem import gem_probabilities
+from spark_dp.distinct_count.plan import SELECT_FRACTION, plan_release, require_epsilon
+from spark_dp.errors import ParameterError
+from spark_dp.randomness import Randomness
+from tests.distinct_count.helpers import FASHION
+
+
+def test_worked_example_of_spec_3_7() -> None:
+    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3.
+    plan = plan_release(1.0, 0.05, 3)
+    assert plan.select.margin == pytest.approx(16.377378, abs=1e-6)  # t = (4/ε)·ln(3/0.05)
+    assert plan.count.shift(np.arange(1, 4)) == pytest.approx(
+        [4.605170, 9.210340, 13.815511], abs=1e-6
+    )
+    q = plan.scores(np.array([3, 5, 5]))
+    assert q == pytest.approx([-1.605170, -4.210340, -8.815511], abs=1e-6)
+    assert plan.select.probabilities(q) == pytest.approx([0.776486, 0.159637, 0.063877], abs=1e-6)
+    assert [plan.count.scale(ell) for ell in (1, 2, 3)] == [2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0, 10.0])
+def test_the_plan_splits_epsilon_once_and_exactly(epsilon: float) -> None:
+    plan = plan_release(epsilon, 0.05, 100, method="greedy")
+    assert plan.select.epsilon == epsilon * SELECT_FRACTION == epsilon / 2
+    assert plan.select.epsilon + plan.count.epsilon == plan.epsilon == epsilon
+    assert plan.select.delta == plan.count.delta == 0.0
+    select, count = plan.steps
+    assert (select.calibration, count.calibration) == (plan.select, plan.count)
+    assert select.epsilon + count.epsilon == epsilon
+    assert (plan.method, plan.beta, plan.ell_max) == ("greedy", 0.05, 100)
+
+
+def test_gem_selection_knows_its_sensitivities_and_margin() -> None:
+    gem = GemSelection(epsilon=0.5, beta=0.05, ell_max=100)
+    assert gem.sensitivities.tolist() == list(range(1, 101))  # Δ_ℓ = ℓ
+    assert gem.margin == pytest.approx(2 / 0.5 * math.log(100 / 0.05))
+    q = FASHION - lower_bound_shift(np.arange(1, 101), 0.5, 0.05)
+    np.testing.assert_array_equal(
+        gem.probabilities(q), gem_probabilities(q, np.arange(1, 101, dtype=float), 0.5, 0.05)
+    )
+    ells = [gem.choose(q, Randomness.create(s).driver()) for s in range(200)]
+    assert 1 <= min(ells) and max(ells) <= 100
+    report = gem.to_report()
+    assert report["candidates"] == "1..100" and report["sensitivity"] == "Δ_ℓ = ℓ"
+    assert report["t"] == gem.margin and report["beta"] == 0.05
+    assert "exponential mechanism" in report["mechanism"]
+
+
+def test_laplace_release_shift_has_tail_probability_beta() -> None:
+    # P[Lap(b) ≥ b·ln(1/(2β))] = β: the released ν̂ exceeds c(D; ℓ̂) with probability β.
+    for ell, eps_count, beta in [(1, 0.5, 0.05), (17, 0.5, 0.01), (40, 2.0, 0.2)]:
+        count = LaplaceRelease(eps_count, beta)
+        scale = count.scale(ell)
+        assert scale == ell / eps_count
+        shift = float(count.shift(ell))
+        assert laplace.sf(shift, scale=scale) == pytest.approx(beta, rel=1e-12)
+
+
+def test_laplace_release_draws_from_the_stream_it_is_given() -> None:
+    count = LaplaceRelease(0.5, 0.05)
+    a = count.sample(7, Randomness.create(4).child("laplace").driver())
+    b = float(Randomness.create(4).child("laplace").driver().laplace(14.0, 1)[0])
+    assert a == b
+
+
+def test_laplace_release_reports_formulas_in_a_plan_and_numbers_at_ell_hat() -> None:
+    count = LaplaceRelease(0.5, 0.05)
+    plan_view = count.to_report()
+    assert plan_view["mechanism"] == "Laplace" and plan_view["scale"] == "ℓ̂/ε_count"
+    assert count.ell is None
+    fixed = count.at(7)
+    assert fixed.ell == 7 and (fixed.epsilon, fixed.beta) == (count.epsilon, count.beta)
+    assert fixed.to_report() == {
+        "mechanism": "Laplace",
+        "sensitivity": 7,
+        "scale": 14.0,
+        "lower_bound_shift": pytest.approx(14 * math.log(10)),
+        "beta": 0.05,
+    }
+    with pytest.raises(ParameterError, match="ell must be an integer >= 1"):
+        count.at(0)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0.0, 0.05, 10), "epsilon must be a finite number > 0"),
+        ((1.0, 0.5, 10), "beta must lie strictly between 0.0 and 0.5"),
+        ((1.0, 0.0, 10), "beta must lie strictly between 0.0 and 0.5"),
+        ((1.0, 0.05, 0), "ell_max must be an integer >= 1"),
+    ],
+)
+def test_plan_rejects_bad_parameters(args: tuple[float, float, int], match: str) -> None:
+    with pytest.raises(ParameterError, match=match):
+        plan_release(*args)
+
+
+def test_epsilon_is_required() -> None:
+    with pytest.raises(ParameterError, match="epsilon is required: pass --epsilon"):
+        require_epsilon(None)
+    assert require_epsilon(2) == 2.0
