@@ -14,6 +14,8 @@ Contents
 * Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8; Chen et al. 2025, Prop. 2.4):
   :func:`gaussian_delta`, :func:`gaussian_sigma`, :func:`gaussian_epsilon`.
 * :func:`laplace_scale`: scale b = Δ1/ε of the Laplace mechanism.
+* :func:`sampler_delta_floor`, :func:`check_sampler_delta`: the δ the floating-point noise
+  samplers may add, and the smallest δ a release using them may claim.
 """
 
 from __future__ import annotations
@@ -27,10 +29,14 @@ from spark_dp.checks import check_delta, check_epsilon, check_positive
 from spark_dp.errors import ParameterError
 
 __all__ = [
+    "NOISED_VALUES_BOUND",
+    "SAMPLER_DELTA_MARGIN",
+    "check_sampler_delta",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_sigma",
     "laplace_scale",
+    "sampler_delta_floor",
 ]
 
 
@@ -146,3 +152,53 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     check_epsilon(epsilon)
     check_positive("sensitivity", sensitivity)
     return sensitivity / epsilon
+
+
+# --------------------------------------------------------------------------- sampler floor
+
+NOISED_VALUES_BOUND = 10**15
+"""Assumed bound on the number of noised values (items) of one round."""
+
+SAMPLER_DELTA_MARGIN = 1_000
+"""A release may claim δ only if the sampler adds at most 1/1000 of it."""
+
+
+def sampler_delta_floor(epsilon: float, distribution: str) -> float:
+    """The δ the floating-point samplers may add to an (ε, δ) mechanism: (1 + e^ε)·N·τ.
+
+    The continuous samplers of :mod:`spark_dp.randomness.continuous` differ from the exact
+    Gaussian or Laplace, when coupled through the same uniforms, with probability τ per draw
+    (:func:`~spark_dp.randomness.continuous.tail_mass`, ≈ 1.4e-39: an exponential beyond the
+    sampler's reach). With N noised values the two mechanisms' outputs differ with probability at
+    most N·τ on either dataset, so (ε, δ)-DP with exact noise gives (ε, δ + (1 + e^ε)·N·τ)-DP with
+    the sampler; N ≤ :data:`NOISED_VALUES_BOUND`. Floating-point granularity inside the reach
+    is not covered (the caveat of Mironov 2012); the thresholding mechanisms release only which
+    values cross a threshold.
+    """
+    from spark_dp.randomness.continuous import tail_mass
+
+    check_epsilon(epsilon)
+    log_one_plus_exp = epsilon + math.log1p(math.exp(-epsilon))  # ln(1 + e^ε), no overflow
+    log_floor = log_one_plus_exp + math.log(NOISED_VALUES_BOUND) + math.log(tail_mass(distribution))
+    return math.exp(min(log_floor, 0.0))
+
+
+def check_sampler_delta(
+    delta: float, epsilon: float, distribution: str, name: str = "delta"
+) -> float:
+    """Refuse a δ below :data:`SAMPLER_DELTA_MARGIN` × :func:`sampler_delta_floor`.
+
+    Returns:
+        the floor (for the report).
+
+    Raises:
+        ParameterError: δ is too small for the samplers' tails (or ε too large for them).
+    """
+    floor = sampler_delta_floor(epsilon, distribution)
+    if delta < SAMPLER_DELTA_MARGIN * floor:
+        raise ParameterError(
+            f"{name}={delta:.3g} is below the smallest δ the {distribution} noise sampler "
+            f"supports at epsilon={epsilon:g} ({SAMPLER_DELTA_MARGIN * floor:.3g}: its tails "
+            "could add more than 1/1000 of δ); choose a larger delta or a smaller epsilon"
+        )
+    return floor

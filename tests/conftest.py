@@ -62,3 +62,12 @@ def incidences_df(spark):
         return spark.createDataFrame(rows, f"{record_col} string, {user_col} string")
 
     return make
+
+
+@pytest.fixture
+def cache(spark):
+    """A :class:`spark_dp.caching.CacheScope` released when the test ends."""
+    from spark_dp.caching import CacheScope
+
+    with CacheScope() as scope:
+        yield scope

@@ -106,8 +106,9 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
     """UserWeights of MAD2R round 2: pandas UDF path vs the SQL fast path on the same pairs."""
     from pyspark.sql import functions as F
 
-    from spark_dp.partition_selection.calibration import MadConstants, WeightAndThreshold
+    from spark_dp.caching import CacheScope
     from spark_dp.io import load_pairs
+    from spark_dp.partition_selection.calibration import MadConstants, WeightAndThreshold
     from spark_dp.partition_selection.capping import cap_user_items
     from spark_dp.partition_selection.columns import BIAS, DEGREE, NEEDS_LOOP
     from spark_dp.partition_selection.mad import max_adaptive_degree
@@ -121,37 +122,37 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
     pairs, _ = load_pairs(spark, data_path)
     r1 = WeightAndThreshold.for_budget(0.1, 1e-6, 100)
     r2 = WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=2.0)
-    capped = cap_user_items(pairs, 100, rnd.child("capping", 1)).persist()
-    w1 = max_adaptive_degree(
-        unbiased_user_weights(capped), MadConstants.for_round(r1, beta=2, max_adaptive_degree=50)
-    )
-    noisy = noisy_weights(
-        w1, distribution="gaussian", scale=r1.sigma, randomness=rnd.child("noise", 1)
-    )
-    removed, biased = round_two_items(
-        noisy, sigma1=r1.sigma, rho1=r1.rho, rho2=r2.rho, c_lb=1, c_ub=3
-    )
-    reduced = round_two_pairs(capped, removed, biased).persist()
-    n_pairs = reduced.count()
-    sums = per_user_sums(reduced, 0.5, 2.0).persist()
-    loop_users = sums.where(F.col(NEEDS_LOOP)).count()
-    loop_pairs = sums.where(F.col(NEEDS_LOOP)).agg(F.sum(DEGREE)).collect()[0][0] or 0
-    biased_users = sums.where(F.col("_k") > 0).count()
+    with CacheScope() as cache:
+        capped = cache.materialize(cap_user_items(pairs, 100, rnd.child("capping", 1)))
+        w1 = max_adaptive_degree(
+            unbiased_user_weights(capped),
+            MadConstants.for_round(r1, beta=2, max_adaptive_degree=50),
+            cache,
+        )
+        noisy = noisy_weights(
+            w1, distribution="gaussian", scale=r1.sigma, randomness=rnd.child("noise", 1)
+        )
+        removed, biased = round_two_items(
+            noisy, sigma1=r1.sigma, rho1=r1.rho, rho2=r2.rho, c_lb=1, c_ub=3, cache=cache
+        )
+        reduced = cache.persist(round_two_pairs(capped, removed, biased))
+        n_pairs = reduced.count()
+        sums = cache.persist(per_user_sums(reduced, 0.5, 2.0))
+        loop_users = sums.where(F.col(NEEDS_LOOP)).count()
+        loop_pairs = sums.where(F.col(NEEDS_LOOP)).agg(F.sum(DEGREE)).collect()[0][0] or 0
+        biased_users = sums.where(F.col("_k") > 0).count()
 
-    def timed(df) -> float:
-        t0 = time.perf_counter()
-        _noop(df)
-        return time.perf_counter() - t0
+        def timed(df) -> float:
+            t0 = time.perf_counter()
+            _noop(df)
+            return time.perf_counter() - t0
 
-    timed(user_weights(reduced, 0.5, 2.0))  # warm-up (Python workers)
-    with_udf = min(timed(user_weights(reduced, 0.5, 2.0)) for _ in range(2))
-    unbiased = reduced.withColumn(BIAS, F.lit(1.0))
-    sql_only = min(timed(user_weights(unbiased, 0.5, 2.0)) for _ in range(2))
-    reduced.unpersist()
-    capped.unpersist()
+        timed(user_weights(reduced, 0.5, 2.0, cache))  # warm-up (Python workers)
+        with_udf = min(timed(user_weights(reduced, 0.5, 2.0, cache)) for _ in range(2))
+        unbiased = reduced.withColumn(BIAS, F.lit(1.0))
+        sql_only = min(timed(user_weights(unbiased, 0.5, 2.0, cache)) for _ in range(2))
+        n_users = sums.count()
     pairs.unpersist()
-    n_users = sums.count()
-    sums.unpersist()
     return {
         "round2_pairs": n_pairs,
         "users": n_users,

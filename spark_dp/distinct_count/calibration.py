@@ -12,18 +12,21 @@ them is decided once, by :func:`spark_dp.distinct_count.plan.plan_release`.
   ε_select on the scores q_ℓ = c(D; ℓ) − shift(ℓ). c(·; ℓ) moves by at most ℓ when one person
   is added or removed and the shift is data-independent, so Δ_ℓ = ℓ; the margin is
   t = (2/ε_select)·ln(ℓ_max/β).
-* :class:`LaplaceRelease`: ν̂ = c(D; ℓ̂) − shift(ℓ̂) + Lap(ℓ̂/ε_count), ε_count-DP for every
-  fixed ℓ̂ (sensitivity ℓ̂), with shift(ℓ) = (ℓ/ε_count)·ln(1/(2β)) so that
-  P[ν̂ > c(D; ℓ̂)] = β (paper eq. (4)).
-
-A second noise kind for the count (the discrete Laplace of spec §8.4, with its integer shift)
-is another class with the members of :class:`CountCalibration`, beside :class:`LaplaceRelease`.
+* :class:`DiscreteLaplaceRelease` (the release): ν̂ = c(D; ℓ̂) − shift(ℓ̂) + X with X from the
+  discrete Laplace of scale b = ℓ̂/ε_count, P[X = x] ∝ exp(−|x|/b), sampled exactly
+  (:mod:`spark_dp.randomness.exact`). c(·; ℓ̂) is an integer query of sensitivity ℓ̂, so the
+  release is ε_count-DP for every fixed ℓ̂ with no floating-point caveat; the integer shift is
+  the smallest c with P[X > c] = p^(c+1)/(1+p) ≤ β, p = e^(−1/b) (spec §8.4).
+* :class:`LaplaceRelease`: the paper's continuous Laplace with shift (ℓ/ε_count)·ln(1/(2β))
+  (paper eq. (4)); kept for the baselines and for comparisons with the paper's figures, not
+  used by the job (its floating-point noise is open to the attacks of Mironov 2012).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -36,8 +39,10 @@ from spark_dp.randomness import DriverNoise
 
 __all__ = [
     "CountCalibration",
+    "DiscreteLaplaceRelease",
     "GemSelection",
     "LaplaceRelease",
+    "discrete_lower_bound_shift",
     "lower_bound_shift",
 ]
 
@@ -82,7 +87,8 @@ class GemSelection:
 
     def choose(self, scores: ArrayLike, noise: DriverNoise) -> int:
         """ℓ̂, sampled by GEM from the scores q_1..q_ℓmax (ε_select-DP)."""
-        return gem_select(scores, self.sensitivities, self.epsilon, self.beta, noise) + 1
+        q = np.asarray(scores)
+        return gem_select(q, self.sensitivities, self.epsilon, self.beta, noise) + 1
 
     def to_report(self) -> dict[str, Any]:
         """Public description: mechanism, candidates, score, sensitivity and t."""
@@ -113,9 +119,9 @@ class CountCalibration(Protocol):
 
     def scale(self, ell: int) -> float: ...
 
-    def shift(self, ell: ArrayLike) -> NDArray[np.float64]: ...
+    def shift(self, ell: ArrayLike) -> NDArray[np.float64] | NDArray[np.int64]: ...
 
-    def sample(self, ell: int, noise: DriverNoise) -> float: ...
+    def sample(self, ell: int, noise: DriverNoise) -> float | int: ...
 
     def at(self, ell: int) -> CountCalibration: ...
 
@@ -178,5 +184,96 @@ class LaplaceRelease:
             "sensitivity": self.ell,
             "scale": self.scale(self.ell),
             "lower_bound_shift": float(self.shift(self.ell)),
+            "beta": self.beta,
+        }
+
+
+def discrete_lower_bound_shift(scale: float, beta: float) -> int:
+    """The smallest integer c ≥ 0 with P[X > c] ≤ β for X discrete Laplace of scale b.
+
+    P[X > c] = p^(c+1)/(1+p), p = e^(−1/b), so c = max(0, ⌈b·ln(1/(β(1+p)))⌉ − 1) (spec §8.4;
+    b = 7.3, β = 0.05 gives 17). The bound is rechecked in log space and c raised while it
+    fails, so rounding can only make the shift larger (a safer lower bound).
+    """
+    p = math.exp(-1.0 / scale)
+    log_tail_bound = math.log(beta)
+
+    def log_tail(c: int) -> float:  # ln P[X > c]
+        return -(c + 1) / scale - math.log1p(p)
+
+    c = max(0, math.ceil(scale * -(math.log(beta) + math.log1p(p))) - 1)
+    while log_tail(c) > log_tail_bound:
+        c += 1
+    return c
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceRelease:
+    """The exact discrete-Laplace release of c(D; ℓ̂) as a 1 − β lower bound (spec §8.4).
+
+    Sensitivity ℓ̂ (an integer query; ℓ̂ is fixed by the earlier GEM step), noise
+    P[X = x] ∝ exp(−|x|·ε_count/ℓ̂) drawn exactly, and the integer shift of
+    :func:`discrete_lower_bound_shift`, so ν̂ = c(D; ℓ̂) + X − shift ≤ DC(D) with probability
+    ≥ 1 − β. Pure ε_count-DP.
+
+    Attributes:
+        epsilon: ε_count, the budget of the release.
+        beta: failure probability of the lower bound, in (0, ½).
+        ell: ℓ̂ once GEM has chosen it (it is released, so public); ``None`` in a plan.
+    """
+
+    epsilon: float
+    beta: float
+    ell: int | None = None
+
+    mechanism: ClassVar[str] = "discrete Laplace"
+
+    @property
+    def delta(self) -> float:
+        """0: the discrete Laplace mechanism is pure ε_count-DP."""
+        return 0.0
+
+    def exact_scale(self, ell: int) -> Fraction:
+        """b = ℓ/ε_count as an exact rational (the float ε_count is a dyadic rational)."""
+        return Fraction(int(ell)) / Fraction(self.epsilon)
+
+    def scale(self, ell: int) -> float:
+        """b = ℓ/ε_count: the discrete Laplace scale for sensitivity ℓ."""
+        return float(self.exact_scale(ell))
+
+    def shift(self, ell: ArrayLike) -> NDArray[np.int64]:
+        """The integer lower-bound shift for each ℓ (:func:`discrete_lower_bound_shift`)."""
+        ells = np.atleast_1d(np.asarray(ell, dtype=np.int64))
+        out = np.array(
+            [discrete_lower_bound_shift(self.scale(int(x)), self.beta) for x in ells],
+            dtype=np.int64,
+        )
+        return out.reshape(np.shape(ell))
+
+    def sample(self, ell: int, noise: DriverNoise) -> int:
+        """One exact discrete Laplace draw of scale ℓ/ε_count from the driver stream."""
+        return noise.discrete_laplace(self.exact_scale(ell))
+
+    def at(self, ell: int) -> DiscreteLaplaceRelease:
+        """The same calibration with ℓ̂ = ``ell`` fixed (for the report of a release)."""
+        return replace(self, ell=check_int_at_least("ell", ell, 1))
+
+    def to_report(self) -> dict[str, Any]:
+        """Public description; the numbers at ℓ̂ once it is fixed (:meth:`at`), else formulas."""
+        if self.ell is None:
+            return {
+                "mechanism": self.mechanism,
+                "sampler": "exact (Canonne-Kamath-Steinke 2020, Algorithm 2)",
+                "sensitivity": "ℓ̂",
+                "scale": "ℓ̂/ε_count",
+                "lower_bound_shift": "min c ≥ 0 with p^(c+1)/(1+p) ≤ β, p = exp(−ε_count/ℓ̂)",
+                "beta": self.beta,
+            }
+        return {
+            "mechanism": self.mechanism,
+            "sampler": "exact (Canonne-Kamath-Steinke 2020, Algorithm 2)",
+            "sensitivity": self.ell,
+            "scale": self.scale(self.ell),
+            "lower_bound_shift": int(self.shift(self.ell)),
             "beta": self.beta,
         }

@@ -17,9 +17,10 @@ be solved exactly on its own executor task.
   checkpoint directory; when the context has none, one is set under ``spark.local.dir``.
 * **DataFrame fallback**: the alternating large-star / small-star algorithm (Kiveris et al.,
   "Connected Components in MapReduce and Beyond", SoCC 2014), which needs O(log² n) rounds.
-  Every round's edges are checkpointed (``localCheckpoint``) to cut the lineage. It stops when
-  the graph is a union of stars centred at their minimum vertex — an exact test, so the labels
-  are exact, never a heuristic "nothing changed in one round".
+  Every round's edges are checkpointed (:meth:`spark_dp.caching.CacheScope.checkpoint`) to cut
+  the query plan, which would otherwise grow with every round. It stops when the graph is a
+  union of stars centred at their minimum vertex — an exact test, so the labels are exact,
+  never a heuristic "nothing changed in one round".
 
 Vertex ids are longs. Callers that hash names to longs may merge two vertices on a collision;
 that can only merge components, which keeps any per-component computation that is exact on a
@@ -33,6 +34,7 @@ import os
 import tempfile
 from typing import TYPE_CHECKING
 
+from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -68,12 +70,13 @@ def resolve_method(spark: SparkSession, method: str = "auto") -> str:
 
 
 def connected_components(
-    edges: DataFrame, *, method: str = "auto", max_rounds: int = 200
+    edges: DataFrame, cache: CacheScope, *, method: str = "auto", max_rounds: int = 200
 ) -> DataFrame:
     """Component label of every vertex of an undirected graph.
 
     Args:
         edges: DataFrame (src long, dst long); direction, duplicates and self loops are ignored.
+        cache: where the rounds of the DataFrame algorithm keep their edges.
         method: ``auto``, ``graphframes`` or ``dataframe`` (see :func:`resolve_method`).
         max_rounds: round cap of the DataFrame algorithm (it raises rather than return
             labels that are not final).
@@ -87,7 +90,7 @@ def connected_components(
     log.info("connected components: %s", chosen)
     if chosen == "graphframes":
         return _graphframes_components(spark, edges)
-    return _star_components(edges, max_rounds)
+    return _star_components(edges, max_rounds, cache)
 
 
 def _graphframes_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
@@ -112,7 +115,7 @@ def _graphframes_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
     )
 
 
-def _star_components(edges: DataFrame, max_rounds: int) -> DataFrame:
+def _star_components(edges: DataFrame, max_rounds: int, cache: CacheScope) -> DataFrame:
     """Alternating large-star / small-star (Kiveris et al. 2014, Alg. 1–3) on DataFrames."""
     from pyspark.sql import functions as F
 
@@ -120,14 +123,13 @@ def _star_components(edges: DataFrame, max_rounds: int) -> DataFrame:
     vertices = edges.select(F.col("src").alias("vertex")).unionByName(
         edges.select(F.col("dst").alias("vertex"))
     )  # -> (vertex), with repeats
-    cur = (
+    cur = cache.checkpoint(
         edges.select(F.least("src", "dst").alias("a"), F.greatest("src", "dst").alias("b"))
         .where(a != b)
         .distinct()
-        .localCheckpoint()
     )  # -> (a, b) with a < b, undirected
     for round_ in range(1, max_rounds + 1):
-        cur = _small_star(_large_star(cur)).localCheckpoint()
+        cur = cache.checkpoint(_small_star(_large_star(cur)))
         if _is_min_star_forest(cur):
             log.info("connected components: converged after %d rounds", round_)
             labels = cur.select(b.alias("vertex"), a.alias("component"))  # leaves -> centre

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spark_dp.caching import CacheScope
 from spark_dp.checks import check_int_at_least
 from spark_dp.distinct_count.components import connected_components
 from spark_dp.distinct_count.local_solver import solve_rows
@@ -106,7 +107,6 @@ def exact_curve(
     Returns:
         :class:`CurveResult`.
     """
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     check_int_at_least("ell_max", ell_max, 1)
@@ -118,77 +118,71 @@ def exact_curve(
     stats: dict[str, Any] = {}
     pieces: list[DataFrame] = []  # (ell, value) DataFrames whose per-ℓ sums make the curve
 
-    with timer.stage("dc first round") as info:
-        fr = first_round(pairs, ell_max)
-        rows = fr.rows.persist(StorageLevel.MEMORY_AND_DISK)
-        covered = fr.covered()
-        stats["first_round_rows"] = info["rows"] = rows.count()
+    with CacheScope() as cache:
+        with timer.stage("dc first round"):
+            fr = first_round(pairs, ell_max, cache)
+            rows = cache.persist(fr.rows)
+            covered = fr.covered()
+            stats["first_round_rows"] = rows.count()
 
-    core = rows
-    stats["spark_rounds"] = 0
-    if spark_rounds > 0 and stats["first_round_rows"] >= spark_rounds_min_rows:
-        with timer.stage("dc spark peeling") as info:
-            exploded = explode_rows(rows)
-            steps, remaining, n = peel_rounds(exploded, spark_rounds, log=log)
-            pieces += [s.select(ELL, F.col("covered").alias("value")) for s in steps]
-            core = remaining.select(
-                USER_ID,
-                ITEM,
-                F.col(ELL).alias(LO),
-                F.col(ELL).alias(HI),
-                (F.col(ELL) - F.col("cap")).alias(OFFSET),
-            )  # -> (user_id, item, lo, hi, offset), one ℓ per row
-            stats["spark_rounds"] = info["rounds"] = n
-    core = core.persist(StorageLevel.MEMORY_AND_DISK)
-    stats["core_rows"] = core.count()
+        core = rows
+        stats["spark_rounds"] = 0
+        if spark_rounds > 0 and stats["first_round_rows"] >= spark_rounds_min_rows:
+            with timer.stage("dc spark peeling"):
+                steps, remaining, n = peel_rounds(explode_rows(rows), spark_rounds, cache)
+                pieces += [s.select(ELL, F.col("covered").alias("value")) for s in steps]
+                core = remaining.select(
+                    USER_ID,
+                    ITEM,
+                    F.col(ELL).alias(LO),
+                    F.col(ELL).alias(HI),
+                    (F.col(ELL) - F.col("cap")).alias(OFFSET),
+                )  # -> (user_id, item, lo, hi, offset), one ℓ per row
+                stats["spark_rounds"] = n
+        core = cache.persist(core)
+        stats["core_rows"] = core.count()
 
-    if stats["core_rows"]:
-        if stats["core_rows"] >= components_min_rows:
-            with timer.stage("dc components") as info:
-                person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
-                item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
-                graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
-                labels = connected_components(graph, method=components).localCheckpoint()
-                # -> (vertex, component)
-                labelled = core.join(
-                    labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")
-                ).drop("pv")  # -> (user_id, item, lo, hi, offset, component)
-                stats["components"] = info["components"] = (
-                    labels.select("component").distinct().count()
-                )
-        else:
-            labelled = core.withColumn("component", F.lit(0).cast("long"))
-            stats["components"] = "not split"
-        with timer.stage("dc solve") as info:
-            first = F.col(LO)
-            last = F.least(F.col(HI), F.col(LO) + ell_blocks - 1)
-            blocked = labelled.withColumn(
-                "block",
-                F.explode(
-                    F.array_distinct(
-                        F.transform(F.sequence(first, last), lambda e: (e - 1) % ell_blocks)
-                    )
-                ),
-            )  # -> (user_id, item, lo, hi, offset, component, block): ℓ ≡ block + 1 mod B
-            solved = (
-                blocked.groupBy("component", "block")
-                .applyInPandas(_solve_group_fn(ell_blocks), "ell int, value long")
-                .groupBy(ELL)
-                .agg(F.sum("value").alias("value"))
-                .localCheckpoint()
-            )  # -> (ell, value)
-            pieces.append(solved)
+        if stats["core_rows"]:
+            if stats["core_rows"] >= components_min_rows:
+                with timer.stage("dc components"):
+                    person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
+                    item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
+                    graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
+                    labels = cache.persist(connected_components(graph, cache, method=components))
+                    # -> (vertex, component)
+                    labelled = core.join(
+                        labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")
+                    ).drop("pv")  # -> (user_id, item, lo, hi, offset, component)
+                    stats["components"] = labels.select("component").distinct().count()
+            else:
+                labelled = core.withColumn("component", F.lit(0).cast("long"))
+                stats["components"] = "not split"
+            with timer.stage("dc solve"):
+                first = F.col(LO)
+                last = F.least(F.col(HI), F.col(LO) + ell_blocks - 1)
+                blocked = labelled.withColumn(
+                    "block",
+                    F.explode(
+                        F.array_distinct(
+                            F.transform(F.sequence(first, last), lambda e: (e - 1) % ell_blocks)
+                        )
+                    ),
+                )  # -> (user_id, item, lo, hi, offset, component, block): ℓ ≡ block + 1 mod B
+                solved = cache.persist(
+                    blocked.groupBy("component", "block")
+                    .applyInPandas(_solve_group_fn(ell_blocks), "ell int, value long")
+                    .groupBy(ELL)
+                    .agg(F.sum("value").alias("value"))
+                )  # -> (ell, value)
+                pieces.append(solved)
 
-    with timer.stage("dc curve"):
-        curve = covered
-        if pieces:
-            total = pieces[0]
-            for p in pieces[1:]:
-                total = total.unionByName(p)
-            curve = curve + per_ell_sums(total, ell_max)["value"]
-    fr.unpersist()
-    rows.unpersist()
-    core.unpersist()
+        with timer.stage("dc curve"):
+            curve = covered
+            if pieces:
+                total = pieces[0]
+                for p in pieces[1:]:
+                    total = total.unionByName(p)
+                curve = curve + per_ell_sums(total, ell_max)["value"]
     return CurveResult(curve=curve, stats=stats)
 
 

@@ -15,28 +15,39 @@ Each ratio (a_i − a_j)/(Δ_i + Δ_j) moves by at most 1 between neighbours, so
 P[q_î ≥ max_j (q_j − Δ_j·(4/ε_g)·ln(m/β))] ≥ 1 − β.
 
 The scores and probabilities are private (they are functions of the data): never log them.
-Sampling goes through :class:`spark_dp.randomness.DriverNoise` (log-sum-exp normalized).
+The release samples with exact rational scores and the exact exponential mechanism
+(:func:`gem_select`); the floating-point :func:`gem_scores` and :func:`gem_probabilities` serve
+tests and the NON-PRIVATE debug file.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from spark_dp.checks import check_epsilon, check_positive
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import DriverNoise
 
-__all__ = ["gem_probabilities", "gem_scores", "gem_select", "gem_threshold"]
+__all__ = [
+    "gem_probabilities",
+    "gem_scores",
+    "gem_scores_exact",
+    "gem_select",
+    "gem_threshold",
+]
 
 _NAIVE_MAX = 5000  # the naive O(m²) scores are used up to this m ("auto")
 _BLOCK = 512
 
 
 def _check(
-    q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float
+    q: ArrayLike | Sequence[Any], sens: ArrayLike | Sequence[Any], epsilon: float, beta: float
 ) -> tuple[np.ndarray, np.ndarray]:
     scores = np.asarray(q, dtype=float)
     deltas = np.asarray(sens, dtype=float)
@@ -140,14 +151,82 @@ def gem_probabilities(q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float
     return w / w.sum()
 
 
+def _rational(x: Fraction | int | float | np.number) -> Fraction:
+    """The exact rational value of a Python or numpy number (numpy scalars become Python
+    numbers first, so the arithmetic is on unbounded integers)."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, int | np.integer):
+        return Fraction(int(x))
+    return Fraction(float(x))
+
+
+def gem_scores_exact(
+    q: Sequence[Fraction | int | float] | NDArray[Any],
+    sens: Sequence[int | float] | NDArray[Any],
+    epsilon: float,
+    beta: float,
+) -> list[Fraction]:
+    """The normalized GEM scores s_i in exact rational arithmetic (O(m log m), hull method).
+
+    Every input is turned into the rational number it holds (a float is a dyadic rational), and
+    s_i = min_j (a_i − a_j)/(Δ_i + Δ_j), a_i = q_i − t·Δ_i, is computed without rounding, so its
+    sensitivity is exactly 1: no floating-point error can move a score by more than one unit
+    between neighbours. t may be any public constant (it only affects utility): it is the
+    rational value of the float :func:`gem_threshold`.
+    """
+    m = len(_check(q, sens, epsilon, beta)[0])
+    t = Fraction(gem_threshold(m, epsilon, beta))
+    d = [_rational(x) for x in sens]
+    a = [_rational(x) - t * di for x, di in zip(q, d, strict=True)]
+    order = sorted(range(len(a)), key=lambda j: (d[j], a[j]))
+    hull: list[int] = []
+    for j in order:
+        if hull and d[hull[-1]] == d[j]:
+            hull.pop()  # equal slopes: keep the larger intercept (j comes later)
+        while len(hull) >= 2:
+            h1, h2 = hull[-2], hull[-1]
+            if (a[j] - a[h1]) * (d[h2] - d[h1]) >= (a[h2] - a[h1]) * (d[j] - d[h1]):
+                hull.pop()  # h2 never attains the maximum of the lines
+            else:
+                break
+        hull.append(j)
+    breaks = [
+        (a[hull[k]] - a[hull[k + 1]]) / (d[hull[k + 1]] - d[hull[k]]) for k in range(len(hull) - 1)
+    ]
+    out = []
+    for i in range(len(a)):
+        lo, hi = 0, len(breaks)
+        while lo < hi:  # first piece whose right breakpoint has φ_i ≤ 0 (see _scores_hull)
+            mid = (lo + hi) // 2
+            x = breaks[mid]
+            h = hull[mid]
+            if a[i] - d[i] * x - (a[h] + d[h] * x) > 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = hull[lo]
+        out.append((a[i] - a[j]) / (d[i] + d[j]))
+    return out
+
+
 def gem_select(
-    q: ArrayLike, sens: ArrayLike, epsilon: float, beta: float, noise: DriverNoise
+    q: Sequence[Fraction | int | float] | NDArray[Any],
+    sens: Sequence[int | float] | NDArray[Any],
+    epsilon: float,
+    beta: float,
+    noise: DriverNoise,
 ) -> int:
-    """Index î sampled by GEM at budget ε_g = ``epsilon`` (ε_g-DP).
+    """Index î sampled by GEM at budget ε_g = ``epsilon`` (ε_g-DP), exactly.
+
+    P[î = i] ∝ exp(ε_g·s_i/2) with the exact scores of :func:`gem_scores_exact`, sampled by the
+    exact exponential mechanism of :mod:`spark_dp.randomness` (rational arithmetic, no
+    floating-point exp: Ilvento 2020's attack has nothing to use).
 
     Args:
         q, sens, epsilon, beta: as in :func:`gem_scores`.
         noise: the driver noise stream (``randomness.child(...).driver()``).
     """
-    z = epsilon * gem_scores(q, sens, epsilon, beta) / 2.0
-    return noise.categorical(z)
+    scores = gem_scores_exact(q, sens, epsilon, beta)
+    half_epsilon = Fraction(epsilon) / 2
+    return noise.exponential_mechanism([-half_epsilon * s for s in scores])

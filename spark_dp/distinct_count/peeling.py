@@ -28,14 +28,14 @@ Every count here is private: functions return DataFrames and the caller aggregat
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
+from spark_dp.caching import CacheScope
 from spark_dp.io import ITEM, USER_ID
 
 if TYPE_CHECKING:
@@ -63,13 +63,11 @@ class FirstRound:
             covers; :meth:`covered` turns them into the counts. Private.
         rows: (user_id, item, lo, hi, offset): the surviving edges; edge alive for
             lo ≤ ℓ ≤ hi, where its person has capacity ℓ − offset.
-        cached: the intermediate tables :func:`first_round` persisted (see :meth:`unpersist`).
     """
 
     events: DataFrame
     rows: DataFrame
     ell_max: int
-    cached: list[DataFrame] = field(default_factory=list)
 
     def covered(self) -> NDArray[np.int64]:
         """Items covered by the first round at ℓ = 1..ℓ_max (int64 array; private).
@@ -78,11 +76,6 @@ class FirstRound:
         """
         sums = per_ell_sums(self.events, self.ell_max, ("slope", "jump"))
         return np.cumsum(np.cumsum(sums["slope"]) + sums["jump"])
-
-    def unpersist(self) -> None:
-        """Release the cached intermediate tables."""
-        for df in self.cached:
-            df.unpersist()
 
 
 def ell_range(spark: SparkSession, ell_max: int) -> DataFrame:
@@ -115,23 +108,23 @@ def per_ell_sums(
     return out
 
 
-def first_round(pairs: DataFrame, ell_max: int) -> FirstRound:
+def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound:
     """Apply R1 and R2 once, for every ℓ = 1..ℓ_max simultaneously (see the module docstring).
 
     Args:
         pairs: distinct (user_id, item) pairs.
         ell_max: ℓ_max.
+        cache: where the per-edge statistics both outputs read are kept.
 
     Returns:
-        :class:`FirstRound`; the per-edge statistics both outputs read are persisted.
+        :class:`FirstRound`.
     """
-    from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     by_user, by_item = Window.partitionBy(USER_ID), Window.partitionBy(ITEM)
     one = F.lit(1)
-    edges = (
+    edges = cache.persist(
         pairs.select(
             USER_ID,
             ITEM,
@@ -145,7 +138,6 @@ def first_round(pairs: DataFrame, ell_max: int) -> FirstRound:
             (F.min(USER_ID).over(by_item) == F.col(USER_ID)).alias("item_rep"),
         )
         .withColumn("private", F.sum((F.col("holders") == 1).cast("int")).over(by_user))
-        .persist(StorageLevel.MEMORY_AND_DISK)
     )  # -> (user_id, item, deg, person_rep, holders, min_deg, item_rep, private); *_rep marks
     #      one row per person / per item
 
@@ -192,7 +184,7 @@ def first_round(pairs: DataFrame, ell_max: int) -> FirstRound:
         )
         .where(F.col(LO) <= F.col(HI))
     )  # -> (user_id, item, lo, hi, offset)
-    return FirstRound(events=events, rows=rows, ell_max=ell_max, cached=[edges])
+    return FirstRound(events=events, rows=rows, ell_max=ell_max)
 
 
 def explode_rows(rows: DataFrame) -> DataFrame:
@@ -206,7 +198,7 @@ def explode_rows(rows: DataFrame) -> DataFrame:
 
 
 def peel_rounds(
-    cur: DataFrame, max_rounds: int, *, log: logging.Logger | None = None
+    cur: DataFrame, max_rounds: int, cache: CacheScope
 ) -> tuple[list[DataFrame], DataFrame, int]:
     """Run R1/R2 on each ℓ separately, to a fixpoint or ``max_rounds`` rounds.
 
@@ -214,17 +206,19 @@ def peel_rounds(
         cur: (ell, user_id, item, cap) rows; cap is the person's capacity at that ℓ (the same
             on all its rows of that ℓ).
         max_rounds: round cap (stopping early is safe: every state is exact).
-        log: optional logger for per-round row counts (never values).
+        cache: checkpoints each round's tables (cutting the plans that grow with the rounds);
+            the covered counts read them.
 
     Returns:
         (covered, core, rounds): covered is a list of (ell, covered) DataFrames (one per
-        round, over checkpointed data, private), core the remaining (ell, user_id, item, cap) rows
-        (checkpointed) and rounds the number of rounds run.
+        round, over checkpointed data, private), core the remaining (ell, user_id, item, cap)
+        rows (checkpointed) and rounds the number of rounds run. Row counts stay internal
+        (private).
     """
     from pyspark.sql import functions as F
 
     covered: list[DataFrame] = []
-    cur = cur.localCheckpoint()
+    cur = cache.persist(cur)
     rows = cur.count()
     rounds = 0
     while rows and rounds < max_rounds:
@@ -234,7 +228,7 @@ def peel_rounds(
         )  # -> (ell, user_id, deg, cap)
         hold = cur.groupBy(ELL, ITEM).agg(F.count(F.lit(1)).alias("holders"))
         # -> (ell, item, holders)
-        t = cur.drop(CAP).join(pdeg, [ELL, USER_ID]).join(hold, [ELL, ITEM]).localCheckpoint()
+        t = cache.checkpoint(cur.drop(CAP).join(pdeg, [ELL, USER_ID]).join(hold, [ELL, ITEM]))
         # -> (ell, item, user_id, deg, cap, holders)
         is_light = F.col("deg") <= F.col(CAP)
         light_items = t.where(is_light).select(ELL, ITEM).distinct()  # -> (ell, item)
@@ -248,8 +242,8 @@ def peel_rounds(
             light_items.groupBy(ELL)
             .agg(F.count(F.lit(1)).alias("covered"))
             .unionByName(take.groupBy(ELL).agg(F.sum("take").alias("covered")))
-        )  # -> (ell, covered); lazy, over the checkpointed t
-        nxt = (
+        )  # -> (ell, covered); lazy, over the cached t
+        nxt = cache.checkpoint(
             t.where(~is_light & (F.col("holders") >= 2))
             .join(light_items, [ELL, ITEM], "left_anti")
             .join(take, [ELL, USER_ID], "left")
@@ -260,11 +254,8 @@ def peel_rounds(
                 (F.col(CAP) - F.coalesce(F.col("take"), F.lit(0))).cast("int").alias(CAP),
             )
             .where(F.col(CAP) > 0)
-            .localCheckpoint()
         )  # -> (ell, user_id, item, cap)
         new_rows = nxt.count()
-        if log is not None:
-            log.info("peeling round %d: %d -> %d (ell, person, item) rows", rounds, rows, new_rows)
         covered.append(step)
         cur = nxt
         if new_rows == rows:  # no rule applied anywhere: fixpoint

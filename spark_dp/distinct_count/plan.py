@@ -4,7 +4,7 @@ Knop & Steinke 2023, Algorithm 1 lines 9–15 (Algorithm 2 lines 8–12) and Lem
 distinct_count.md §3.5. The release spends ε in two steps, in this order:
 
     ε_select = ε·SELECT_FRACTION      GEM choice of ℓ̂            (:class:`GemSelection`)
-    ε_count  = ε − ε_select           noisy count of c(D; ℓ̂)      (:class:`LaplaceRelease`)
+    ε_count  = ε − ε_select           noisy count of c(D; ℓ̂)      (:class:`DiscreteLaplaceRelease`)
 
 so (ℓ̂, ν̂) is ε-DP by sequential composition. This module is the only place that split is
 made; everything else (the release, the report) reads it from the plan's calibration objects.
@@ -18,12 +18,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
-from spark_dp.distinct_count.calibration import CountCalibration, GemSelection, LaplaceRelease
+from spark_dp.checks import check_choice, check_epsilon, check_int_at_least, check_probability
+from spark_dp.distinct_count.calibration import (
+    CountCalibration,
+    DiscreteLaplaceRelease,
+    GemSelection,
+    LaplaceRelease,
+)
 from spark_dp.errors import ParameterError
 from spark_dp.report import Step
 
 __all__ = [
+    "NOISES",
     "SELECT_FRACTION",
     "DistinctCountPlan",
     "plan_release",
@@ -32,6 +38,13 @@ __all__ = [
 
 #: Share of ε spent by GEM on choosing ℓ; the rest goes to the count (Algorithm 1: ½).
 SELECT_FRACTION = 0.5
+
+#: The noise kinds of the count: the exact discrete Laplace (the job's, hardened) and the
+#: paper's continuous Laplace (floating point; for the paper's figures and comparisons).
+NOISES: dict[str, type[DiscreteLaplaceRelease] | type[LaplaceRelease]] = {
+    "discrete-laplace": DiscreteLaplaceRelease,
+    "laplace": LaplaceRelease,
+}
 
 _SELECT_LABEL = "GEM selection of the contribution bound ℓ"
 
@@ -64,7 +77,7 @@ class DistinctCountPlan:
             Step(f"{self.count.mechanism} release of c(D; ℓ̂)", self.count),
         )
 
-    def scores(self, curve: NDArray[np.int64]) -> NDArray[np.float64]:
+    def scores(self, curve: NDArray[np.int64]) -> NDArray[np.float64] | NDArray[np.int64]:
         """q_ℓ = c(D; ℓ) − shift(ℓ), ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2). Private.
 
         The shift is the count step's, so q_ℓ is the expected lower bound if ℓ were chosen.
@@ -94,15 +107,22 @@ def require_epsilon(epsilon: float | None) -> float:
 
 
 def plan_release(
-    epsilon: float, beta: float, ell_max: int, *, method: str = "exact"
+    epsilon: float,
+    beta: float,
+    ell_max: int,
+    *,
+    method: str = "exact",
+    noise: str = "discrete-laplace",
 ) -> DistinctCountPlan:
-    """Split ε into the GEM choice and the Laplace count (spec §3.5).
+    """Split ε into the GEM choice and the discrete-Laplace count (spec §3.5, §8.4).
 
     Args:
         epsilon: total budget ε > 0.
         beta: failure probability of the lower bound, in (0, ½).
         ell_max: ℓ_max ≥ 1, public and chosen without looking at the data.
         method: the curve method, recorded in the plan and the release.
+        noise: the count's noise (:data:`NOISES`): ``discrete-laplace`` (exact, the default) or
+            ``laplace`` (the paper's continuous noise, not hardened).
 
     Returns:
         :class:`DistinctCountPlan`.
@@ -110,6 +130,7 @@ def plan_release(
     epsilon = check_epsilon(epsilon)
     beta = check_probability("beta", beta, low=0.0, high=0.5)
     check_int_at_least("ell_max", ell_max, 1)
+    count = NOISES[check_choice("noise", noise, NOISES)]
     epsilon_select = epsilon * SELECT_FRACTION
     epsilon_count = epsilon - epsilon_select
     return DistinctCountPlan(
@@ -118,5 +139,5 @@ def plan_release(
         beta=beta,
         ell_max=ell_max,
         select=GemSelection(epsilon_select, beta, ell_max),
-        count=LaplaceRelease(epsilon_count, beta),
+        count=count(epsilon_count, beta),
     )

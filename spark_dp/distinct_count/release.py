@@ -44,11 +44,11 @@ class DPResult:
 
     Attributes:
         ell: ℓ̂, the privately selected contribution bound.
-        lower_bound: ν̂, a lower bound on DC(D) with probability ≥ 1 − β.
+        lower_bound: ν̂, a lower bound on DC(D) with probability ≥ 1 − β (an integer).
         lower_bound_clamped: max(0, ν̂), still a 1 − β lower bound.
-        estimate: ν̂ + shift = DC(D; ℓ̂) + Lap(2ℓ̂/ε), un-shifted (not a lower bound).
-        shift: (ℓ̂/ε_count)·ln(1/(2β)), subtracted from the noisy count.
-        noise_scale: Laplace scale ℓ̂/ε_count = 2ℓ̂/ε.
+        estimate: ν̂ + shift = DC(D; ℓ̂) + X, un-shifted (not a lower bound).
+        shift: the count step's lower-bound shift at ℓ̂, subtracted from the noisy count.
+        noise_scale: the noise scale ℓ̂/ε_count = 2ℓ̂/ε.
         epsilon, epsilon_select, epsilon_count: total budget and its two shares.
         beta: failure probability of the lower bound (also used in GEM's t).
         ell_max: ℓ_max; the candidates are 1..ℓ_max.
@@ -56,10 +56,10 @@ class DPResult:
     """
 
     ell: int
-    lower_bound: float
-    lower_bound_clamped: float
-    estimate: float
-    shift: float
+    lower_bound: int | float
+    lower_bound_clamped: int | float
+    estimate: int | float
+    shift: int | float
     noise_scale: float
     epsilon: float
     epsilon_select: float
@@ -89,16 +89,20 @@ def check_curve(curve: ArrayLike) -> NDArray[np.int64]:
     return c.astype(np.int64)
 
 
-def utility_scores(curve: ArrayLike, epsilon: float, beta: float) -> NDArray[np.float64]:
-    """q_ℓ = c(D; ℓ) − (2ℓ/ε)·ln(1/(2β)) for ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2)."""
+def utility_scores(
+    curve: ArrayLike, epsilon: float, beta: float, *, noise: str = "discrete-laplace"
+) -> NDArray[np.float64] | NDArray[np.int64]:
+    """q_ℓ = c(D; ℓ) − shift(ℓ) for ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2, §8.4)."""
     c = check_curve(curve)
-    return plan_release(epsilon, beta, len(c)).scores(c)
+    return plan_release(epsilon, beta, len(c), noise=noise).scores(c)
 
 
-def selection_probabilities(curve: ArrayLike, epsilon: float, beta: float) -> NDArray[np.float64]:
+def selection_probabilities(
+    curve: ArrayLike, epsilon: float, beta: float, *, noise: str = "discrete-laplace"
+) -> NDArray[np.float64]:
     """P[ℓ̂ = ℓ] for ℓ = 1..ℓ_max: GEM at ε/2 on q with Δ_ℓ = ℓ (private; tests and debug)."""
     c = check_curve(curve)
-    plan = plan_release(epsilon, beta, len(c))
+    plan = plan_release(epsilon, beta, len(c), noise=noise)
     return plan.select.probabilities(plan.scores(c))
 
 
@@ -111,7 +115,7 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
     Args:
         curve: c(D; ℓ) for ℓ = 1..``plan.ell_max`` (exact DC or the greedy curve).
         plan: the calibration (:func:`~spark_dp.distinct_count.plan.plan_release`).
-        randomness: GEM and the count noise use its child streams ``gem`` and ``laplace``.
+        randomness: GEM and the count noise use its child streams ``gem`` and ``count noise``.
 
     Returns:
         :class:`DPResult`.
@@ -124,13 +128,13 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
     q = plan.scores(c)
     ell = plan.select.choose(q, randomness.child("gem").driver())
     scale = plan.count.scale(ell)  # sensitivity of c(·; ℓ̂) is ℓ̂
-    noise = plan.count.sample(ell, randomness.child("laplace").driver())
-    shift = float(plan.count.shift(ell))
-    nu = float(q[ell - 1]) + noise
+    noise = plan.count.sample(ell, randomness.child("count noise").driver())
+    shift = np.asarray(plan.count.shift(ell)).item()
+    nu = np.asarray(q[ell - 1]).item() + noise
     return DPResult(
         ell=int(ell),
         lower_bound=nu,
-        lower_bound_clamped=max(0.0, nu),
+        lower_bound_clamped=max(0, nu),
         estimate=nu + shift,
         shift=shift,
         noise_scale=scale,
@@ -150,6 +154,7 @@ def dp_distinct_count(
     beta: float = 0.05,
     randomness: Randomness,
     method: str = "exact",
+    noise: str = "discrete-laplace",
 ) -> DPResult:
     """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max (ε-DP; spec §3.5).
 
@@ -163,9 +168,11 @@ def dp_distinct_count(
         beta: failure probability of the lower bound, in (0, ½).
         randomness: the job's randomness; GEM and the Laplace noise use their own child streams.
         method: recorded in the result (``exact`` or ``greedy``).
+        noise: the count's noise (``discrete-laplace``, exact, or the paper's ``laplace``).
 
     Returns:
         :class:`DPResult`.
     """
     c = check_curve(curve)
-    return release_curve(c, plan_release(epsilon, beta, len(c), method=method), randomness)
+    plan = plan_release(epsilon, beta, len(c), method=method, noise=noise)
+    return release_curve(c, plan, randomness)

@@ -7,7 +7,10 @@ Command line (common flags, then the job's own parameters from its parameter dat
     --output PATH         where the job writes its Parquet result, if it has one
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace an existing output (otherwise: exit 2, nothing touched)
-    --seed INT            fixed randomness for tests; flagged "not for production"
+    --noise-key-file PATH the release key: a file of at least 32 random bytes (default: a
+                          fresh key from OS entropy); the same key, input and parameters
+                          give the same release
+    --seed INT            a key derived from a seed, for tests; flagged "not for production"
     --config FILE         YAML/JSON defaults (e.g. conf/<job>.yaml)
     --user-col/--item-col/--record-col NAME   input column names
     --drop-nulls          drop rows with null ids instead of failing
@@ -179,7 +182,17 @@ def build_parser(spec: JobSpec) -> argparse.ArgumentParser:
         help="JSON report path (default: <output>.report.json, or stdout without --output)",
     )
     g.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    g.add_argument("--seed", type=int, default=None, help="fixed seed: NOT for production")
+    keys = g.add_mutually_exclusive_group()
+    keys.add_argument(
+        "--noise-key-file",
+        metavar="PATH",
+        help="file with the release's secret key (>= 32 random bytes, e.g. from a secret "
+        "store); a re-run with the same key, input and parameters is the same release "
+        "(default: a fresh key from OS entropy)",
+    )
+    keys.add_argument(
+        "--seed", type=int, default=None, help="derive the key from a seed: NOT for production"
+    )
     g.add_argument("--config", metavar="FILE", help="YAML/JSON defaults, e.g. conf/<job>.yaml")
     g.add_argument("--user-col", default=USER_ID, help="user/person id column (default user_id)")
     g.add_argument("--item-col", default=ITEM, help="item column (default item)")
@@ -247,9 +260,13 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None) -> int:
             spec.params_cls, file_conf, cli_overrides(args, spec.params_cls)
         )
         check_output_path(getattr(args, "output", None), args.overwrite)
-        randomness = Randomness.create(args.seed)
+        if getattr(args, "noise_key_file", None):
+            randomness = Randomness.from_key_file(args.noise_key_file)
+        else:
+            randomness = Randomness.create(args.seed)
         if randomness.seeded:
-            log.warning("fixed seed %d: reproducible randomness, NOT for production", args.seed)
+            log.warning("key derived from a seed: reproducible noise, NOT for production")
+        log.info("release key %s, fingerprint %s", randomness.mode, randomness.fingerprint)
 
         from pyspark.sql import SparkSession
 

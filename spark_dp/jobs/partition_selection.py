@@ -24,9 +24,9 @@ def _execute(ctx: JobContext) -> str:
     pairs = ctx.load_pairs(dedupe=False, persist=False)
     # -> validated (user_id, item); the cap of every algorithm drops repeated pairs in its
     #    per-user window, so a separate deduplication (a full shuffle) would be wasted
-    selection = select_partitions(pairs, p, ctx.randomness, timer=ctx.timer, validate=False)
-    rows = ctx.write_output(selection.items)
-    selection.fill_report(ctx.report)
+    with select_partitions(pairs, p, ctx.randomness, timer=ctx.timer, validate=False) as selection:
+        rows = ctx.write_output(selection.items)  # from the cache the selection holds
+        selection.fill_report(ctx.report)
     ctx.report.outputs["items"] = ctx.args.output
     return f"{rows} items selected by {p.algorithm}, written to {ctx.args.output}"
 

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
+from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
-from spark_dp.partition_selection.rounds import gaussian_round, single_round
+from spark_dp.partition_selection.rounds import counted_round, gaussian_round, single_round
 from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.partition_selection.weighting import basic_weights, laplace_weights
 from spark_dp.randomness import Randomness
@@ -46,6 +47,7 @@ def run(
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
+    cache: CacheScope | None = None,
 ) -> Selection:
     """Basic: cap at Δ0, w(i) = Σ 1/√d_u, Gaussian noise, keep w̃ ≥ ρ.
 
@@ -54,19 +56,22 @@ def run(
         plan: from :func:`plan`.
         randomness: the job's randomness (capping and noise use their own child streams).
         timer: stage logger.
+        cache: where the run keeps what it reuses (handed to the :class:`Selection`).
 
     Returns:
         the :class:`Selection` (one round).
     """
     step = plan.steps[0]
+    cache = cache or CacheScope()
     round_ = single_round(
         pairs,
         max_items=plan.max_items,
         randomness=randomness,
         timer=timer,
-        run=lambda capped, noise: gaussian_round(step, basic_weights(capped), noise),
+        cache=cache,
+        run=lambda capped, noise: gaussian_round(step, basic_weights(capped), noise, cache),
     )
-    return Selection(plan, round_.items, [round_])
+    return Selection(plan, round_.items, [round_], cache=cache)
 
 
 def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
@@ -89,6 +94,7 @@ def run_laplace(
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
+    cache: CacheScope | None = None,
 ) -> Selection:
     """Basic-Laplace: cap at Δ0, w(i) = Σ 1/d_u, Laplace(1/ε) noise, keep w̃ ≥ ρ_Lap.
 
@@ -97,6 +103,7 @@ def run_laplace(
     """
     step = plan.steps[0]
     calibration = plan.calibration(0, LaplaceWeightAndThreshold)
+    cache = cache or CacheScope()
 
     def one_round(capped: DataFrame, noise: Randomness) -> RoundResult:
         items = threshold_items(
@@ -106,9 +113,14 @@ def run_laplace(
             threshold=calibration.rho,
             randomness=noise,
         )
-        return RoundResult.counted(step, items)
+        return counted_round(step, items, cache)
 
     round_ = single_round(
-        pairs, max_items=plan.max_items, randomness=randomness, timer=timer, run=one_round
+        pairs,
+        max_items=plan.max_items,
+        randomness=randomness,
+        timer=timer,
+        cache=cache,
+        run=one_round,
     )
-    return Selection(plan, round_.items, [round_])
+    return Selection(plan, round_.items, [round_], cache=cache)

@@ -25,7 +25,12 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from spark_dp.calibration import gaussian_sigma, laplace_scale
+from spark_dp.calibration import (
+    check_sampler_delta,
+    gaussian_sigma,
+    laplace_scale,
+    sampler_delta_floor,
+)
 from spark_dp.checks import (
     check_delta,
     check_epsilon,
@@ -147,6 +152,7 @@ class WeightAndThreshold:
         """σ for (ε, δ/2) with Δ2 = 1, and ρ for (σ, δ/2, Δ0, h(t) = h_scale/√t)."""
         check_epsilon(epsilon)
         check_delta(delta)
+        check_sampler_delta(delta, epsilon, "gaussian")
         sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=1.0)
         thr = gaussian_threshold(sigma, delta / 2.0, max_items, h_scale)
         return cls(
@@ -167,6 +173,7 @@ class WeightAndThreshold:
             l2_sensitivity=1.0,
             delta_noise=self.delta_noise,
             delta_threshold=self.delta_threshold,
+            sampler_delta_floor=sampler_delta_floor(self.epsilon, "gaussian"),
         )
         return out
 
@@ -190,6 +197,7 @@ class LaplaceWeightAndThreshold:
     def for_budget(cls, epsilon: float, delta: float, max_items: int) -> LaplaceWeightAndThreshold:
         """Scale 1/ε and ρ_Lap for (ε, δ, Δ0)."""
         thr = laplace_weighted_threshold(epsilon, delta, max_items)
+        check_sampler_delta(delta, epsilon, "laplace")
         return cls(
             float(epsilon),
             float(delta),
@@ -209,6 +217,7 @@ class LaplaceWeightAndThreshold:
             "rho": self.rho,
             "argmax_t": self.argmax_t,
             "delta_threshold": self.delta,
+            "sampler_delta_floor": sampler_delta_floor(self.epsilon, "laplace"),
         }
 
     @property

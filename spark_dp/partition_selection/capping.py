@@ -13,8 +13,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
-from spark_dp.partition_selection.joins import small_side
 from spark_dp.randomness import Randomness, hash_column
 
 __all__ = ["cap_user_items", "with_degree"]
@@ -56,16 +56,17 @@ def cap_user_items(pairs: DataFrame, max_items: int, randomness: Randomness) -> 
     )
 
 
-def with_degree(pairs: DataFrame) -> DataFrame:
+def with_degree(pairs: DataFrame, cache: CacheScope) -> DataFrame:
     """Recompute degrees after items were removed from users' sets (no new subsampling).
 
     Args:
         pairs: (user_id, item, ...), already capped.
+        cache: where the per-user counts are kept.
 
     Returns:
         the same rows with ``degree`` = the user's current number of items.
     """
-    counts = small_side(pairs.groupBy(USER_ID).agg(F.count(F.lit(1)).alias(DEGREE)))
+    counts = cache.small_side(pairs.groupBy(USER_ID).agg(F.count(F.lit(1)).alias(DEGREE)))
     # -> (user_id, degree)
     # -> (user_id, item, ..., degree)
     return pairs.drop(DEGREE).join(counts, USER_ID)

@@ -28,12 +28,18 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from scipy import special
 
-from spark_dp.calibration import gaussian_sigma, laplace_scale
+from spark_dp.caching import CacheScope
+from spark_dp.calibration import (
+    check_sampler_delta,
+    gaussian_sigma,
+    laplace_scale,
+    sampler_delta_floor,
+)
 from spark_dp.checks import check_delta, check_epsilon, check_int_at_least, check_positive
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import ITEM, USER_COUNT, WEIGHT
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
-from spark_dp.partition_selection.rounds import single_round
+from spark_dp.partition_selection.rounds import counted_round, single_round
 from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.randomness import Randomness
 from spark_dp.report import Step
@@ -106,6 +112,7 @@ class TruncatedGeometric:
         """The strategy for (ε, δ) and k = ``max_partitions`` items per user."""
         check_epsilon(epsilon)
         d = adjusted_delta(delta, max_partitions)
+        check_sampler_delta(delta, epsilon, "laplace")
         e = epsilon / max_partitions
         n1 = 1 + math.floor(math.log1p(math.tanh(e / 2.0) * (1.0 / d - 1.0)) / e)
         p1 = _tg_low(n1, e, d)
@@ -127,6 +134,7 @@ class TruncatedGeometric:
         """JSON-ready description (public constants)."""
         out = asdict(self)
         out["mechanism"] = "truncated geometric partition selection"
+        out["sampler_delta_floor"] = sampler_delta_floor(self.epsilon, "laplace")
         return out
 
 
@@ -178,6 +186,7 @@ class LaplaceThresholding:
     @classmethod
     def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> LaplaceThresholding:
         """Scale k/ε and the threshold for (ε, δ, k)."""
+        check_sampler_delta(delta, epsilon, "laplace")
         return cls(
             float(epsilon),
             float(delta),
@@ -189,7 +198,11 @@ class LaplaceThresholding:
     def to_report(self) -> dict[str, Any]:
         """JSON-ready description (public constants)."""
         out = asdict(self)
-        out.update(mechanism="laplace count thresholding", l1_sensitivity=self.max_partitions)
+        out.update(
+            mechanism="laplace count thresholding",
+            l1_sensitivity=self.max_partitions,
+            sampler_delta_floor=sampler_delta_floor(self.epsilon, "laplace"),
+        )
         return out
 
 
@@ -236,6 +249,7 @@ class GaussianThresholding:
         check_epsilon(epsilon)
         check_delta(delta)
         check_int_at_least("max_partitions", max_partitions, 1)
+        check_sampler_delta(delta, epsilon, "gaussian")
         sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=math.sqrt(max_partitions))
         threshold = gaussian_thresholding_threshold(sigma, delta / 2.0, max_partitions)
         return cls(
@@ -254,6 +268,7 @@ class GaussianThresholding:
         out.update(
             mechanism="gaussian count thresholding",
             l2_sensitivity=math.sqrt(self.max_partitions),
+            sampler_delta_floor=sampler_delta_floor(self.epsilon, "gaussian"),
         )
         return out
 
@@ -321,6 +336,7 @@ def run(
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
+    cache: CacheScope | None = None,
 ) -> Selection:
     """Cap at k items per user, count users per item, keep items by the plan's strategy.
 
@@ -329,12 +345,14 @@ def run(
         plan: from :func:`planner` (one step whose calibration is the strategy).
         randomness: the job's randomness.
         timer: stage logger.
+        cache: where the run keeps what it reuses (handed to the :class:`Selection`).
 
     Returns:
         the :class:`Selection` (one step).
     """
     step = plan.steps[0]
     calibration = step.calibration
+    cache = cache or CacheScope()
 
     def one_round(capped: DataFrame, noise: Randomness) -> RoundResult:
         counts = capped.groupBy(ITEM).agg(F.count(F.lit(1)).cast("double").alias(USER_COUNT))
@@ -360,9 +378,14 @@ def run(
             )
         else:
             raise TypeError(f"not a count-thresholding strategy: {type(calibration).__name__}")
-        return RoundResult.counted(step, items)
+        return counted_round(step, items, cache)
 
     round_ = single_round(
-        pairs, max_items=plan.max_items, randomness=randomness, timer=timer, run=one_round
+        pairs,
+        max_items=plan.max_items,
+        randomness=randomness,
+        timer=timer,
+        cache=cache,
+        run=one_round,
     )
-    return Selection(plan, round_.items, [round_])
+    return Selection(plan, round_.items, [round_], cache=cache)

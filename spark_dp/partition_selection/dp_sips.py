@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
+from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import with_degree
 from spark_dp.partition_selection.columns import ITEM, USER_ID
-from spark_dp.partition_selection.joins import small_side
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
 from spark_dp.partition_selection.weighting import basic_weights
@@ -57,6 +57,7 @@ def run(
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
+    cache: CacheScope | None = None,
 ) -> Selection:
     """DP-SIPS over the plan's rounds (e.g. split [0.1, 0.9] or [0.05, 0.15, 0.8]).
 
@@ -67,18 +68,20 @@ def run(
         randomness: the job's randomness (round r caps with child("capping", r) and draws
             noise from child("noise", r)).
         timer: stage logger.
+        cache: where the run keeps what it reuses (handed to the :class:`Selection`).
 
     Returns:
         the :class:`Selection`; its items are the disjoint union of the rounds' items.
     """
     timer = default_timer(timer)
+    cache = cache or CacheScope()
     max_items = plan.max_items
     recap_each_round = bool(plan.options["recap_each_round"])
     rounds: list[RoundResult] = []
     found: DataFrame | None = None
     first_cap: DataFrame | None = None
     for r, step in enumerate(plan.steps, start=1):
-        done = None if found is None else small_side(found)
+        done = None if found is None else cache.small_side(found)
         if done is None or recap_each_round or first_cap is None:
             remaining = pairs if done is None else pairs.join(done, ITEM, "left_anti")
             # -> (user_id, item): the users' sets without the items found so far
@@ -88,21 +91,27 @@ def run(
                 max_items,
                 randomness.child("capping", r),
                 timer,
+                cache,
                 stage=f"cap {r}",
                 reuse=reuse,
             )
             if reuse:
                 first_cap = capped
         else:
-            capped = with_degree(first_cap.join(done, ITEM, "left_anti").select(USER_ID, ITEM))
+            capped = with_degree(
+                first_cap.join(done, ITEM, "left_anti").select(USER_ID, ITEM), cache
+            )
             # -> (user_id, item, degree), the round-1 cap without the found items
         with timer.stage(f"round {r}") as info:
-            round_ = gaussian_round(step, basic_weights(capped), randomness.child("noise", r))
+            round_ = gaussian_round(
+                step, basic_weights(capped), randomness.child("noise", r), cache
+            )
             info["output_items"] = round_.output_items
         rounds.append(round_)
         found = round_.items if found is None else found.unionByName(round_.items)
         # -> (item): every item found so far
     if first_cap is not None:
-        first_cap.unpersist()
-    assert found is not None  # the plan has at least one round (split is non-empty)
-    return Selection(plan, found, rounds)
+        cache.drop(first_cap)
+    if found is None:
+        raise ValueError("a DP-SIPS plan has at least one round")
+    return Selection(plan, found, rounds, cache=cache)

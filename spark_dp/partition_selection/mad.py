@@ -20,7 +20,7 @@ Shuffles (spec §4.1 S2-S4): w_init (item), e_u (the truncated items joined onto
 pairs, then user), e_u joined back (user), final sum (item). The sums are partial
 aggregations, so only partial sums cross the network, and the two joins broadcast their small
 side (truncated items; per-user excess) when it fits
-(:func:`~spark_dp.partition_selection.joins.small_side`), so the pairs themselves are never
+(:meth:`~spark_dp.caching.CacheScope.small_side`), so the pairs themselves are never
 shuffled on data of up to a million users.
 """
 
@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import MadConstants, MadRound
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
-from spark_dp.partition_selection.joins import small_side
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
 from spark_dp.partition_selection.weighting import unbiased_user_weights
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["max_adaptive_degree", "plan", "run"]
 
 
-def max_adaptive_degree(pairs: DataFrame, constants: MadConstants) -> DataFrame:
+def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheScope) -> DataFrame:
     """MAD item weights (see the module docstring for the maths).
 
     Args:
@@ -55,6 +55,7 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants) -> DataFrame:
             UserWeights (1/√d when unbiased, see
             :func:`~spark_dp.partition_selection.weighting.unbiased_user_weights`).
         constants: τ, α, d_max, d_lo of the round.
+        cache: where the truncated items and the per-user excess are kept.
 
     Returns:
         (item, weight_private), one row per item of ``pairs``. Private: never log or write it.
@@ -68,13 +69,13 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants) -> DataFrame:
 
     w_init = adaptive_pairs.groupBy(ITEM).agg(F.sum(1.0 / degree).alias("_w_init"))
     # -> (item, _w_init)
-    excess = small_side(
+    excess = cache.small_side(
         w_init.where(F.col("_w_init") > c.tau).select(
             ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")
         )
     )
     # -> (item, _r): only the items truncated at τ, where r(i) > 0 (at most n/τ rows)
-    user_excess = small_side(
+    user_excess = cache.small_side(
         adaptive_pairs.join(excess, ITEM)
         .groupBy(USER_ID)
         .agg(F.sum(F.col("_r") / degree).alias("_e"))
@@ -120,6 +121,7 @@ def run(
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
+    cache: CacheScope | None = None,
 ) -> Selection:
     """Single-round unbiased MAD: WeightAndThreshold with ALG = MAD(τ = ρ + βσ), h(t) = 1/√t.
 
@@ -131,17 +133,23 @@ def run(
         plan: from :func:`plan`.
         randomness: the job's randomness.
         timer: stage logger.
+        cache: where the run keeps what it reuses (handed to the :class:`Selection`).
     """
     step = plan.steps[0]
     constants = plan.calibration(0, MadRound).constants
+    cache = cache or CacheScope()
     round_ = single_round(
         pairs,
         max_items=plan.max_items,
         randomness=randomness,
         timer=timer,
+        cache=cache,
         run=lambda capped, noise: gaussian_round(
-            step, max_adaptive_degree(unbiased_user_weights(capped), constants), noise
+            step,
+            max_adaptive_degree(unbiased_user_weights(capped), constants, cache),
+            noise,
+            cache,
         ),
         reuse=True,  # the truncated items are computed in a query of their own
     )
-    return Selection(plan, round_.items, [round_])
+    return Selection(plan, round_.items, [round_], cache=cache)

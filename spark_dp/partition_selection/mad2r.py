@@ -4,7 +4,7 @@ Chen et al. 2025, Alg. 5 (ICML, App. A) / Alg. 4 (arXiv); spec partition_selecti
 
 1. Cap every user once at Δ0 (reused by both rounds).
 2. Round 1, budget (ε1, δ1): unbiased MAD, σ1 for (ε1, δ1/2), ρ1 for δ1/2 and h(t) = 1/√t;
-   w̃1 = w1 + N(0, σ1²) is materialized exactly once, kept internally and never released;
+   w̃1 = w1 + N(0, σ1²) is kept internally and never released;
    U1 = {i : w̃1(i) ≥ ρ1}.
 3. Round 2, budget (ε2, δ2): ρ2 for δ2/2 and h(t) = b_max/√t. Every user drops the items of
    U1 and the hopeless items U_low = {i : w̃1(i) + C_ub·σ1 < ρ2}; the others get the bias
@@ -22,18 +22,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import MadRound
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
-from spark_dp.partition_selection.joins import small_side
 from spark_dp.partition_selection.mad import max_adaptive_degree
-from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
-from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
+from spark_dp.partition_selection.result import Selection, SelectionPlan
+from spark_dp.partition_selection.rounds import (
+    capped_input,
+    counted_round,
+    default_timer,
+    gaussian_round,
+)
 from spark_dp.partition_selection.thresholding import noisy_weights, select_above
 from spark_dp.partition_selection.user_weights import user_weights
 from spark_dp.partition_selection.weighting import unbiased_user_weights
@@ -54,22 +58,24 @@ def round_two_items(
     rho2: float,
     c_lb: float,
     c_ub: float,
+    cache: CacheScope,
 ) -> tuple[DataFrame, DataFrame]:
     """What round 1's noisy weights decide for round 2 (Alg. 5 lines 10-14 ICML).
 
     Removed: U1 (w̃1 ≥ ρ1) and U_low (w̃1 + C_ub·σ1 < ρ2). Biased: the remaining items with
     w̃_lb = max{0, w̃1 − C_lb·σ1} ≥ ρ2 get b(i) = ρ2/w̃_lb(i) ≤ 1. Every other item keeps
     b = 1 (including w̃_lb = 0; spec A6). Both tables are usually small (found, hopeless and
-    popular items): they are materialized and broadcast when small
-    (:func:`~spark_dp.partition_selection.joins.small_side`), so the pairs are not shuffled.
+    popular items): they are cached and broadcast when small
+    (:meth:`~spark_dp.caching.CacheScope.small_side`), so the pairs are not shuffled.
 
     Args:
-        noisy: (item, noisy_weight_private) of round 1, materialized.
+        noisy: (item, noisy_weight_private) of round 1.
         sigma1: σ1.
         rho1: ρ1.
         rho2: ρ2.
         c_lb: C_lb ≥ 0.
         c_ub: C_ub ≥ 0.
+        cache: where both tables are kept.
 
     Returns:
         ((item) removed from every user's set, (item, bias_private) of the biased items).
@@ -81,7 +87,7 @@ def round_two_items(
     # -> (item): U1 and U_low
     biased = noisy.where((w1 < rho1) & (lower >= rho2)).select(ITEM, (rho2 / lower).alias(BIAS))
     # -> (item, bias_private); lower ≥ ρ2 > 0 implies w̃1 + C_ub·σ1 ≥ ρ2, so not removed
-    return small_side(removed), small_side(biased)
+    return cache.small_side(removed), cache.small_side(biased)
 
 
 def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) -> DataFrame:
@@ -147,6 +153,7 @@ def run(
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
+    cache: CacheScope | None = None,
 ) -> Selection:
     """MAD2R (see the module docstring).
 
@@ -155,52 +162,64 @@ def run(
         plan: from :func:`plan` (two MAD rounds, the second with its bias rule).
         randomness: the job's randomness.
         timer: stage logger.
+        cache: where the run keeps what it reuses (handed to the :class:`Selection`).
 
     Returns:
         the :class:`Selection`, two rounds; its items are the union of U1 and U2.
     """
     timer = default_timer(timer)
+    cache = cache or CacheScope()
     step1, step2 = plan.steps
     cal1, cal2 = plan.calibration(0, MadRound), plan.calibration(1, MadRound)
     if cal2.c_lb is None or cal2.c_ub is None:
         raise TypeError("MAD2R's round 2 needs its bias rule (c_lb, c_ub); build it with plan()")
-    capped = capped_input(pairs, plan.max_items, randomness.child("capping", 1), timer)
+    capped = capped_input(pairs, plan.max_items, randomness.child("capping", 1), timer, cache)
 
     with timer.stage("round 1") as info:
-        w1 = max_adaptive_degree(unbiased_user_weights(capped), cal1.constants)
-        noisy1 = noisy_weights(
-            w1, distribution="gaussian", scale=cal1.sigma, randomness=randomness.child("noise", 1)
+        w1 = max_adaptive_degree(unbiased_user_weights(capped), cal1.constants, cache)
+        noisy1 = cache.persist(
+            noisy_weights(
+                w1,
+                distribution="gaussian",
+                scale=cal1.sigma,
+                randomness=randomness.child("noise", 1),
+            )
         )
-        # -> (item, noisy_weight_private), materialized once, internal only
-        u1 = select_above(noisy1, cal1.rho)
-        # -> (item): U1, a filter of the materialized noisy weights (never redrawn)
-        round1 = RoundResult.counted(step1, u1)
+        # -> (item, noisy_weight_private), internal only; cached: three queries read it
+        round1 = counted_round(step1, select_above(noisy1, cal1.rho), cache)
+        # -> (item): U1
         info["output_items"] = round1.output_items
 
-    with timer.stage("round 2 user weights") as info:
+    with timer.stage("round 2 user weights"):
         removed, biased = round_two_items(
-            noisy1, sigma1=cal1.sigma, rho1=cal1.rho, rho2=cal2.rho, c_lb=cal2.c_lb, c_ub=cal2.c_ub
+            noisy1,
+            sigma1=cal1.sigma,
+            rho1=cal1.rho,
+            rho2=cal2.rho,
+            c_lb=cal2.c_lb,
+            c_ub=cal2.c_ub,
+            cache=cache,
         )
-        reduced = round_two_pairs(capped, removed, biased).persist(StorageLevel.MEMORY_AND_DISK)
+        cache.drop(noisy1)
+        reduced = cache.materialize(round_two_pairs(capped, removed, biased))
         # -> (user_id, item, bias_private): S_u without U1 and U_low, cached because
         #    UserWeights reads it three times (per-user sums, SQL users, loop users)
-        info["pairs_kept"] = reduced.count()  # operator-facing row count, never reported
-        capped.unpersist()
+        cache.drop(capped)
         b_min, b_max = cal2.constants.b_min, cal2.constants.b_max
-        weighted = user_weights(reduced, b_min, b_max).persist(StorageLevel.MEMORY_AND_DISK)
+        weighted = cache.materialize(user_weights(reduced, b_min, b_max, cache))
         # -> (user_id, item, degree, user_weight_private), read three times by MAD
-        weighted.count()
-        reduced.unpersist()
+        cache.drop(reduced)
 
     with timer.stage("round 2") as info:
-        w2 = max_adaptive_degree(weighted, cal2.constants)
-        round2 = gaussian_round(step2, w2, randomness.child("noise", 2))
+        w2 = max_adaptive_degree(weighted, cal2.constants, cache)
+        round2 = gaussian_round(step2, w2, randomness.child("noise", 2), cache)
         info["output_items"] = round2.output_items
-    weighted.unpersist()
+    cache.drop(weighted)
     return Selection(
         plan,
-        u1.unionByName(round2.items),
+        round1.items.unionByName(round2.items),
         [round1, round2],
+        cache=cache,
         notes=[
             "Round 1's noisy weights were kept inside the job for round 2 (post-processing of "
             "round 1's release) and were never written out.",

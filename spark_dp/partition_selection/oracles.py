@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spark_dp.calibration import laplace_scale
+from spark_dp.calibration import check_sampler_delta, laplace_scale
 from spark_dp.checks import check_nonnegative
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
@@ -218,6 +218,7 @@ def greedy_update(
     check_nonnegative("beta", beta)
     scale = laplace_scale(epsilon)
     rho = laplace_thresholding_threshold(epsilon, delta, 1)
+    check_sampler_delta(delta, epsilon, "laplace")
     gamma = rho + beta * scale
     lists, names = _user_lists(pairs)
     w = greedy_update_weights(

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql import DataFrame
 
+from spark_dp.caching import CacheScope
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -95,11 +97,6 @@ class RoundResult:
     items: DataFrame
     output_items: int
 
-    @classmethod
-    def counted(cls, step: Step, items: DataFrame) -> RoundResult:
-        """A round whose output count is read from its (materialized) ``items``."""
-        return cls(step, items, items.count())
-
     @property
     def label(self) -> str:
         """The round's label (``round 1``, ...)."""
@@ -129,17 +126,39 @@ class RoundResult:
 class Selection:
     """The result of a private partition selection.
 
+    Its items are cached (they are computed once, then written or shown from the cache); use the
+    selection as a context manager, or call :meth:`release`, to unpersist everything the run
+    cached. Reading the items after that recomputes them with the same values (the noise is
+    keyed).
+
     Attributes:
         plan: the calibration the run used.
         items: (item), the released items (the disjoint union of the rounds' items).
         rounds: one entry per round, in order.
         notes: plain sentences for the privacy report.
+        cache: what the run cached.
     """
 
     plan: SelectionPlan
     items: DataFrame
     rounds: list[RoundResult]
     notes: list[str] = field(default_factory=list)
+    cache: CacheScope = field(default_factory=CacheScope, repr=False)
+
+    def release(self) -> None:
+        """Unpersist everything the run cached."""
+        self.cache.release()
+
+    def __enter__(self) -> Selection:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
 
     @property
     def algorithm(self) -> str:

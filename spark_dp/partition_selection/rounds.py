@@ -1,17 +1,17 @@
-"""Steps shared by the mechanisms: the capped input of a run and one Gaussian round.
+"""Steps shared by the mechanisms: the capped input of a run and one noise-and-threshold round.
 
-Each step logs one line through :class:`~spark_dp.logs.StageTimer` (round label, released item
-count, seconds). Only public or operator-facing numbers are logged: never weights, per-item
-counts, or the size of the item union.
+Each step logs one line through :class:`~spark_dp.logs.StageTimer` (stage name, seconds, and the
+number of items a round released, which is public). Never weights, per-item counts, the size of
+the item union or of any intermediate table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
+from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.calibration import MadRound, WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
@@ -20,7 +20,7 @@ from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
-__all__ = ["capped_input", "default_timer", "gaussian_round", "single_round"]
+__all__ = ["capped_input", "counted_round", "default_timer", "gaussian_round", "single_round"]
 
 
 def default_timer(timer: StageTimer | None) -> StageTimer:
@@ -33,6 +33,7 @@ def capped_input(
     max_items: int,
     randomness: Randomness,
     timer: StageTimer,
+    cache: CacheScope,
     *,
     stage: str = "cap",
     reuse: bool = True,
@@ -44,10 +45,10 @@ def capped_input(
         max_items: Δ0.
         randomness: the capping stream.
         timer: stage logger.
+        cache: where the capped pairs are kept when ``reuse``.
         stage: stage name in the log.
-        reuse: persist the result (and log its size) because several queries read it; the
-            caller then unpersists it. A single reader gets the lazy plan instead, which saves
-            building the cache.
+        reuse: cache the result now, because several queries read it. A single reader gets
+            the lazy plan instead, which saves building the cache.
 
     Returns:
         (user_id, item, degree).
@@ -55,13 +56,20 @@ def capped_input(
     capped = cap_user_items(pairs, max_items, randomness)
     if not reuse:
         return capped
-    with timer.stage(stage, max_items_per_user=max_items) as info:
-        capped = capped.persist(StorageLevel.MEMORY_AND_DISK)
-        info["pairs_kept"] = capped.count()  # operator-facing row count, never reported
-    return capped
+    with timer.stage(stage, max_items_per_user=max_items):
+        return cache.materialize(capped)
 
 
-def gaussian_round(step: Step, weights: DataFrame, randomness: Randomness) -> RoundResult:
+def counted_round(step: Step, items: DataFrame, cache: CacheScope) -> RoundResult:
+    """A round's selected items, cached (the job writes them from the cache) and counted (the
+    count of released items is public)."""
+    kept = cache.persist(items)
+    return RoundResult(step, kept, kept.count())
+
+
+def gaussian_round(
+    step: Step, weights: DataFrame, randomness: Randomness, cache: CacheScope
+) -> RoundResult:
     """Noise N(0, σ²) on every item weight, keep w̃ ≥ ρ (Chen et al. 2025, Alg. 1).
 
     Args:
@@ -70,9 +78,10 @@ def gaussian_round(step: Step, weights: DataFrame, randomness: Randomness) -> Ro
         weights: (item, weight_private) of a weighting with Δ2 ≤ 1 and novel Δ∞(t) ≤ h(t),
             where h is the one the calibration was built for.
         randomness: the round's noise stream.
+        cache: where the selected items are kept.
 
     Returns:
-        the round, with its selected items materialized and counted.
+        the round, with its selected items cached and counted.
     """
     calibration = step.calibration
     if not isinstance(calibration, WeightAndThreshold | MadRound):
@@ -84,7 +93,7 @@ def gaussian_round(step: Step, weights: DataFrame, randomness: Randomness) -> Ro
         threshold=calibration.rho,
         randomness=randomness,
     )
-    return RoundResult.counted(step, items)
+    return counted_round(step, items, cache)
 
 
 def single_round(
@@ -93,6 +102,7 @@ def single_round(
     max_items: int,
     randomness: Randomness,
     timer: StageTimer | None,
+    cache: CacheScope,
     run: Callable[[DataFrame, Randomness], RoundResult],
     reuse: bool = False,
 ) -> RoundResult:
@@ -103,15 +113,18 @@ def single_round(
         max_items: Δ0 (k of the classic strategies).
         randomness: the job's randomness; capping uses child("capping", 1).
         timer: stage logger.
+        cache: where the run keeps what it reuses.
         run: ``run(capped, noise_stream) -> RoundResult`` with capped = (user_id, item,
             degree) and noise_stream = child("noise", 1).
-        reuse: ``run`` reads the capped pairs in more than one query (persist them).
+        reuse: ``run`` reads the capped pairs in more than one query (cache them).
     """
     timer = default_timer(timer)
-    capped = capped_input(pairs, max_items, randomness.child("capping", 1), timer, reuse=reuse)
+    capped = capped_input(
+        pairs, max_items, randomness.child("capping", 1), timer, cache, reuse=reuse
+    )
     with timer.stage("round 1") as info:
         round_ = run(capped, randomness.child("noise", 1))
         info["output_items"] = round_.output_items
     if reuse:
-        capped.unpersist()
+        cache.drop(capped)
     return round_

@@ -13,6 +13,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from spark_dp.caching import CacheScope
 from spark_dp.io import validate_edges
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import ITEM, USER_ID
@@ -59,9 +60,10 @@ def select_partitions(
         item_col: item column of ``pairs`` (when validating).
 
     Returns:
-        the :class:`Selection`: ``items`` (one column ``item``), the per-round public account,
-        and :meth:`~Selection.fill_report` for a privacy report. It never holds weights,
-        per-item counts or the union of items.
+        the :class:`Selection`: ``items`` (one column ``item``, cached), the per-round public
+        account, and :meth:`~Selection.fill_report` for a privacy report. It never holds
+        weights, per-item counts or the union of items. Use it in a ``with`` block (or call
+        ``release()``) to unpersist what the run cached.
 
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
@@ -72,7 +74,14 @@ def select_partitions(
             pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
         )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
     algorithm = REGISTRY[params.algorithm]
-    selection: Selection = algorithm.run(checked, algorithm.plan(params), randomness, timer=timer)
+    cache = CacheScope()
+    try:
+        selection: Selection = algorithm.run(
+            checked, algorithm.plan(params), randomness, timer=timer, cache=cache
+        )
+    except BaseException:
+        cache.release()
+        raise
     return selection
 
 

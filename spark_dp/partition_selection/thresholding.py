@@ -1,9 +1,10 @@
 """Noise and threshold: the last step of every weight-and-threshold round.
 
 Chen et al. 2025, Alg. 1 lines 7-8 (both versions); spec partition_selection.md §2.2, §4.2 S5.
-Every item of the round's union gets independent noise from ``spark_dp.randomness`` (OS
-entropy by default), the items with w̃(i) ≥ ρ are kept, and the noise is dropped. The kept
-items are materialized once, so a later read can never redraw the noise (spec A10).
+Every item of the round's union gets independent noise from ``spark_dp.randomness``, the items
+with w̃(i) ≥ ρ are kept, and the noise is dropped. The noise of an item is a keyed pseudorandom
+function of the item, so every read of the result, and every recomputation Spark makes, sees the
+same noise (spec A10 asks that noise is never redrawn; here it cannot be).
 
 :func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
 repeated draws over fixed weights in statistical checks.
@@ -16,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, WEIGHT
-from spark_dp.randomness import DriverNoise, Randomness, add_noise_column, materialize
+from spark_dp.randomness import DriverNoise, Randomness, add_noise_column
 
 __all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_items"]
 
@@ -24,7 +25,7 @@ __all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_i
 def noisy_weights(
     weights: DataFrame, *, distribution: str, scale: float, randomness: Randomness
 ) -> DataFrame:
-    """w̃(i) = w(i) + noise for every item, materialized exactly once.
+    """w̃(i) = w(i) + noise for every item (deterministic given the round's stream).
 
     Only for rounds whose noisy weights are read again (MAD2R round 1): the result is private
     and must never be written, logged or released (spec §5.1 invariant 10).
@@ -36,21 +37,21 @@ def noisy_weights(
         randomness: the round's own noise stream.
 
     Returns:
-        (item, noisy_weight_private), materialized.
+        (item, noisy_weight_private). Cache it when it is read more than once (for speed).
     """
     noised = add_noise_column(
         weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
     )
     # -> (item, weight_private, _noise)
     # -> (item, noisy_weight_private)
-    return materialize(noised.select(ITEM, (F.col(WEIGHT) + F.col("_noise")).alias(NOISY_WEIGHT)))
+    return noised.select(ITEM, (F.col(WEIGHT) + F.col("_noise")).alias(NOISY_WEIGHT))
 
 
 def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
     """The items with w̃(i) ≥ ρ (``≥``, as in the paper; spec A11).
 
     Args:
-        noisy: (item, noisy_weight_private), materialized.
+        noisy: (item, noisy_weight_private).
         threshold: ρ.
 
     Returns:
@@ -68,7 +69,7 @@ def threshold_items(
     threshold: float,
     randomness: Randomness,
 ) -> DataFrame:
-    """Add noise, keep the items with w̃(i) ≥ ρ, drop the noise; materialize the kept items.
+    """Add noise, keep the items with w̃(i) ≥ ρ, drop the noise.
 
     Args:
         weights: (item, weight_private).
@@ -78,14 +79,14 @@ def threshold_items(
         randomness: the round's own noise stream.
 
     Returns:
-        (item), the selected items, materialized.
+        (item), the selected items.
     """
     noised = add_noise_column(
         weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
     )
     # -> (item, weight_private, _noise)
     # -> (item)
-    return materialize(noised.where(F.col(WEIGHT) + F.col("_noise") >= threshold).select(ITEM))
+    return noised.where(F.col(WEIGHT) + F.col("_noise") >= threshold).select(ITEM)
 
 
 def noisy_threshold_mask(

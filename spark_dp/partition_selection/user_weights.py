@@ -26,6 +26,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import (
     BIAS,
     DEGREE,
@@ -34,7 +35,6 @@ from spark_dp.partition_selection.columns import (
     USER_ID,
     USER_WEIGHT,
 )
-from spark_dp.partition_selection.joins import small_side
 
 __all__ = ["per_user_sums", "user_weights", "user_weights_arrays"]
 
@@ -113,7 +113,7 @@ def per_user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
     return sums.withColumn(NEEDS_LOOP, ~((m > 0) & (d - k <= float(b_max) ** 2 * m)))
 
 
-def user_weights(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
+def user_weights(pairs: DataFrame, b_min: float, b_max: float, cache: CacheScope) -> DataFrame:
     """UserWeights of every user, with degrees recomputed from ``pairs``.
 
     Per-user sums d, K = Σ_biased max(b_min, b)² and m = |S_unbiased| come from one partial
@@ -126,6 +126,7 @@ def user_weights(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
         pairs: (user_id, item, bias_private) with b ∈ (0, 1], 1 = unbiased.
         b_min: minimum bias multiplier in [0.5, 1].
         b_max: maximum bias multiplier ≥ 1.
+        cache: where the per-user sums are kept.
 
     Returns:
         (user_id, item, degree, user_weight_private). Private: never log or write it.
@@ -139,7 +140,7 @@ def user_weights(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
         w = user_weights_arrays(flat, lengths, b_min, b_max)
         return pd.Series(np.split(w, np.cumsum(lengths)[:-1]))
 
-    joined = pairs.join(small_side(per_user_sums(pairs, b_min, b_max)), USER_ID)
+    joined = pairs.join(cache.small_side(per_user_sums(pairs, b_min, b_max)), USER_ID)
     # -> (user_id, item, bias_private, degree, _k, _m, needs_loop)
     d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
     x_biased = F.greatest(F.lit(b_min), F.col(BIAS))

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 from scipy.stats import laplace
 
-from spark_dp.distinct_count.calibration import GemSelection, LaplaceRelease, lower_bound_shift
+from spark_dp.distinct_count.calibration import (
+    DiscreteLaplaceRelease,
+    GemSelection,
+    LaplaceRelease,
+    discrete_lower_bound_shift,
+    lower_bound_shift,
+)
 from spark_dp.distinct_count.gem import gem_probabilities
 from spark_dp.distinct_count.plan import SELECT_FRACTION, plan_release, require_epsilon
 from spark_dp.errors import ParameterError
@@ -17,8 +23,8 @@ from tests.distinct_count.helpers import FASHION
 
 
 def test_worked_example_of_spec_3_7() -> None:
-    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3.
-    plan = plan_release(1.0, 0.05, 3)
+    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (the paper's continuous noise).
+    plan = plan_release(1.0, 0.05, 3, noise="laplace")
     assert plan.select.margin == pytest.approx(16.377378, abs=1e-6)  # t = (4/ε)·ln(3/0.05)
     assert plan.count.shift(np.arange(1, 4)) == pytest.approx(
         [4.605170, 9.210340, 13.815511], abs=1e-6
@@ -27,6 +33,52 @@ def test_worked_example_of_spec_3_7() -> None:
     assert q == pytest.approx([-1.605170, -4.210340, -8.815511], abs=1e-6)
     assert plan.select.probabilities(q) == pytest.approx([0.776486, 0.159637, 0.063877], abs=1e-6)
     assert [plan.count.scale(ell) for ell in (1, 2, 3)] == [2.0, 4.0, 6.0]
+
+
+def discrete_tail(scale: float, c: int) -> float:
+    """P[X > c] of the discrete Laplace of scale b: p^(c+1)/(1+p), p = e^(−1/b) (spec §8.4)."""
+    p = math.exp(-1.0 / scale)
+    return p ** (c + 1) / (1 + p)
+
+
+def test_the_job_plan_uses_the_exact_discrete_laplace() -> None:
+    # The worked example of spec §3.7 with the hardened count: integer shifts and scores.
+    plan = plan_release(1.0, 0.05, 3)
+    assert isinstance(plan.count, DiscreteLaplaceRelease)
+    shifts = plan.count.shift(np.arange(1, 4))
+    assert shifts.dtype == np.int64
+    for ell, c in zip((1, 2, 3), shifts, strict=True):
+        b = 2.0 * ell
+        assert discrete_tail(b, int(c)) <= 0.05 < discrete_tail(b, int(c) - 1)  # smallest c
+    q = plan.scores(np.array([3, 5, 5]))
+    assert q.tolist() == (np.array([3, 5, 5]) - shifts).tolist()
+    assert [plan.count.scale(ell) for ell in (1, 2, 3)] == [2.0, 4.0, 6.0]
+    assert plan.count.exact_scale(3) == 6
+
+
+@pytest.mark.parametrize(
+    ("scale", "beta", "expected"),
+    [(7.3, 0.05, 17), (2.0, 0.05, 5), (0.5, 0.25, 0), (40.0, 1e-3, 249)],
+)
+def test_discrete_shift_is_the_smallest_with_tail_at_most_beta(
+    scale: float, beta: float, expected: int
+) -> None:
+    c = discrete_lower_bound_shift(scale, beta)
+    assert c == expected  # spec §8.4: b = 7.3, β = 0.05 → 17
+    assert discrete_tail(scale, c) <= beta
+    assert c == 0 or discrete_tail(scale, c - 1) > beta
+
+
+def test_discrete_release_reports_its_sampler_and_integer_shift() -> None:
+    count = DiscreteLaplaceRelease(0.5, 0.05)
+    assert count.to_report()["mechanism"] == "discrete Laplace"
+    at = count.at(7).to_report()
+    assert at["scale"] == 14.0 and at["sensitivity"] == 7
+    assert at["lower_bound_shift"] == discrete_lower_bound_shift(14.0, 0.05)
+    assert "exact" in at["sampler"]
+    a = count.sample(7, Randomness.create(4).child("count noise").driver())
+    assert isinstance(a, int)
+    assert a == count.sample(7, Randomness.create(4).child("count noise").driver())
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0, 10.0])

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from scipy.sparse.csgraph import connected_components as scipy_components
 
+from spark_dp.caching import CacheScope
 from spark_dp.distinct_count import components as comp
 from spark_dp.errors import ParameterError
 from spark_dp.session import graphframes_available
@@ -49,10 +50,10 @@ def _scipy_partition(edges: Sequence[tuple[int, ...]]) -> set[frozenset[Any]]:
     return _partition(zip(verts, labels, strict=True))
 
 
-def test_dataframe_fallback_agrees_with_scipy(spark: SparkSession) -> None:
+def test_dataframe_fallback_agrees_with_scipy(spark: SparkSession, cache: CacheScope) -> None:
     _, edges = _random_graph(1)
     df = spark.createDataFrame(edges, "src long, dst long")
-    out = comp.connected_components(df, method="dataframe").collect()
+    out = comp.connected_components(df, cache, method="dataframe").collect()
     got = [(r["vertex"], r["component"]) for r in out]
     assert len(got) == len({v for v, _ in got})  # one label per vertex
     assert _partition(got) == _scipy_partition(edges)
@@ -61,12 +62,14 @@ def test_dataframe_fallback_agrees_with_scipy(spark: SparkSession) -> None:
         assert {c for v, c in got if v in group} == {min(group)}
 
 
-def test_detection_and_dispatch(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_detection_and_dispatch(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, cache: CacheScope
+) -> None:
     if graphframes_available(spark):  # a cluster with the jar: both paths must agree
         _, edges = _random_graph(2)
         df = spark.createDataFrame(edges, "src long, dst long")
-        via_gf = comp.connected_components(df, method="graphframes").collect()
-        via_df = comp.connected_components(df, method="dataframe").collect()
+        via_gf = comp.connected_components(df, cache, method="graphframes").collect()
+        via_df = comp.connected_components(df, cache, method="dataframe").collect()
         assert _partition(map(tuple, via_gf)) == _partition(map(tuple, via_df))
         assert comp.resolve_method(spark, "auto") == "graphframes"
     else:  # here: no jar (Maven Central is unreachable), so auto must use the fallback
@@ -75,14 +78,14 @@ def test_detection_and_dispatch(spark: SparkSession, monkeypatch: pytest.MonkeyP
             comp.resolve_method(spark, "graphframes")
         called: list[int] = []
 
-        def fake_star(edges: DataFrame, max_rounds: int) -> str:
+        def fake_star(edges: DataFrame, max_rounds: int, cache: CacheScope) -> str:
             called.append(max_rounds)
             return "fallback"
 
         monkeypatch.setattr(comp, "_star_components", fake_star)
         assert (
             comp.connected_components(
-                spark.range(1).select(F.col("id").alias("src"), F.col("id").alias("dst"))
+                spark.range(1).select(F.col("id").alias("src"), F.col("id").alias("dst")), cache
             )
             == "fallback"
         )
@@ -92,7 +95,7 @@ def test_detection_and_dispatch(spark: SparkSession, monkeypatch: pytest.MonkeyP
 
 
 def test_graphframes_adapter_with_a_fake_module(
-    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch, cache: CacheScope
 ) -> None:
     seen: dict[str, Any] = {}
 
@@ -120,7 +123,7 @@ def test_graphframes_adapter_with_a_fake_module(
 
     edges = spark.createDataFrame([(1, 2), (2, 3), (15, 14), (15, 14)], "src int, dst int")
     assert comp.resolve_method(spark, "auto") == "graphframes"
-    out = comp.connected_components(edges, method="auto")
+    out = comp.connected_components(edges, cache, method="auto")
     assert out.columns == ["vertex", "component"]
     assert [f.dataType.simpleString() for f in out.schema] == ["bigint", "bigint"]
     assert sorted(map(tuple, out.collect())) == [(1, 0), (2, 0), (3, 0), (14, 1), (15, 1)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -10,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from spark_dp.distinct_count.gem import gem_probabilities, gem_scores, gem_select
+from spark_dp.distinct_count.gem import (
+    gem_probabilities,
+    gem_scores,
+    gem_scores_exact,
+    gem_select,
+    gem_threshold,
+)
 from spark_dp.distinct_count.release import selection_probabilities
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
@@ -37,7 +44,7 @@ def test_vector_7_3_item_7() -> None:
 
 def test_vector_7_3_item_8_worked_example() -> None:
     # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (GEM at ε/2).
-    assert selection_probabilities([3, 5, 5], 1.0, 0.05) == pytest.approx(
+    assert selection_probabilities([3, 5, 5], 1.0, 0.05, noise="laplace") == pytest.approx(
         [0.776486, 0.159637, 0.063877], abs=1e-6
     )
 
@@ -53,7 +60,7 @@ def test_vector_7_3_item_9_fashion_reproduction_config() -> None:
 
 def test_vector_7_3_item_10_fashion_algorithm_1_defaults() -> None:
     ells = np.arange(1, 101)
-    p = selection_probabilities(FASHION, 1.0, 0.05)
+    p = selection_probabilities(FASHION, 1.0, 0.05, noise="laplace")
     top = {int(ells[i]): round(float(p[i]), 4) for i in np.argsort(-p)[:3]}
     assert top == {8: 0.1275, 7: 0.1213, 9: 0.1133}
     assert _percentiles(p, ells) == [6, 10, 18]
@@ -133,12 +140,35 @@ def test_huge_epsilon_returns_the_argmax() -> None:
         assert gem_select(q, sens, 1000.0, 0.05, noise) == int(np.argmax(q))
 
 
+def _naive_exact_scores(q: list[Fraction], d: list[Fraction], t: Fraction) -> list[Fraction]:
+    a = [qi - t * di for qi, di in zip(q, d, strict=True)]
+    return [min((a[i] - a[j]) / (d[i] + d[j]) for j in range(len(a))) for i in range(len(a))]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_exact_hull_scores_equal_the_exact_definition(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 60))
+    q = np.cumsum(rng.integers(0, 40, m)) - np.arange(1, m + 1) * rng.integers(0, 9)
+    sens = np.arange(1, m + 1) if seed % 2 else rng.integers(1, 5, m)
+    got = gem_scores_exact(q, sens, 0.5, 0.05)
+    t = Fraction(gem_threshold(m, 0.5, 0.05))
+    expected = _naive_exact_scores(
+        [Fraction(int(x)) for x in q], [Fraction(int(x)) for x in sens], t
+    )
+    assert got == expected  # exact rational equality
+    assert max(got) == 0 and all(isinstance(x, Fraction) for x in got)
+    floats = gem_scores(q.astype(float), sens.astype(float), 0.5, 0.05, method="naive")
+    np.testing.assert_allclose([float(x) for x in got], floats, atol=1e-9)
+
+
 def test_sampled_frequencies_match_the_distribution() -> None:
+    # gem_select samples exactly (rational scores, exact exponential mechanism): ≥ 30k draws.
     q = FASHION[:40] - 2 * np.arange(1, 41) * math.log(10)
     sens = np.arange(1, 41, dtype=float)
     p = gem_probabilities(q, sens, 0.5, 0.05)
     noise = Randomness.create(2024).child("chi-square").driver()
-    n = 20000
+    n = 30000
     draws = np.array([gem_select(q, sens, 0.5, 0.05, noise) for _ in range(n)])
     observed = np.bincount(draws, minlength=len(p)).astype(float)
     expected = p * n

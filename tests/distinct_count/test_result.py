@@ -69,7 +69,7 @@ def test_steps_are_the_calibration_objects_own_entries(method: str) -> None:
     assert steps == json.loads(json.dumps(expected))
     assert [s["epsilon"] for s in steps] == [1.0, 1.0]
     assert steps[0]["label"] == "GEM selection of the contribution bound ℓ"
-    assert steps[1]["label"] == "Laplace release of c(D; ℓ̂)"
+    assert steps[1]["label"] == "discrete Laplace release of c(D; ℓ̂)"
     assert steps[1]["sensitivity"] == result.release.ell
     assert steps[1]["scale"] == pytest.approx(2 * result.release.ell / 2.0)
     assert steps[1]["lower_bound_shift"] == pytest.approx(result.release.shift)

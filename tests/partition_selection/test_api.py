@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import spark_dp.partition_selection as ps
-from spark_dp.partition_selection.joins import small_side
 from spark_dp.partition_selection.params import ALGORITHMS
 
 
@@ -24,12 +23,12 @@ def test_every_algorithm_has_a_job_choice():
     }  # fmt: skip
 
 
-def test_small_side_gives_the_same_join_with_or_without_broadcast(spark):
+def test_small_side_gives_the_same_join_with_or_without_broadcast(spark, cache):
     big = spark.createDataFrame(
         [(f"u{k}", f"i{k % 7}") for k in range(200)], "user_id string, item string"
     )
     small = spark.createDataFrame([("i1",), ("i3",)], "item string")
-    with_hint = big.join(small_side(small), "item", "left_anti")
-    without = big.join(small_side(small, max_rows=0), "item", "left_anti")
+    with_hint = big.join(cache.small_side(small), "item", "left_anti")
+    without = big.join(cache.small_side(small, max_rows=0), "item", "left_anti")
     assert sorted(with_hint.collect()) == sorted(without.collect())
     assert with_hint.count() == sum(1 for k in range(200) if k % 7 not in (1, 3))

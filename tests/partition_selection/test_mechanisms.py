@@ -137,11 +137,13 @@ def test_dp_sips_without_recap_keeps_the_round_one_cap(small_pairs):
     assert sel.mechanism["recap_each_round"] is False
 
 
-def test_round_two_items_fixture_f4(spark):
+def test_round_two_items_fixture_f4(spark, cache):
     # spec §5.2 F4: σ1 = 10, ρ1 = 50, ρ2 = 20, C_lb = 1, C_ub = 3.
     values = {"X": 60.0, "Y": 45.0, "Z": 25.0, "Q": -12.0, "R": -10.0}
     noisy = spark.createDataFrame(list(values.items()), f"{ITEM} string, {NOISY_WEIGHT} double")
-    removed, biased = round_two_items(noisy, sigma1=10.0, rho1=50.0, rho2=20.0, c_lb=1.0, c_ub=3.0)
+    removed, biased = round_two_items(
+        noisy, sigma1=10.0, rho1=50.0, rho2=20.0, c_lb=1.0, c_ub=3.0, cache=cache
+    )
     assert item_set(removed) == {"X", "Q"}  # U1, and U_low (ub = 18 < 20)
     assert as_dict(biased, value=BIAS) == pytest.approx({"Y": 20 / 35})
     capped = spark.createDataFrame(

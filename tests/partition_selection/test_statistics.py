@@ -86,29 +86,35 @@ def singleton_sets(n_users: int = 300) -> dict:
     return sets
 
 
-def test_no_singleton_is_output_in_1000_runs(spark):
+def test_no_singleton_is_output_in_1000_runs(spark, cache):
     sets = singleton_sets()
     rows = [(u, i) for u, s in sets.items() for i in s]
     pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
-    capped = cap_user_items(pairs, 100, Randomness.create(2).child("capping", 1)).localCheckpoint()
+    capped = cache.materialize(cap_user_items(pairs, 100, Randomness.create(2).child("capping", 1)))
     r1 = WeightAndThreshold.for_budget(0.1, 1e-6, 100)
     r2 = WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=2.0)
     mad1 = MadConstants.for_round(r1, beta=2.0, max_adaptive_degree=50)
     mad2 = MadConstants.for_round(r2, beta=2.0, max_adaptive_degree=50, b_min=0.5, b_max=2.0)
-    w1 = max_adaptive_degree(unbiased_user_weights(capped), mad1)
+    w1 = max_adaptive_degree(unbiased_user_weights(capped), mad1, cache)
     # MAD2R round 2 weights after one seeded round-1 draw (the driver then redraws round 2).
     noisy1 = noisy_weights(
         w1, distribution="gaussian", scale=r1.sigma, randomness=Randomness.create(3)
     )
     removed, biased = round_two_items(
-        noisy1, sigma1=r1.sigma, rho1=r1.rho, rho2=r2.rho, c_lb=1, c_ub=3
+        noisy1, sigma1=r1.sigma, rho1=r1.rho, rho2=r2.rho, c_lb=1, c_ub=3, cache=cache
     )
     reduced = round_two_pairs(capped, removed, biased)
     cases = {
         "basic": (as_dict(basic_weights(capped)), DEFAULT),
-        "mad": (as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD)), DEFAULT),
+        "mad": (
+            as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD, cache)),
+            DEFAULT,
+        ),
         "mad2r round 1": (as_dict(w1), r1),
-        "mad2r round 2": (as_dict(max_adaptive_degree(user_weights(reduced, 0.5, 2), mad2)), r2),
+        "mad2r round 2": (
+            as_dict(max_adaptive_degree(user_weights(reduced, 0.5, 2, cache), mad2, cache)),
+            r2,
+        ),
     }
     for name, (weights, cal) in cases.items():
         items = np.array(sorted(weights))
@@ -124,11 +130,11 @@ def test_no_singleton_is_output_in_1000_runs(spark):
         assert expected <= 1000 * len(sets) * cal.delta / 2, name
 
 
-def dominance_weights(spark, pdf: pd.DataFrame):
+def dominance_weights(spark, pdf: pd.DataFrame, cache):
     pairs = spark.createDataFrame(pdf.astype({"user_id": str}))
-    capped = cap_user_items(pairs, 100, Randomness.create(5).child("capping", 1)).localCheckpoint()
+    capped = cache.materialize(cap_user_items(pairs, 100, Randomness.create(5).child("capping", 1)))
     basic = as_dict(basic_weights(capped))
-    mad = as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD))
+    mad = as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD, cache))
     return basic, mad
 
 
@@ -140,8 +146,8 @@ def dominance_weights(spark, pdf: pd.DataFrame):
     ],
     ids=["heavy-light", "zipf"],
 )
-def test_mad_dominates_basic(spark, make):
-    basic, mad = dominance_weights(spark, make())
+def test_mad_dominates_basic(spark, make, cache):
+    basic, mad = dominance_weights(spark, make(), cache)
     items = sorted(basic)
     wb = np.array([basic[i] for i in items])
     wm = np.array([mad[i] for i in items])

@@ -72,7 +72,7 @@ def test_vectorized_equals_reference_and_keeps_lemma_b4(users, b_min, b_max):
         assert np.all(part <= b_max / math.sqrt(d) * (1 + 1e-9))
 
 
-def test_spark_user_weights_match_the_reference(spark):
+def test_spark_user_weights_match_the_reference(spark, cache):
     # spec §5.2 F2 (b(A) = 0.4, b_min = 0.5, b_max = 2): users without a loop, computed in SQL;
     # plus users whose loop runs (all items biased; unbiased item capped at b_max/√d), which
     # go through the pandas UDF.
@@ -86,7 +86,7 @@ def test_spark_user_weights_match_the_reference(spark):
     bias.update({f"b{k}": 0.5 for k in range(1, 6)})
     rows = [(u, i, bias.get(i, 1.0)) for u, s in sets.items() for i in s]
     pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string, {BIAS} double")
-    got = user_weights(pairs, 0.5, 2.0).localCheckpoint()
+    got = cache.materialize(user_weights(pairs, 0.5, 2.0, cache))
     expected_rows = []
     for u, s in sets.items():
         wb = ref.user_weights(s, bias, 0.5, 2.0)

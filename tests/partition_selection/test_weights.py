@@ -73,10 +73,12 @@ def expected_df(spark, weights: dict):
     )
 
 
-def test_fixture_f1_basic_and_mad(spark, capped_df):
+def test_fixture_f1_basic_and_mad(spark, capped_df, cache):
     capped = capped_df(F1)
     sets = {u: set(s) for u, s in F1.items()}
-    mad = max_adaptive_degree(unbiased_user_weights(capped), constants(1.5, 4)).localCheckpoint()
+    mad = cache.materialize(
+        max_adaptive_degree(unbiased_user_weights(capped), constants(1.5, 4), cache)
+    )
     basic = basic_weights(capped).localCheckpoint()
     # hand values (spec §5.2, 6 decimals)
     assert_approx_df_equality(
@@ -97,10 +99,12 @@ def test_fixture_f1_basic_and_mad(spark, capped_df):
     assert all(got[i] >= as_dict(basic)[i] for i in "BCDEFGHI")  # untruncated: ≥ Basic
 
 
-def test_fixture_f2_biased_mad(spark):
+def test_fixture_f2_biased_mad(spark, cache):
     sets = {u: set(s) for u, s in F2.items()}
     pairs = biased_pairs(spark, sets, F2_BIAS)
-    got = max_adaptive_degree(user_weights(pairs, 0.5, 2.0), constants(1.0, 4, 0.5, 2.0))
+    got = max_adaptive_degree(
+        user_weights(pairs, 0.5, 2.0, cache), constants(1.0, 4, 0.5, 2.0), cache
+    )
     got = got.localCheckpoint()
     assert_approx_df_equality(
         got, expected_df(spark, F2_MAD), precision=5e-7, ignore_row_order=True
@@ -147,11 +151,11 @@ def test_spark_basic_on_random_neighbours(capped_df):
     check_neighbours(got, datasets, novel, 1.0)
 
 
-def test_spark_mad_on_random_neighbours(capped_df):
+def test_spark_mad_on_random_neighbours(capped_df, cache):
     _, datasets, novel = neighbour_parts(12, 12)
     c = constants(1.7, 5)
     union = prefixed(datasets)
-    got = as_dict(max_adaptive_degree(unbiased_user_weights(capped_df(union)), c))
+    got = as_dict(max_adaptive_degree(unbiased_user_weights(capped_df(union)), c, cache))
     expected = ref.mad_weights(union, c.tau, c.max_adaptive_degree)
     assert set(got) == set(expected)
     for i, w in expected.items():
@@ -159,7 +163,7 @@ def test_spark_mad_on_random_neighbours(capped_df):
     check_neighbours(got, datasets, novel, 1.0)
 
 
-def test_spark_biased_mad_on_random_neighbours(spark):
+def test_spark_biased_mad_on_random_neighbours(spark, cache):
     # MAD2R round-2 style: b_min = 0.5, b_max = 2, biases on old and novel items.
     rng, datasets, novel = neighbour_parts(13, 12)
     union = prefixed(datasets)
@@ -172,7 +176,11 @@ def test_spark_biased_mad_on_random_neighbours(spark):
             else:
                 bias[f"{k}:{i}"] = b
     c = constants(1.3, 4, 0.5, 2.0)
-    got = as_dict(max_adaptive_degree(user_weights(biased_pairs(spark, union, bias), 0.5, 2.0), c))
+    got = as_dict(
+        max_adaptive_degree(
+            user_weights(biased_pairs(spark, union, bias), 0.5, 2.0, cache), c, cache
+        )
+    )
     expected = ref.mad_weights(union, c.tau, 4, bias, 0.5, 2.0)
     assert set(got) == set(expected)
     for i, w in expected.items():

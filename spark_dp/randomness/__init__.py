@@ -1,0 +1,38 @@
+"""The only place where spark_dp draws randomness: keyed, recomputable, hardened.
+
+Every release has a 256-bit secret key (:class:`ReleaseKey`): from the OS CSPRNG by default, from
+``--noise-key-file`` (a secret store mounted as a file), or derived from ``--seed`` (test mode,
+flagged *not for production* in the report). Every random value of the release is a
+cryptographic pseudorandom function of (key, stream label, row key or draw index, counter):
+AES-256 under keys derived by HMAC-SHA-256 (:mod:`.keys`, :mod:`.prf`). Consequences:
+
+* any recomputation by Spark (task retry, lost executor, speculative task, a second action on a
+  DataFrame) gives bit-identical noise, so nothing is checkpointed for privacy;
+* the same key, input and parameters give the identical release (a retry is the same release);
+* reports, logs and ledgers carry only the key's fingerprint, never the key or a seed.
+
+Streams are named (:meth:`Randomness.child`): two purposes never share bits. Samplers:
+
+* :mod:`.continuous`: Gaussian and Laplace from 128-bit uniforms, for threshold decisions
+  (partition selection releases membership only); their tail reach sets the smallest δ a
+  release may claim (:func:`spark_dp.calibration.check_sampler_delta`);
+* :mod:`.exact`: the discrete Laplace and the exponential mechanism on exact integer and
+  rational arithmetic (Canonne, Kamath & Steinke 2020), for values released as numbers.
+
+Modules: :mod:`.keys` (keys, derivations, fingerprint), :mod:`.prf` (the PRF),
+:mod:`.continuous`, :mod:`.exact`, :mod:`.streams` (:class:`Randomness`, :class:`DriverNoise`),
+:mod:`.frames` (:func:`add_noise_column`, :func:`hash_column`).
+"""
+
+from spark_dp.randomness.frames import add_noise_column, hash_column, row_digest_column
+from spark_dp.randomness.keys import ReleaseKey
+from spark_dp.randomness.streams import DriverNoise, Randomness
+
+__all__ = [
+    "DriverNoise",
+    "Randomness",
+    "ReleaseKey",
+    "add_noise_column",
+    "hash_column",
+    "row_digest_column",
+]

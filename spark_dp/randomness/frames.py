@@ -1,0 +1,96 @@
+"""Randomness in DataFrames: noise keyed by each row's key, and keyed hashes for ranking.
+
+:func:`add_noise_column` draws the noise of a row from the PRF at the row's key (the first 16
+bytes of SHA-256 of its encoded key columns, computed by Spark SQL), in a vectorized pandas UDF:
+a row's noise is the same on every recomputation (task retry, lost executor, speculative
+execution, a second action), whatever the partitioning, row order or Spark version. Nothing
+needs to be checkpointed for privacy. The stream's keys are captured in the UDF's closure
+(shipped to executors pickled, never shown in plans, logs or the UI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from spark_dp.randomness import continuous
+from spark_dp.randomness.prf import BLOCK_BYTES, prf_words
+from spark_dp.randomness.streams import Randomness
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["DISTRIBUTIONS", "add_noise_column", "hash_column", "row_digest_column"]
+
+DISTRIBUTIONS = ("gaussian", "laplace")
+
+
+def row_digest_column(key_cols: Sequence[str]) -> Column:
+    """The PRF input of each row: SHA-256 of ``<len>:<value>`` per key column, first 16 bytes.
+
+    The driver-side twin is :func:`spark_dp.randomness.prf.row_digest`.
+    """
+    from pyspark.sql import functions as F
+
+    parts = []
+    for c in key_cols:
+        value = F.col(c).cast("string")
+        parts += [F.length(value).cast("string"), F.lit(":"), value]
+    return F.substring(F.unhex(F.sha2(F.concat(*parts), 256)), 1, BLOCK_BYTES)
+
+
+def add_noise_column(
+    df: DataFrame,
+    key_cols: Sequence[str],
+    out_col: str,
+    *,
+    distribution: str,
+    scale: float,
+    randomness: Randomness,
+) -> DataFrame:
+    """Append ``out_col`` = noise of each row (Gaussian σ = scale, or Laplace b = scale).
+
+    Args:
+        df: one row per noised key.
+        key_cols: the columns that identify a row (e.g. ``["item"]``); the noise of a row is a
+            function of (key, stream, row key) only.
+        out_col: name of the noise column (name it ``*_private`` if it must not leave the job).
+        distribution: ``"gaussian"`` or ``"laplace"``.
+        scale: σ or the Laplace scale b.
+        randomness: the stream (a fresh :meth:`Randomness.child` per round).
+
+    Returns:
+        ``df`` with the float64 column ``out_col``; deterministic, safe to read any number of
+        times.
+    """
+    from pyspark.sql import functions as F
+
+    if distribution not in DISTRIBUTIONS:
+        raise ValueError(f"distribution must be 'gaussian' or 'laplace', got {distribution!r}")
+    transform = continuous.gaussian if distribution == "gaussian" else continuous.laplace
+    words = continuous.WORDS[distribution]
+    counters = range((words + 1) // 2)
+    key = randomness.stream_key
+    scale = float(scale)
+
+    @F.pandas_udf("double")  # type: ignore[call-overload, untyped-decorator]
+    def _keyed_noise(digests: pd.Series) -> pd.Series:
+        w = prf_words(key, counters, b"".join(digests.tolist()))
+        return pd.Series(scale * transform(w[:, :words]), index=digests.index)
+
+    return df.withColumn(out_col, _keyed_noise(row_digest_column(key_cols)))
+
+
+def hash_column(randomness: Randomness, *cols: str | Column, purpose: str = "hash") -> Column:
+    """A keyed 64-bit hash of ``cols`` (Spark ``xxhash64`` with a secret salt), for ranking.
+
+    Used where a random choice must be a function of a row's own key, e.g. the uniform subsample
+    of a user's items (spec partition_selection.md A9). This is a sampling device, not privacy
+    noise: the mechanisms are private for every value of the salt (it only makes the choice
+    uniform), and the salt is derived from the key by the PRF, so it reveals nothing about it.
+    """
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(F.lit(randomness.salt(purpose)), *cols)
