@@ -11,7 +11,7 @@ The hypergraph is confidential (spec A36): it reveals who shares records with wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,8 +48,8 @@ class CompactHypergraph:
     @classmethod
     def from_incidences(
         cls,
-        record_ids: Sequence[Any] | np.ndarray,
-        user_ids: Sequence[Any] | np.ndarray,
+        record_ids: Collection[Any],
+        user_ids: Collection[Any],
         *,
         capacity: int | None = None,
         capacities: Mapping[Any, int] | None = None,
@@ -152,7 +152,7 @@ class CompactHypergraph:
     @classmethod
     def from_mapping(
         cls,
-        records: Mapping[Any, Sequence[Any]],
+        records: Mapping[Any, Collection[Any]],
         *,
         capacity: int | None = None,
         capacities: Mapping[Any, int] | None = None,

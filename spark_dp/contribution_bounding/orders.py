@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spark_dp.checks import check_choice
+from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -179,7 +180,7 @@ def shared_sequence(
 # --------------------------------------------------------------------------- Spark
 
 
-def prio_column(seed: int | str, record_col: str = "record_id") -> Column:
+def prio_column(seed: int | str, record_col: str = RECORD_ID) -> Column:
     """prio(h) as a 32-byte binary column: ``unhex(sha2(concat_ws(':', seed, id), 256))``."""
     from pyspark.sql import functions as F
 
@@ -187,7 +188,7 @@ def prio_column(seed: int | str, record_col: str = "record_id") -> Column:
 
 
 def user_prio_column(
-    seed: int | str, user_col: str = "user_id", record_col: str = "record_id"
+    seed: int | str, user_col: str = USER_ID, record_col: str = RECORD_ID
 ) -> Column:
     """prio_u(u, h) as a 32-byte binary column."""
     from pyspark.sql import functions as F
@@ -251,8 +252,10 @@ def global_positions(
     spark = df.sparkSession
     grp_type = ordered.schema["_grp"].dataType.simpleString()
     base_df = spark.createDataFrame(bases, f"_pid int, _grp {grp_type}, _base long")
-    out = ordered.join(F.broadcast(base_df), ["_pid", "_grp"]).withColumn(
-        out_col, F.col("_mid") + F.col("_base")
+    out = (
+        ordered.join(F.broadcast(base_df), ["_pid", "_grp"])
+        .withColumn(out_col, F.col("_mid") + F.col("_base"))
+        .drop("_pid", "_mid", "_grp", "_base")
     )
     # -> (df columns..., out_col)
-    return out.drop("_pid", "_mid", "_grp", "_base"), seen
+    return out, seen

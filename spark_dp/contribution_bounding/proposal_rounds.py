@@ -213,9 +213,11 @@ def next_users(flagged: DataFrame) -> DataFrame:
     and stay below capacity. Users without eligible records never reach the flagged table."""
     from pyspark.sql import functions as F
 
-    users = flagged.where(F.col(FIRST) & (F.col(DEGREE) < F.col(CAPACITY)))
+    users = flagged.where(F.col(FIRST) & (F.col(DEGREE) < F.col(CAPACITY))).select(
+        USER_ID, CAPACITY, HEAVY, DEGREE
+    )
     # -> (user_id, cap, heavy, d)
-    return users.select(USER_ID, CAPACITY, HEAVY, DEGREE)
+    return users
 
 
 def accepted_records(flagged: DataFrame) -> DataFrame:
