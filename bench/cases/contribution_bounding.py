@@ -27,9 +27,16 @@ kind and b (goal ≤ 9×). Seeds are fixed (the order seed only breaks ties; spe
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.harness import Dataset, register, run_job
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+CaseRun = Callable[["SparkSession", str, str], dict[str, Any]]
 
 D_U = 4
 SIZES = {"125k": 125_000, "1m": 1_000_000, "8m": 8_000_000}
@@ -43,11 +50,11 @@ def _graph(kind: str, label: str, n: int) -> Dataset:
     )
 
 
-def _run_job(data_path: str, out: Path, flags: list[str]) -> tuple[float, dict]:
+def _run_job(data_path: str, out: Path, flags: list[str]) -> tuple[float, dict[str, Any]]:
     return run_job("contribution_bounding", data_path, out, flags, SEED)
 
 
-def _round_figures(report: dict) -> dict:
+def _round_figures(report: dict[str, Any]) -> dict[str, Any]:
     log = report["contribution_bounding"]["round_log"]
     final = report["selected"]
     cumulative = [e["selected_cumulative"] for e in log]
@@ -64,7 +71,7 @@ def _round_figures(report: dict) -> dict:
     }
 
 
-def _sequential(data_path: str, capacity: int, with_ilp: bool, ilp_limit: float) -> dict:
+def _sequential(data_path: str, capacity: int, with_ilp: bool, ilp_limit: float) -> dict[str, Any]:
     """Alg. 2 on the driver (and the ILP when asked), from the raw Parquet; not timed."""
     import pandas as pd
 
@@ -80,7 +87,7 @@ def _sequential(data_path: str, capacity: int, with_ilp: bool, ilp_limit: float)
     t0 = time.perf_counter()
     seq = shared_sequence(g.record_ids, g.sizes, "size-hash", SEED)
     kept = greedy(g, seq)
-    out = {
+    out: dict[str, Any] = {
         "greedy_selected": int(kept.sum()),
         "greedy_driver_seconds": round(time.perf_counter() - t0, 1),
         "_greedy_ids": set(g.record_ids[kept]),
@@ -95,8 +102,8 @@ def _sequential(data_path: str, capacity: int, with_ilp: bool, ilp_limit: float)
     return out
 
 
-def _proposal_case(capacity: int, with_ilp: bool = False, ilp_limit: float = 120.0):
-    def run(spark, data_path: str, work_dir: str) -> dict:
+def _proposal_case(capacity: int, with_ilp: bool = False, ilp_limit: float = 120.0) -> CaseRun:
+    def run(spark: SparkSession, data_path: str, work_dir: str) -> dict[str, Any]:
         out = Path(work_dir) / "records"
         flags = [
             "--capacity",
@@ -117,8 +124,8 @@ def _proposal_case(capacity: int, with_ilp: bool = False, ilp_limit: float = 120
     return run
 
 
-def _default_case(capacity: int):
-    def run(spark, data_path: str, work_dir: str) -> dict:
+def _default_case(capacity: int) -> CaseRun:
+    def run(spark: SparkSession, data_path: str, work_dir: str) -> dict[str, Any]:
         seconds, report = _run_job(
             data_path, Path(work_dir) / "records", ["--capacity", str(capacity)]
         )

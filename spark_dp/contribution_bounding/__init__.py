@@ -8,12 +8,23 @@ bias-mitigating variant).
 Modules:
 
 * :mod:`.api`: :func:`bound_contributions`, the one entry point (Spark).
-* :mod:`.params`: :class:`BoundingParams` (validated parameters).
+* :mod:`.params`: :class:`BoundingParams` (validated parameters) and the job's
+  :class:`ContributionBoundingParams` (plus paths).
+* :mod:`.registry`: :data:`REGISTRY`, name → (plan, run) for every algorithm.
+* :mod:`.plan`: :class:`BoundingPlan`, what a run does, from the parameters alone.
+* :mod:`.columns`: names of the working tables' columns.
 * :mod:`.orders`: the preference orders of spec §3.3 (SHA-256 keys, Spark columns).
-* :mod:`.prepare`: order positions, capacities, initial state (Spark).
-* :mod:`.proposal_rounds`: the distributed rounds, resumable from a work directory.
-* :mod:`.state_store`: where round state lives (Parquet work directory or checkpoints).
-* :mod:`.outputs`: selected ids, per-user final degrees, the feasibility check.
+* :mod:`.prepare`: order positions, capacities, heavy users (Spark).
+* :mod:`.proposal_rounds`: one proposal round as a DataFrame step.
+* :mod:`.passes`: a pass of rounds until the finish mode stops it, resumable.
+* :mod:`.distributed`: the algorithms run as passes of rounds (proposal, greedy, greedy-dup,
+  bias-mitigating).
+* :mod:`.driver_algorithms`: the algorithms run on the driver (ILP, dp-mf, bias sweep).
+* :mod:`.driver`: every move of data between Spark and the driver (collect, driver finish).
+* :mod:`.state_store`: where round state lives (Parquet work directory or checkpoints) and
+  the claim of a work directory (resume fingerprint, order seed).
+* :mod:`.outputs`: :class:`BoundingResult`, selected ids, per-user final degrees, the
+  feasibility check, the report.
 * :mod:`.hypergraph`: :class:`CompactHypergraph`, the driver-side CSR form.
 * :mod:`.greedy`: Alg. 2, Alg. 3, Alg. 4 on the driver.
 * :mod:`.driver_rounds`: the rounds simulated with numpy.
@@ -25,12 +36,7 @@ must account with k = ``max_degree`` of the result. The hypergraph and every by-
 (selected ids, degrees, round logs) are confidential (spec A36).
 """
 
-from spark_dp.contribution_bounding.api import (
-    BoundingResult,
-    MinSepInfeasibleError,
-    WorkDirMismatchError,
-    bound_contributions,
-)
+from spark_dp.contribution_bounding.api import bound_contributions
 from spark_dp.contribution_bounding.bias_mitigating import (
     SweepPoint,
     bias_grid,
@@ -39,6 +45,7 @@ from spark_dp.contribution_bounding.bias_mitigating import (
     pareto_front,
     pareto_sweep,
 )
+from spark_dp.contribution_bounding.driver_algorithms import MinSepInfeasibleError
 from spark_dp.contribution_bounding.driver_rounds import simulate_rounds
 from spark_dp.contribution_bounding.greedy import (
     DuplicateSelection,
@@ -56,14 +63,25 @@ from spark_dp.contribution_bounding.ilp import (
     solve_ilp,
 )
 from spark_dp.contribution_bounding.orders import ORDERS, prio_hex, shared_sequence
-from spark_dp.contribution_bounding.params import ALGORITHMS, BoundingParams
+from spark_dp.contribution_bounding.outputs import BoundingResult
+from spark_dp.contribution_bounding.params import (
+    ALGORITHMS,
+    BoundingParams,
+    ContributionBoundingParams,
+)
+from spark_dp.contribution_bounding.plan import BoundingPlan
+from spark_dp.contribution_bounding.registry import REGISTRY
+from spark_dp.contribution_bounding.state_store import WorkDirMismatchError
 
 __all__ = [
     "ALGORITHMS",
     "ORDERS",
+    "REGISTRY",
     "BoundingParams",
+    "BoundingPlan",
     "BoundingResult",
     "CompactHypergraph",
+    "ContributionBoundingParams",
     "DuplicateSelection",
     "IlpSolution",
     "MinSepBatches",

@@ -41,7 +41,7 @@ class DriverRounds:
     degree: np.ndarray
     rounds: int
     stalled: bool = False
-    log: list[dict] = field(default_factory=list)
+    log: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def selected(self) -> np.ndarray:

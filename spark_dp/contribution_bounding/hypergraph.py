@@ -11,13 +11,17 @@ The hypergraph is confidential (spec A36): it reveals who shares records with wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spark_dp.contribution_bounding.columns import CAPACITY, REC, USER_ID
 from spark_dp.errors import InputContractError, ParameterError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CompactHypergraph"]
 
@@ -44,8 +48,8 @@ class CompactHypergraph:
     @classmethod
     def from_incidences(
         cls,
-        record_ids: Sequence[Any] | np.ndarray,
-        user_ids: Sequence[Any] | np.ndarray,
+        record_ids: Collection[Any],
+        user_ids: Collection[Any],
         *,
         capacity: int | None = None,
         capacities: Mapping[Any, int] | None = None,
@@ -66,23 +70,56 @@ class CompactHypergraph:
 
         if len(record_ids) != len(user_ids):
             raise InputContractError("record_ids and user_ids must have the same length")
-        df = pd.DataFrame(
-            {"r": pd.Series(record_ids).astype(str), "u": pd.Series(user_ids).astype(str)}
+        incidences = pd.DataFrame(
+            {REC: pd.Series(record_ids).astype(str), USER_ID: pd.Series(user_ids).astype(str)}
         ).drop_duplicates()
-        df = df.sort_values(["r", "u"], kind="mergesort")
-        rec_codes, rec_uniques = pd.factorize(df["r"], sort=True)
-        user_codes, user_uniques = pd.factorize(df["u"], sort=True)
-        counts = np.bincount(rec_codes, minlength=len(rec_uniques))
-        ptr = np.zeros(len(rec_uniques) + 1, dtype=np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        user_ids_arr = np.asarray(user_uniques, dtype=object)
-        cap = _capacities(user_ids_arr, capacity, capacities)
-        return cls(
-            np.asarray(rec_uniques, dtype=object),
-            ptr,
-            np.asarray(user_codes, dtype=np.int64),
-            user_ids_arr,
-            cap,
+        user_values = np.unique(incidences[USER_ID].to_numpy(dtype=object))
+        users = pd.DataFrame(
+            {USER_ID: user_values, CAPACITY: _capacities(user_values, capacity, capacities)}
+        )
+        return cls.from_frames(incidences, users)
+
+    @classmethod
+    def from_frames(
+        cls,
+        incidences: pd.DataFrame,
+        users: pd.DataFrame,
+        *,
+        record_col: str = REC,
+        user_col: str = USER_ID,
+        cap_col: str = CAPACITY,
+    ) -> CompactHypergraph:
+        """Build from pandas frames: the one conversion of (collected) tables into this form.
+
+        Records are indexed in the sorted order of their ids (for ``rec`` positions: the shared
+        order itself); users keep the row order of ``users``. Incidence j of the result is row
+        j of ``incidences`` sorted by (record, user), so a caller that sorts the same way first
+        can align per-incidence columns with :attr:`users`.
+
+        Args:
+            incidences: one row per distinct (record, user) pair.
+            users: one row per user with its capacity, covering every user of ``incidences``.
+            record_col, user_col, cap_col: the column names.
+
+        Raises:
+            InputContractError: an incidence whose user has no row in ``users``.
+        """
+        import pandas as pd
+
+        inc = incidences.sort_values([record_col, user_col], kind="mergesort")
+        record_ids, record_codes = np.unique(inc[record_col].to_numpy(), return_inverse=True)
+        user_codes = pd.Index(users[user_col]).get_indexer(inc[user_col])
+        if np.any(user_codes < 0):
+            raise InputContractError(
+                f"some incidences have a {user_col} without a row in the users table; list every "
+                f"user with its {cap_col}"
+            )
+        return cls.from_codes(
+            record_codes,
+            user_codes,
+            record_ids,
+            users[user_col].to_numpy(),
+            users[cap_col].to_numpy(),
         )
 
     @classmethod
@@ -115,7 +152,7 @@ class CompactHypergraph:
     @classmethod
     def from_mapping(
         cls,
-        records: Mapping[Any, Sequence[Any]],
+        records: Mapping[Any, Collection[Any]],
         *,
         capacity: int | None = None,
         capacities: Mapping[Any, int] | None = None,

@@ -17,6 +17,7 @@ bounded (spec A22).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,8 @@ def _check_size(graph: CompactHypergraph, max_records: int | None) -> None:
         )
 
 
-def _model(graph: CompactHypergraph, duplicates: bool):
+def _model(graph: CompactHypergraph, duplicates: bool) -> tuple[Any, Any]:
+    """(LinearConstraint Σ_{i ∋ j} x_i ≤ b(j), Bounds 0 ≤ x_i ≤ upper) of ILP (1) or (2)."""
     from scipy.optimize import Bounds, LinearConstraint
     from scipy.sparse import csr_array
 
@@ -117,7 +119,7 @@ def solve_ilp(
     if n == 0:
         return IlpSolution(np.zeros(0, dtype=np.int64), 0, True, "empty instance", 0.0)
     constraint, bounds = _model(graph, duplicates)
-    options: dict = {"disp": False, "mip_rel_gap": 0.0}
+    options: dict[str, Any] = {"disp": False, "mip_rel_gap": 0.0}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     res = milp(

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spark_dp.checks import check_choice
+from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ORDERS",
     "SHARED_ORDERS",
+    "OrderPlan",
     "canonical_order",
     "global_positions",
     "negated_weight",
@@ -59,6 +62,28 @@ __all__ = [
 
 ORDERS = ("size-hash", "hash", "weighted-global", "per-user")
 SHARED_ORDERS = ("size-hash", "hash", "weighted-global")
+
+
+@dataclass(frozen=True)
+class OrderPlan:
+    """The order a run uses: a name of :data:`ORDERS`, its seed, and optionally the
+    small/large interleave (u_thr, c1, c2) of the bias-mitigating variant (spec §4.6)."""
+
+    order: str
+    seed: int | str
+    interleave: tuple[int, int, int] | None = None
+
+    @property
+    def per_user(self) -> bool:
+        """True for per-user orders (no shared order; spec P7 applies)."""
+        return self.order == "per-user"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        out: dict[str, Any] = {"order": self.order, "seed": self.seed}
+        if self.interleave:
+            out["interleave"] = dict(zip(("u_thr", "c1", "c2"), self.interleave, strict=True))
+        return out
 
 
 def canonical_order(name: str) -> str:
@@ -97,7 +122,7 @@ def negated_weight(weight: float) -> float:
 
 def shared_key(
     order: str, record_id: str, size: int, seed: int | str, weight: float = 0.0
-) -> tuple:
+) -> tuple[Any, ...]:
     """The sort key of a record under a shared order (spec §3.3).
 
     Returns:
@@ -115,13 +140,15 @@ def shared_key(
     raise ValueError("per-user is not a shared order; use per_user_key")
 
 
-def per_user_key(user_id: str, record_id: str, seed: int | str, weight: float = 0.0) -> tuple:
+def per_user_key(
+    user_id: str, record_id: str, seed: int | str, weight: float = 0.0
+) -> tuple[float, bytes, str]:
     """The key of record h in user u's own order: (−w(u, h), prio_u(u, h), record_id)."""
     return (negated_weight(weight), user_prio_bytes(seed, user_id, record_id), record_id)
 
 
 def shared_sequence(
-    record_ids: Sequence[str],
+    record_ids: Sequence[str] | np.ndarray,
     sizes: Sequence[int] | np.ndarray,
     order: str = "size-hash",
     seed: int | str = 0,
@@ -153,7 +180,7 @@ def shared_sequence(
 # --------------------------------------------------------------------------- Spark
 
 
-def prio_column(seed: int | str, record_col: str = "record_id") -> Column:
+def prio_column(seed: int | str, record_col: str = RECORD_ID) -> Column:
     """prio(h) as a 32-byte binary column: ``unhex(sha2(concat_ws(':', seed, id), 256))``."""
     from pyspark.sql import functions as F
 
@@ -161,7 +188,7 @@ def prio_column(seed: int | str, record_col: str = "record_id") -> Column:
 
 
 def user_prio_column(
-    seed: int | str, user_col: str = "user_id", record_col: str = "record_id"
+    seed: int | str, user_col: str = USER_ID, record_col: str = RECORD_ID
 ) -> Column:
     """prio_u(u, h) as a 32-byte binary column."""
     from pyspark.sql import functions as F
@@ -225,8 +252,10 @@ def global_positions(
     spark = df.sparkSession
     grp_type = ordered.schema["_grp"].dataType.simpleString()
     base_df = spark.createDataFrame(bases, f"_pid int, _grp {grp_type}, _base long")
-    out = ordered.join(F.broadcast(base_df), ["_pid", "_grp"]).withColumn(
-        out_col, F.col("_mid") + F.col("_base")
+    out = (
+        ordered.join(F.broadcast(base_df), ["_pid", "_grp"])
+        .withColumn(out_col, F.col("_mid") + F.col("_base"))
+        .drop("_pid", "_mid", "_grp", "_base")
     )
     # -> (df columns..., out_col)
-    return out.drop("_pid", "_mid", "_grp", "_base"), seen
+    return out, seen

@@ -1,21 +1,119 @@
-"""The outputs of a bounding run: selected records and per-user final degrees.
+"""The outputs of a bounding run: selected records, per-user final degrees, the report.
 
 Spec contribution_bounding.md §2.3. Both tables are confidential (spec A36): together with
 the hypergraph they reveal who shares records. The per-user degrees are recomputed here from
 the full incidence table and the final selection, independently of the round bookkeeping, and
 every run checks d(u) ≤ cap(u) on them (spec T1) before anything is written.
+
+:class:`BoundingResult` is what :func:`~.api.bound_contributions` returns; it writes its own
+account into a privacy report (:meth:`BoundingResult.fill_report`): the algorithm, the bound
+k = ``max_degree`` that downstream accounting must use, and the confidentiality notes.
+Selection spends no privacy budget (fixed-graph DP, spec §1.5), so it books no budget step.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.io import CAPACITY, RECORD_ID, USER_ID
+from spark_dp.contribution_bounding.columns import (
+    CAPACITY,
+    DEGREE,
+    MULTIPLICITY,
+    REC,
+    RECORD_ID,
+    STATUS,
+    USER_ID,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["STATUSES", "check_feasible", "selected_records", "user_state"]
+    from spark_dp.contribution_bounding.prepare import Prepared
+    from spark_dp.logs import StageTimer
+    from spark_dp.report import PrivacyReport
+
+__all__ = [
+    "STATUSES",
+    "BoundingResult",
+    "check_feasible",
+    "finish_outputs",
+    "selected_records",
+    "user_state",
+]
+
+PRIVACY_UNIT = "user (fixed-graph DP, [B] Def. 2.1)"
+ACCOUNTING = (
+    "DP-SGD: Poisson-subsampled Gaussian with group size k (mixture of Gaussians PLD, spec "
+    "§6.2); DP-MF with these min-sep batches: one Gaussian with noise multiplier σ/√k (spec "
+    "§6.3)"
+)
+
+
+@dataclass
+class BoundingResult:
+    """What a bounding run produced.
+
+    Attributes:
+        selected: (record_id) or (record_id, multiplicity); dp-mf: (batch_index, position,
+            record_id); bias-sweep: one row per setting. Confidential.
+        user_state: (user_id, cap, d, status), or ``None`` (dp-mf, bias-sweep). Confidential.
+        summary: counts for the report: algorithm, order, input, selected, distinct_selected,
+            rounds, max_degree, round_log, finish, seed, ... (confidential aggregates).
+        selected_by_round: (record_id, round) for the single-pass round algorithms (round 0 =
+            driver finish), else ``None``. Confidential.
+        description: the algorithm as the report names it (its registry summary, the order
+            and the finish mode).
+    """
+
+    selected: DataFrame
+    user_state: DataFrame | None
+    summary: dict[str, Any] = field(default_factory=dict)
+    selected_by_round: DataFrame | None = None
+    description: str = ""
+
+    def fill_report(self, report: PrivacyReport) -> None:
+        """Write the algorithm, the released counts, the bound k and the notes into ``report``.
+
+        The bound to use in the training's accounting is k = ``max_degree`` (spec §6); the
+        run itself spends no budget, so ``report`` gains no budget step.
+        """
+        s = self.summary
+        report.algorithm = self.description
+        report.extra["selected"] = s.get("selected")
+        report.extra["rounds"] = s.get("rounds", 0)
+        report.extra["max_degree"] = s.get("max_degree")
+        report.extra["contribution_bounding"] = s
+        report.mechanism = {
+            "privacy_unit": PRIVACY_UNIT,
+            "contribution_bound_k": s.get("max_degree"),
+            "dataset_size": s.get("selected"),
+            "accounting": ACCOUNTING,
+        }
+        report.note(
+            "Selection read record and user ids only, never record content (fixed-graph DP); "
+            "it spends no privacy budget. Account for the training run with k = max_degree."
+        )
+        report.note(
+            "CONFIDENTIAL: the selected ids, per-user degrees, round log and counts in this "
+            "report reveal the hypergraph; store them with the same access controls as the raw "
+            "graph (spec A36)."
+        )
+        report.note(
+            f"Order seed {s['seed']}: it only breaks ties in the preference order; it is not "
+            "sensitive under fixed-graph DP and is recorded for reproducibility (spec A37)."
+        )
+        if s.get("resumed_from_round") is not None:
+            report.note(f"Resumed from the saved state after round {s['resumed_from_round']}.")
+
+    def headline(self) -> str:
+        """One line for the job's log: |S|, the algorithm, k and the rounds."""
+        s = self.summary
+        return (
+            f"{s.get('selected')} records selected ({s.get('algorithm')}), max degree "
+            f"{s.get('max_degree')}, {s.get('rounds', 0)} rounds"
+        )
+
 
 # SATURATED: d = cap; EXHAUSTED: d < cap and nothing eligible is left; OPEN: d < cap with
 # eligible records left (only when the rounds stopped early with finish=none).
@@ -35,10 +133,12 @@ def selected_records(
     Returns:
         (record_id[, multiplicity]).
     """
-    out = chosen.join(records, "rec")
+    out = chosen.join(records, REC)
     # -> (rec, multiplicity, record_id)
-    cols = [RECORD_ID, "multiplicity"] if with_multiplicity else [RECORD_ID]
-    return out.select(*cols)
+    cols = [RECORD_ID, MULTIPLICITY] if with_multiplicity else [RECORD_ID]
+    selected = out.select(*cols)
+    # -> (record_id[, multiplicity])
+    return selected
 
 
 def user_state(
@@ -55,29 +155,32 @@ def user_state(
     from pyspark.sql import functions as F
 
     deg = (
-        inc.select("rec", USER_ID)
-        .join(chosen, "rec")
+        inc.select(REC, USER_ID)
+        .join(chosen, REC)
         .groupBy(USER_ID)
-        .agg(F.sum("multiplicity").cast("long").alias("d"))
+        .agg(F.sum(MULTIPLICITY).cast("long").alias(DEGREE))
     )
     # -> (user_id, d)
     out = (
         users.select(USER_ID, CAPACITY)
         .join(deg, USER_ID, "left")
-        .withColumn("d", F.coalesce(F.col("d"), F.lit(0).cast("long")))
+        .withColumn(DEGREE, F.coalesce(F.col(DEGREE), F.lit(0).cast("long")))
     )
+    # -> (user_id, cap, d)
     open_flag = F.lit(False)
     if remaining is not None:
         still = remaining.select(USER_ID).distinct().withColumn("_open", F.lit(True))
         out = out.join(still, USER_ID, "left")
+        # -> (user_id, cap, d, _open)
         open_flag = F.coalesce(F.col("_open"), F.lit(False))
     status = (
-        F.when(F.col("d") >= F.col(CAPACITY), F.lit("SATURATED"))
+        F.when(F.col(DEGREE) >= F.col(CAPACITY), F.lit("SATURATED"))
         .when(open_flag, F.lit("OPEN"))
         .otherwise(F.lit("EXHAUSTED"))
     )
+    state = out.select(USER_ID, CAPACITY, DEGREE, status.alias(STATUS))
     # -> (user_id, cap, d, status)
-    return out.select(USER_ID, CAPACITY, "d", status.alias("status"))
+    return state
 
 
 def check_feasible(state: DataFrame) -> dict[str, Any]:
@@ -92,9 +195,9 @@ def check_feasible(state: DataFrame) -> dict[str, Any]:
     from pyspark.sql import functions as F
 
     row = state.agg(
-        F.max("d").alias("k"),
-        F.sum((F.col("d") > F.col(CAPACITY)).cast("long")).alias("over"),
-        *[F.sum((F.col("status") == s).cast("long")).alias(s) for s in STATUSES],
+        F.max(DEGREE).alias("k"),
+        F.sum((F.col(DEGREE) > F.col(CAPACITY)).cast("long")).alias("over"),
+        *[F.sum((F.col(STATUS) == s).cast("long")).alias(s) for s in STATUSES],
     ).collect()[0]
     if row["over"]:
         raise RuntimeError(f"{row['over']} users exceed their capacity: refusing to write")
@@ -104,3 +207,36 @@ def check_feasible(state: DataFrame) -> dict[str, Any]:
         "exhausted": int(row["EXHAUSTED"] or 0),
         "open": int(row["OPEN"] or 0),
     }
+
+
+def finish_outputs(
+    prep: Prepared,
+    chosen: DataFrame,
+    remaining: DataFrame | None,
+    *,
+    duplicates: bool,
+    totals: tuple[int, int],
+    summary: dict[str, Any],
+    timer: StageTimer,
+) -> BoundingResult:
+    """Degrees from the input and the selection, the feasibility check, the id mapping.
+
+    Args:
+        prep: the prepared tables (incidences, users, the rec → record_id mapping).
+        chosen: (rec, multiplicity) of the selection.
+        remaining: (rec, user_id) still eligible when the run stopped early, else ``None``.
+        duplicates: keep the ``multiplicity`` column in the output.
+        totals: (|S| with multiplicity, distinct records), known from the run's own counts.
+        summary: the run's summary so far; the degree counts are added to it.
+        timer: one stage, ``outputs``.
+
+    Raises:
+        RuntimeError: a user exceeds its capacity (see :func:`check_feasible`).
+    """
+    with timer.stage("outputs") as info:
+        state = user_state(prep.inc, prep.users, chosen, remaining).localCheckpoint(eager=True)
+        degrees = check_feasible(state)
+        summary.update(selected=totals[0], distinct_selected=totals[1], **degrees)
+        info.update(selected=totals[0], max_degree=degrees["max_degree"])
+    selected = selected_records(chosen, prep.records, with_multiplicity=duplicates)
+    return BoundingResult(selected, state, summary)

@@ -1,8 +1,13 @@
 """Parameters of contribution bounding, declared once and checked when built.
 
-The job ``contribution_bounding`` derives its command-line flags from these fields (see
-:mod:`spark_dp.config`); library callers build the same object. Spec contribution_bounding.md
-§2.1 lists the parameters; the defaults follow its recommendations (§3.5, A1, A38).
+:class:`BoundingParams` holds the algorithm's parameters (what library callers build);
+:class:`ContributionBoundingParams` adds the job's paths. The job ``contribution_bounding``
+derives its command-line flags from these fields (see :mod:`spark_dp.config`). Spec
+contribution_bounding.md §2.1 lists the parameters; the defaults follow its recommendations
+(§3.5, A1, A38).
+
+The algorithm names come from the registry (:mod:`.registry`), and so do the checks that
+depend on the algorithm: building the parameters runs the algorithm's data-free plan.
 """
 
 from __future__ import annotations
@@ -11,31 +16,19 @@ from dataclasses import dataclass
 
 from spark_dp.checks import check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
-from spark_dp.contribution_bounding.orders import ORDERS, SHARED_ORDERS, canonical_order
+from spark_dp.contribution_bounding.orders import ORDERS, canonical_order
+from spark_dp.contribution_bounding.plan import BoundingPlan
+from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import ParameterError
 
 __all__ = [
     "ALGORITHMS",
-    "DRIVER_ALGORITHMS",
     "FINISH_MODES",
-    "MULTIPLICITY_ALGORITHMS",
     "BoundingParams",
+    "ContributionBoundingParams",
 ]
 
-ALGORITHMS = (
-    "proposal",
-    "greedy",
-    "greedy-dup",
-    "bias-mitigating",
-    "ilp",
-    "ilp-dup",
-    "dp-mf",
-    "bias-sweep",
-)
-# Algorithms that collect the whole hypergraph to the driver (size-limited).
-DRIVER_ALGORITHMS = ("ilp", "ilp-dup", "dp-mf", "bias-sweep")
-# Algorithms whose output carries a multiplicity column.
-MULTIPLICITY_ALGORITHMS = ("greedy-dup", "ilp-dup")
+ALGORITHMS = REGISTRY.names
 FINISH_MODES = ("driver-greedy", "continue", "none")
 
 
@@ -46,14 +39,7 @@ class BoundingParams:
     Selection reads record and user ids only: fixed-graph DP (spec §1.5).
     """
 
-    algorithm: str = param(
-        "proposal",
-        "proposal: distributed rounds ([A]); greedy: [B] Alg. 2 (identical to proposal with a "
-        "shared order run to exhaustion); greedy-dup: Alg. 3 with multiplicities; "
-        "bias-mitigating: Alg. 2 over the small/large interleave; ilp/ilp-dup: exact, small "
-        "inputs; dp-mf: Alg. 4 min-sep batches; bias-sweep: the Pareto sweep of §4.6",
-        choices=ALGORITHMS,
-    )
+    algorithm: str = param("proposal", REGISTRY.summaries(), choices=ALGORITHMS)
     capacity: int | None = param(
         None,
         "contribution bound b: records per user; users missing from --capacities get it",
@@ -115,37 +101,53 @@ class BoundingParams:
         check_int_at_least("size_threshold", self.size_threshold, 0)
         check_int_at_least("small_block", self.small_block, 1)
         check_int_at_least("large_block", self.large_block, 1)
-        if self.order == "per-user" and self.algorithm != "proposal":
-            raise ParameterError(
-                f"order 'per-user' is only defined for algorithm 'proposal' (the greedy "
-                f"algorithms scan one shared order); got algorithm {self.algorithm!r}. "
-                f"Use one of {list(SHARED_ORDERS)}"
-            )
-        if self.finish == "none" and self.algorithm != "proposal":
-            raise ParameterError(
-                f"finish 'none' stops before exhaustion, which only algorithm 'proposal' "
-                f"allows; {self.algorithm!r} is defined at exhaustion. Use --finish "
-                "driver-greedy or continue"
-            )
-        if self.algorithm == "bias-mitigating" and self.order != "size-hash":
-            raise ParameterError(
-                "bias-mitigating interleaves two size-hash lists (spec §4.6); pass "
-                "--order size-hash"
-            )
-        if self.algorithm == "dp-mf":
-            if self.iterations is None or self.batch_size is None:
-                raise ParameterError(
-                    "dp-mf needs --iterations T and --batch-size B (the training schedule)"
-                )
-            check_int_at_least("iterations", self.iterations, 1)
-            check_int_at_least("batch_size", self.batch_size, 1)
+        REGISTRY[self.algorithm].plan(self)  # the algorithm's own checks (dp-mf: T and B)
+
+    @property
+    def plan(self) -> BoundingPlan:
+        """The algorithm's data-free plan (order, round settings, output shape)."""
+        return REGISTRY[self.algorithm].plan(self)
 
     @property
     def duplicates(self) -> bool:
         """True when the output is a multiset (a ``multiplicity`` column)."""
-        return self.algorithm in MULTIPLICITY_ALGORITHMS
+        return self.plan.duplicates
 
     @property
     def exhaustive(self) -> bool:
         """True when the rounds must run to exhaustion (every algorithm but finish=none)."""
         return self.finish != "none"
+
+
+@dataclass(frozen=True)
+class ContributionBoundingParams(BoundingParams):
+    """Parameters of the ``contribution_bounding`` job: the algorithm's plus input/output paths."""
+
+    capacities: str | None = param(
+        None, "per-user capacities table (user_id, cap); users missing from it get --capacity"
+    )
+    capacity_col: str = param("cap", "capacity column of --capacities")
+    record_weights: str | None = param(
+        None,
+        "content-free record weights for --order weighted-global (record_id, weight) or "
+        "per-user (record_id, user_id, weight); never derive them from record content",
+    )
+    user_state: str | None = param(
+        None, "per-user final degrees (default <output>_user_state); confidential"
+    )
+    work_dir: str | None = param(
+        None, "per-round state for resuming a failed run (default <output>_work)"
+    )
+    keep_work_dir: bool = param(False, "keep --work-dir after success (it is confidential)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("capacities", "record_weights", "user_state", "work_dir", "capacity_col"):
+            value = getattr(self, name)
+            if value is not None and not str(value).strip():
+                raise ParameterError(f"{name} must be a path or omitted, got an empty string")
+        if self.capacity is None and self.capacities is None and self.plan.capacity_required:
+            raise ParameterError(
+                "pass the contribution bound: --capacity B, and/or --capacities PATH with a "
+                "(user_id, cap) table"
+            )

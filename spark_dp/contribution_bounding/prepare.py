@@ -11,70 +11,58 @@ Spec contribution_bounding.md §2.2 (normalization) and §3.5 (initialization). 
 * ``users`` (user_id, cap, heavy): capacity (per-user table, else the default b) and whether
   the user has more records than the skew threshold (salted ranking, spec §3.6).
 
-Nothing here reads record content (fixed-graph DP, spec §1.5, T19): only ids, sizes and
+The state before round 1 is :func:`~.proposal_rounds.initial_state`. Nothing here reads record
+content (fixed-graph DP, spec §1.5, T19): only ids, sizes and
 content-free weights.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spark_dp.contribution_bounding.bias_mitigating import interleave_position_column
+from spark_dp.contribution_bounding.columns import (
+    CAPACITY,
+    HEAVY,
+    INCIDENCE_COUNT,
+    LARGE,
+    LEAD,
+    LIST_POSITION,
+    NEGATED_WEIGHT,
+    PRIO,
+    REC,
+    RECORD_ID,
+    SIZE,
+    URANK,
+    USER_ID,
+    WEIGHT,
+)
 from spark_dp.contribution_bounding.orders import (
+    OrderPlan,
     global_positions,
     prio_column,
     user_prio_column,
 )
 from spark_dp.errors import InputContractError, ParameterError
-from spark_dp.io import CAPACITY, RECORD_ID, USER_ID
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = [
-    "WEIGHT",
-    "OrderPlan",
-    "Prepared",
-    "RoundState",
-    "check_weights",
-    "initial_state",
-    "input_fingerprint",
-    "prepare",
-]
+    from spark_dp.contribution_bounding.state_store import StateStore
 
-WEIGHT = "weight"
-
-
-@dataclass(frozen=True)
-class OrderPlan:
-    """The order a run uses: a name of :data:`~.orders.ORDERS`, its seed, and optionally the
-    small/large interleave (u_thr, c1, c2) of the bias-mitigating variant (spec §4.6)."""
-
-    order: str
-    seed: int | str
-    interleave: tuple[int, int, int] | None = None
-
-    @property
-    def per_user(self) -> bool:
-        """True for per-user orders (no shared order; spec P7 applies)."""
-        return self.order == "per-user"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description."""
-        out = {"order": self.order, "seed": self.seed}
-        if self.interleave:
-            out["interleave"] = dict(zip(("u_thr", "c1", "c2"), self.interleave, strict=True))
-        return out
+__all__ = ["Prepared", "check_weights", "prepare"]
 
 
 @dataclass
 class Prepared:
     """Working tables shared by every pass of a run (see the module docstring)."""
 
-    inc: Any
-    records: Any
-    users: Any
+    inc: DataFrame
+    records: DataFrame
+    users: DataFrame
     n_records: int
     n_incidences: int
     n_users: int
@@ -87,40 +75,7 @@ class Prepared:
         return {k: getattr(self, k) for k in names}
 
 
-@dataclass
-class RoundState:
-    """Eligible incidences and unsaturated users, plus the eligible counts."""
-
-    inc: Any
-    users: Any
-    records: int
-    incidences: int
-
-
 # --------------------------------------------------------------------------- inputs
-
-
-def _fingerprint(df, cols: list[str]) -> dict[str, int]:
-    from pyspark.sql import functions as F
-
-    row = df.agg(
-        F.count(F.lit(1)).alias("n"),
-        F.bit_xor(F.xxhash64(*[F.col(c).cast("string") for c in cols])).alias("x"),
-    ).collect()[0]
-    return {"rows": int(row["n"]), "xor": int(row["x"] or 0)}
-
-
-def input_fingerprint(
-    incidences: DataFrame, capacities: DataFrame | None = None, weights: DataFrame | None = None
-) -> dict[str, Any]:
-    """Order-free digests of the inputs (row count and XOR of row hashes), to tell whether a
-    work directory belongs to the same inputs before resuming from it."""
-    out = {"incidences": _fingerprint(incidences, [RECORD_ID, USER_ID])}
-    if capacities is not None:
-        out["capacities"] = _fingerprint(capacities, [USER_ID, CAPACITY])
-    if weights is not None:
-        out["weights"] = _fingerprint(weights, weights.columns)
-    return out
 
 
 def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
@@ -172,34 +127,37 @@ def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
 # --------------------------------------------------------------------------- preparation
 
 
-def _record_positions(records, plan: OrderPlan, checkpoint):
+def _record_positions(
+    records: DataFrame, plan: OrderPlan, checkpoint: Callable[[DataFrame], DataFrame]
+) -> tuple[DataFrame, int]:
     """(record_id, size[, weight]) -> ((rec, record_id, size), count)."""
     from pyspark.sql import functions as F
 
-    r = records.withColumn("prio", prio_column(plan.seed))
+    r = records.withColumn(PRIO, prio_column(plan.seed))
     if plan.interleave:
         u_thr, c1, c2 = plan.interleave
-        r = r.withColumn("large", F.col("size") > F.lit(u_thr))
+        r = r.withColumn(LARGE, F.col(SIZE) > F.lit(u_thr))
         r, totals = global_positions(
-            r, ["size", "prio", RECORD_ID], "q", checkpoint=checkpoint, group_col="large"
+            r, [SIZE, PRIO, RECORD_ID], LIST_POSITION, checkpoint=checkpoint, group_col=LARGE
         )
         # -> (record_id, size, prio, large, q)
         rec = interleave_position_column(
-            F.col("q"), F.col("large"), totals.get(False, 0), totals.get(True, 0), c1, c2
+            F.col(LIST_POSITION), F.col(LARGE), totals.get(False, 0), totals.get(True, 0), c1, c2
         )
-        r = r.withColumn("rec", rec)
+        r = r.withColumn(REC, rec)
     else:
         keys = {
-            "size-hash": ["size", "prio", RECORD_ID],
-            "hash": ["prio", RECORD_ID],
-            "per-user": ["prio", RECORD_ID],  # the fallback order of spec A9
-            "weighted-global": ["negw", "prio", RECORD_ID],
+            "size-hash": [SIZE, PRIO, RECORD_ID],
+            "hash": [PRIO, RECORD_ID],
+            "per-user": [PRIO, RECORD_ID],  # the fallback order of spec A9
+            "weighted-global": [NEGATED_WEIGHT, PRIO, RECORD_ID],
         }[plan.order]
         if plan.order == "weighted-global":
-            r = r.withColumn("negw", -F.coalesce(F.col(WEIGHT), F.lit(0.0)) + F.lit(0.0))
-        r, totals = global_positions(r, keys, "rec", checkpoint=checkpoint)
+            r = r.withColumn(NEGATED_WEIGHT, -F.coalesce(F.col(WEIGHT), F.lit(0.0)) + F.lit(0.0))
+        r, totals = global_positions(r, keys, REC, checkpoint=checkpoint)
+    positions = r.select(REC, RECORD_ID, SIZE)
     # -> (rec, record_id, size)
-    return r.select("rec", RECORD_ID, "size"), sum(totals.values())
+    return positions, sum(totals.values())
 
 
 def prepare(
@@ -210,8 +168,8 @@ def prepare(
     capacities: DataFrame | None = None,
     weights: DataFrame | None = None,
     skew_threshold: int = 100_000,
-    store,
-    log=None,
+    store: StateStore,
+    log: logging.Logger | None = None,
 ) -> Prepared:
     """Build (or reload from ``store``) the working tables of a run.
 
@@ -235,13 +193,13 @@ def prepare(
 
     done = store.read_json("prepared.json")
     if done is not None:
-        users = store.load("users").drop("deg")
-        return Prepared(store.load("inc"), store.load("records"), users, **done["counts"])
+        users = _saved(store, "users").drop(INCIDENCE_COUNT)
+        return Prepared(_saved(store, "inc"), _saved(store, "records"), users, **done["counts"])
     if plan.order == "weighted-global" and weights is None:
         raise ParameterError("order weighted-global needs record weights (--record-weights)")
     if capacity is None and capacities is None:
         raise ParameterError("pass a capacity b (--capacity) and/or a capacities table")
-    if capacity is None:  # every user must be listed: check before any heavy work
+    if capacity is None and capacities is not None:  # every user must be listed: check first
         missing = (
             incidences.select(USER_ID)
             .distinct()
@@ -258,23 +216,24 @@ def prepare(
     sized = incidences.select(
         RECORD_ID,
         USER_ID,
-        F.count(F.lit(1)).over(by_record).alias("size"),
-        (F.col(USER_ID) == F.min(USER_ID).over(by_record)).alias("lead"),
+        F.count(F.lit(1)).over(by_record).alias(SIZE),
+        (F.col(USER_ID) == F.min(USER_ID).over(by_record)).alias(LEAD),
     )
     sized = store.checkpoint(sized)  # read by the sort's sampling, the sort and the join
     # -> (record_id, user_id, size, lead): one shuffle by record; lead marks one row per record
-    records = sized.where(F.col("lead")).select(RECORD_ID, "size")
+    records = sized.where(F.col(LEAD)).select(RECORD_ID, SIZE)
     # -> (record_id, size)
-    if plan.order == "weighted-global":
+    if plan.order == "weighted-global" and weights is not None:  # None was refused above
         records = records.join(weights.select(RECORD_ID, WEIGHT), RECORD_ID, "left")
+        # -> (record_id, size, weight)
     records, n_records = _record_positions(records, plan, store.checkpoint)
     # -> (rec, record_id, size); a checkpoint plus a broadcast join: cheap to reuse
-    store.keep("records", records.select("rec", RECORD_ID))
-    mapping = store.load("records")
+    store.keep("records", records.select(REC, RECORD_ID))
+    mapping = _saved(store, "records")
 
-    inc = sized.join(records.select(RECORD_ID, "rec"), RECORD_ID)
+    inc = sized.join(records.select(RECORD_ID, REC), RECORD_ID)
     # -> (record_id, user_id, size, lead, rec)
-    cols = ["rec", USER_ID, "size", "lead"]
+    cols = [REC, USER_ID, SIZE, LEAD]
     if plan.per_user:
         if weights is not None and USER_ID in weights.columns:
             inc = inc.join(weights.select(RECORD_ID, USER_ID, WEIGHT), [RECORD_ID, USER_ID], "left")
@@ -284,12 +243,12 @@ def prepare(
         own = Window.partitionBy(USER_ID).orderBy(
             negw, user_prio_column(plan.seed), F.col(RECORD_ID)
         )
-        inc = inc.withColumn("urank", (F.row_number().over(own) - 1).cast("long"))
-        cols.append("urank")
+        inc = inc.withColumn(URANK, (F.row_number().over(own) - 1).cast("long"))
+        cols.append(URANK)
     inc = store.save("inc", inc.select(*cols))
     # -> (rec, user_id, size, lead[, urank])
 
-    users = inc.groupBy(USER_ID).agg(F.count(F.lit(1)).alias("deg"))
+    users = inc.groupBy(USER_ID).agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
     # -> (user_id, deg)
     if capacities is not None:
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")
@@ -299,22 +258,22 @@ def prepare(
     users = users.select(
         USER_ID,
         F.coalesce(F.col(CAPACITY), default).alias(CAPACITY),
-        (F.col("deg") > F.lit(skew_threshold)).alias("heavy"),
-        "deg",
+        (F.col(INCIDENCE_COUNT) > F.lit(skew_threshold)).alias(HEAVY),
+        INCIDENCE_COUNT,
     )
     store.keep("users", users)
-    users = store.load("users")
+    users = _saved(store, "users")
     # -> (user_id, cap, heavy, deg)
     s = users.agg(
         F.count(F.lit(1)).alias("n"),
-        F.sum("deg").alias("incidences"),
+        F.sum(INCIDENCE_COUNT).alias("incidences"),
         F.sum((F.col(CAPACITY) <= 0).cast("long")).alias("zero"),
-        F.sum(F.col("heavy").cast("long")).alias("heavy"),
+        F.sum(F.col(HEAVY).cast("long")).alias("heavy"),
     ).collect()[0]
     prepared = Prepared(
         inc,
         mapping,
-        users.drop("deg"),
+        users.drop(INCIDENCE_COUNT),
         n_records=n_records,
         n_incidences=int(s["incidences"]),
         n_users=int(s["n"]),
@@ -334,39 +293,9 @@ def prepare(
     return prepared
 
 
-def initial_state(
-    inc: DataFrame, users: DataFrame, store, *, known: tuple[int, int, int] | None = None
-) -> RoundState:
-    """Round-0 state: users with cap ≤ 0 start saturated and their records leave (spec A7).
-
-    Args:
-        inc: (rec, user_id, size, lead[, urank]) of the instance.
-        users: (user_id, cap, heavy) covering every user of ``inc``.
-        store: where the pruned incidences are saved (``round-0000/inc``) when needed.
-        known: (records, incidences, users with cap ≤ 0) when already counted; with no
-            such user nothing is recomputed.
-
-    Returns:
-        The state before round 1; ``users`` gains d = 0 and keeps only users with cap > 0.
-    """
-    from pyspark.sql import functions as F
-
-    active = users.where(F.col(CAPACITY) > 0).withColumn("d", F.lit(0).cast("long"))
-    # -> (user_id, cap, heavy, d)
-    if known is not None and known[2] == 0:
-        return RoundState(inc, active, known[0], known[1])
-    zero = users.where(F.col(CAPACITY) <= 0).select(USER_ID)
-    dead = inc.join(zero, USER_ID, "left_semi").select("rec").distinct()
-    eligible = store.save("round-0000/inc", inc.join(dead, "rec", "left_anti"))
-    # -> (rec, user_id, size, lead[, urank])
-    return state_with_counts(eligible, active)
-
-
-def state_with_counts(inc: DataFrame, users: DataFrame) -> RoundState:
-    """Wrap a materialized eligible table with its counts (records via Σ lead)."""
-    from pyspark.sql import functions as F
-
-    row = inc.agg(
-        F.count(F.lit(1)).alias("n"), F.sum(F.col("lead").cast("long")).alias("r")
-    ).collect()[0]
-    return RoundState(inc, users, int(row["r"] or 0), int(row["n"]))
+def _saved(store: StateStore, name: str) -> DataFrame:
+    """A table this run saved before (it must be there)."""
+    df = store.load(name)
+    if df is None:
+        raise RuntimeError(f"the prepared state lists {name!r} but the store does not hold it")
+    return df

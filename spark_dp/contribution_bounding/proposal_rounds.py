@@ -1,4 +1,4 @@
-"""DistributedContributionBounding: the multi-round proposal algorithm as DataFrame rounds.
+"""DistributedContributionBounding: one proposal round as a DataFrame step.
 
 [A] Algorithm 1 and §2; spec contribution_bounding.md §3.2 (semantics), §3.5 (DataFrame
 plan), §3.6 (performance). One round:
@@ -24,92 +24,112 @@ Skew (spec §3.6): users with more records than the skew threshold are ranked in
 first within (user, salt) buckets, salt = pmod(xxhash64(rec), S), keeping ≤ resid rows per
 bucket, then per user. The top resid of a user are among the union of each bucket's top resid,
 so the result is unchanged.
+
+A round maps a :class:`RoundState` (eligible incidences, unsaturated users, their counts) to
+the next; :func:`initial_state` is the state before round 1. The loop over rounds (resume,
+finish modes, round logs) is :mod:`.passes`.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from functools import reduce
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from spark_dp.contribution_bounding.driver_rounds import simulate_rounds
-from spark_dp.contribution_bounding.greedy import greedy
-from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
-from spark_dp.contribution_bounding.prepare import RoundState
-from spark_dp.io import CAPACITY, USER_ID
+from spark_dp.contribution_bounding.columns import (
+    ACCEPTED,
+    CAPACITY,
+    DEAD,
+    DEGREE,
+    FIRST,
+    HEAVY,
+    LEAD,
+    NEWLY_SATURATED,
+    PROPOSED,
+    REC,
+    SIZE,
+    URANK,
+    USER_ID,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["PassOutcome", "RoundLog", "RoundSettings", "proposal_round", "run_pass"]
+    from spark_dp.contribution_bounding.state_store import StateStore
 
+__all__ = [
+    "BASE_COLUMNS",
+    "RoundState",
+    "accepted_records",
+    "commit_round",
+    "eligible_incidences",
+    "initial_state",
+    "next_users",
+    "proposal_round",
+    "round_table",
+    "state_after",
+    "state_with_counts",
+]
 
-@dataclass(frozen=True)
-class RoundSettings:
-    """How a pass runs (spec §3.5 "finish mode"; defaults of A1)."""
-
-    max_rounds: int = 64
-    finish: str = "driver-greedy"
-    driver_threshold_rows: int = 5_000_000
-    driver_max_rows: int = 20_000_000
-    salt_buckets: int = 64
-
-
-@dataclass
-class RoundLog:
-    """One round's counts (spec §2.3 ``round_log``); confidential, never ids."""
-
-    round: int
-    order: str
-    eligible_records_start: int
-    eligible_incidences_start: int
-    active_users: int
-    proposals: int
-    accepted: int
-    newly_saturated: int
-    records_removed_by_saturation: int
-    selected_cumulative: int
-    eligible_records_left: int
-    eligible_incidences_left: int
-    seconds: float
+BASE_COLUMNS = (REC, USER_ID, SIZE, LEAD, URANK)
+"""Columns of the eligible-incidence table (``urank`` only for per-user orders)."""
 
 
 @dataclass
-class PassOutcome:
-    """Result of one pass of rounds (plus its finish).
+class RoundState:
+    """Eligible incidences and unsaturated users, plus the eligible counts."""
 
-    Attributes:
-        selected: (rec, round) of accepted records; round 0 = driver finish.
-        n_selected: number of selected records.
-        rounds: distributed rounds run (in this process and before a restart).
-        log: per-round counts.
-        finish: how the pass ended (mode, driver hand-off, order switch, stop reason).
-        remaining: (rec, user_id) still eligible at the stop (empty at exhaustion).
-        resumed_from: round whose saved state a restart continued from, else ``None``.
+    inc: DataFrame
+    users: DataFrame
+    records: int
+    incidences: int
+
+
+def initial_state(
+    inc: DataFrame,
+    users: DataFrame,
+    store: StateStore,
+    *,
+    known: tuple[int, int, int] | None = None,
+) -> RoundState:
+    """Round-0 state: users with cap ≤ 0 start saturated and their records leave (spec A7).
+
+    Args:
+        inc: (rec, user_id, size, lead[, urank]) of the instance.
+        users: (user_id, cap, heavy) covering every user of ``inc``.
+        store: where the pruned incidences are saved (``round-0000/inc``) when needed.
+        known: (records, incidences, users with cap ≤ 0) when already counted; with no
+            such user nothing is recomputed.
+
+    Returns:
+        The state before round 1; ``users`` gains d = 0 and keeps only users with cap > 0.
     """
+    from pyspark.sql import functions as F
 
-    selected: Any
-    n_selected: int
-    rounds: int
-    log: list[RoundLog]
-    finish: dict[str, Any]
-    remaining: Any
-    resumed_from: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    active = users.where(F.col(CAPACITY) > 0).withColumn(DEGREE, F.lit(0).cast("long"))
+    # -> (user_id, cap, heavy, d)
+    if known is not None and known[2] == 0:
+        return RoundState(inc, active, known[0], known[1])
+    zero = users.where(F.col(CAPACITY) <= 0).select(USER_ID)
+    dead = inc.join(zero, USER_ID, "left_semi").select(REC).distinct()
+    # -> (rec): records of a user with capacity 0
+    eligible = store.save("round-0000/inc", inc.join(dead, REC, "left_anti"))
+    # -> (rec, user_id, size, lead[, urank])
+    return state_with_counts(eligible, active)
 
 
-def _rname(r: int, what: str) -> str:
+def state_with_counts(inc: DataFrame, users: DataFrame) -> RoundState:
+    """Wrap a materialized eligible table with its counts (records via Σ lead)."""
+    from pyspark.sql import functions as F
+
+    row = inc.agg(
+        F.count(F.lit(1)).alias("n"), F.sum(F.col(LEAD).cast("long")).alias("r")
+    ).collect()[0]
+    return RoundState(inc, users, int(row["r"] or 0), int(row["n"]))
+
+
+def round_table(r: int, what: str) -> str:
+    """Store name of a table of round ``r`` (``round-0003/flagged``)."""
     return f"round-{r:04d}/{what}"
-
-
-# --------------------------------------------------------------------------- one round
-
-
-BASE_COLUMNS = ("rec", USER_ID, "size", "lead", "urank")
 
 
 def proposal_round(
@@ -143,15 +163,15 @@ def proposal_round(
     from pyspark.sql import functions as F
 
     base = [c for c in state.inc.columns if c in BASE_COLUMNS]
-    cand = state.inc.join(state.users.select(USER_ID, CAPACITY, "heavy", "d"), USER_ID)
-    resid = F.col(CAPACITY) - F.col("d")
+    cand = state.inc.join(state.users.select(USER_ID, CAPACITY, HEAVY, DEGREE), USER_ID)
+    resid = F.col(CAPACITY) - F.col(DEGREE)
     # -> (user_id, rec, size, lead[, urank], cap, heavy, d): eligible incidences of users
     #    still proposing (the inner join drops users without eligible records)
     by_user = Window.partitionBy(USER_ID)
     if salted:
         # Two-stage top-k: the best resid rows of each (user, bucket) contain the user's best
         # resid rows; only those survivors are ranked per user.
-        salt = F.when(F.col("heavy"), F.pmod(F.xxhash64("rec"), F.lit(salt_buckets))).otherwise(0)
+        salt = F.when(F.col(HEAVY), F.pmod(F.xxhash64(REC), F.lit(salt_buckets))).otherwise(0)
         bucket = Window.partitionBy(USER_ID, "_salt").orderBy(order_col)
         survivors = (
             cand.withColumn("_salt", salt)
@@ -159,31 +179,31 @@ def proposal_round(
             .where(F.col("_rk1") <= resid)
         )
         ranked = survivors.withColumn("_rk", F.row_number().over(by_user.orderBy(order_col)))
-        ranked = ranked.where(F.col("_rk") <= resid).select("rec", USER_ID, "_rk")
+        ranked = ranked.where(F.col("_rk") <= resid).select(REC, USER_ID, "_rk")
         # -> (rec, user_id, _rk): the proposals, ≤ S·resid rows sorted per heavy user
-        cand = cand.join(ranked, ["rec", USER_ID], "left")
+        cand = cand.join(ranked, [REC, USER_ID], "left")
     else:
         cand = cand.withColumn("_rk", F.row_number().over(by_user.orderBy(order_col)))
     proposed = F.coalesce(F.col("_rk") <= resid, F.lit(False))
     flagged = cand.select(
         *base,
         CAPACITY,
-        "heavy",
-        "d",
-        proposed.alias("proposed"),
-        (F.col("_rk") == 1).alias("first"),
-    ).fillna(False, subset=["first"])
+        HEAVY,
+        DEGREE,
+        proposed.alias(PROPOSED),
+        (F.col("_rk") == 1).alias(FIRST),
+    ).fillna(False, subset=[FIRST])
     # -> (base..., cap, heavy, d, proposed, first)
-    by_rec = Window.partitionBy("rec")
-    votes = F.sum(F.col("proposed").cast("int")).over(by_rec)
-    flagged = flagged.withColumn("acc", votes == F.col("size"))
-    gained = F.sum((F.col("acc") & F.col("proposed")).cast("long")).over(by_user)
+    by_rec = Window.partitionBy(REC)
+    votes = F.sum(F.col(PROPOSED).cast("int")).over(by_rec)
+    flagged = flagged.withColumn(ACCEPTED, votes == F.col(SIZE))
+    gained = F.sum((F.col(ACCEPTED) & F.col(PROPOSED)).cast("long")).over(by_user)
     flagged = flagged.withColumn("_gained", gained)
-    flagged = flagged.withColumn("d", F.col("d") + F.col("_gained")).withColumn(
-        "newly", (F.col("d") >= F.col(CAPACITY)) & (F.col("_gained") > 0)
+    flagged = flagged.withColumn(DEGREE, F.col(DEGREE) + F.col("_gained")).withColumn(
+        NEWLY_SATURATED, (F.col(DEGREE) >= F.col(CAPACITY)) & (F.col("_gained") > 0)
     )
-    dead = F.max(F.col("newly").cast("int")).over(by_rec) > 0
-    flagged = flagged.withColumn("dead", dead).drop("_gained")
+    dead = F.max(F.col(NEWLY_SATURATED).cast("int")).over(by_rec) > 0
+    flagged = flagged.withColumn(DEAD, dead).drop("_gained")
     # -> (base..., cap, heavy, d, proposed, first, acc, newly, dead)
     return flagged
 
@@ -193,276 +213,60 @@ def next_users(flagged: DataFrame) -> DataFrame:
     and stay below capacity. Users without eligible records never reach the flagged table."""
     from pyspark.sql import functions as F
 
-    users = flagged.where(F.col("first") & (F.col("d") < F.col(CAPACITY)))
+    users = flagged.where(F.col(FIRST) & (F.col(DEGREE) < F.col(CAPACITY))).select(
+        USER_ID, CAPACITY, HEAVY, DEGREE
+    )
     # -> (user_id, cap, heavy, d)
-    return users.select(USER_ID, CAPACITY, "heavy", "d")
+    return users
 
 
-def _accepted(flagged) -> DataFrame:
+def accepted_records(flagged: DataFrame) -> DataFrame:
     """The records a round accepted (one row each, via the lead incidence)."""
     from pyspark.sql import functions as F
 
+    accepted = flagged.where(F.col(LEAD) & F.col(ACCEPTED)).select(REC)
     # -> (rec)
-    return flagged.where(F.col("lead") & F.col("acc")).select("rec")
+    return accepted
 
 
-def _eligible(flagged):
+def eligible_incidences(flagged: DataFrame) -> DataFrame:
     """The eligible incidences after a round: neither accepted nor killed by a saturation."""
     from pyspark.sql import functions as F
 
     base = [c for c in flagged.columns if c in BASE_COLUMNS]
+    eligible = flagged.where(~F.col(ACCEPTED) & ~F.col(DEAD)).select(*base)
     # -> (rec, user_id, size, lead[, urank])
-    return flagged.where(~F.col("acc") & ~F.col("dead")).select(*base)
+    return eligible
 
 
-def _commit(flagged, store, r: int):
+def state_after(flagged: DataFrame, records: int, incidences: int) -> RoundState:
+    """The state after a round, from its (saved) flagged table and the eligible counts."""
+    return RoundState(eligible_incidences(flagged), next_users(flagged), records, incidences)
+
+
+def commit_round(
+    flagged: DataFrame, store: StateStore, r: int
+) -> tuple[RoundState, dict[str, int]]:
     """Materialize round r and read its counts (one aggregation).
 
     Returns:
-        (next state, counts for the round log). Every round's flagged table is kept (it is
+        (next state, counts for the round log: proposals, proposers, accepted, newly
+        saturated). Every round's flagged table is kept (it is
         the record of what the round accepted; the work directory goes after success).
     """
     from pyspark.sql import functions as F
 
-    flagged = store.save(_rname(r, "flagged"), flagged)
-    lead = F.col("lead")
-    left = ~F.col("acc") & ~F.col("dead")
+    flagged = store.save(round_table(r, "flagged"), flagged)
+    lead = F.col(LEAD)
+    left = ~F.col(ACCEPTED) & ~F.col(DEAD)
     s = flagged.agg(
-        F.sum(F.col("proposed").cast("long")).alias("proposals"),
-        F.sum(F.col("first").cast("long")).alias("proposers"),
-        F.sum((lead & F.col("acc")).cast("long")).alias("accepted"),
-        F.sum((F.col("first") & F.col("newly")).cast("long")).alias("newly"),
+        F.sum(F.col(PROPOSED).cast("long")).alias("proposals"),
+        F.sum(F.col(FIRST).cast("long")).alias("proposers"),
+        F.sum((lead & F.col(ACCEPTED)).cast("long")).alias("accepted"),
+        F.sum((F.col(FIRST) & F.col(NEWLY_SATURATED)).cast("long")).alias("newly"),
         F.sum(left.cast("long")).alias("incidences"),
         F.sum((lead & left).cast("long")).alias("records"),
     ).collect()[0]
     counts = {k: int(s[k] or 0) for k in ("proposals", "proposers", "accepted", "newly")}
-    state = RoundState(
-        _eligible(flagged), next_users(flagged), int(s["records"] or 0), int(s["incidences"] or 0)
-    )
+    state = state_after(flagged, int(s["records"] or 0), int(s["incidences"] or 0))
     return state, counts
-
-
-# --------------------------------------------------------------------------- driver finish
-
-
-def _compact_state(inc_pdf, users_pdf, with_rank: bool):
-    """Driver arrays of a state: records in rec order, residual capacities cap − d."""
-    import pandas as pd
-
-    inc_pdf = inc_pdf.sort_values(["rec", USER_ID], kind="mergesort")
-    recs = inc_pdf["rec"].to_numpy(np.int64)
-    rec_values, rec_codes = np.unique(recs, return_inverse=True)
-    user_index = pd.Index(users_pdf[USER_ID])
-    user_codes = user_index.get_indexer(inc_pdf[USER_ID])
-    if np.any(user_codes < 0):
-        raise RuntimeError("an eligible incidence has no unsaturated user row")
-    resid = (users_pdf[CAPACITY] - users_pdf["d"]).to_numpy(np.int64)
-    graph = CompactHypergraph.from_codes(
-        rec_codes, user_codes, rec_values, users_pdf[USER_ID].to_numpy(), resid
-    )
-    rank = inc_pdf["urank"].to_numpy(np.int64) if with_rank else None
-    return graph, rank
-
-
-def _driver_finish(state: RoundState, order_col: str, spark) -> tuple[Any, dict]:
-    """Finish on the driver: Greedy(π) over the remainder (P6), or, for per-user orders, the
-    rounds themselves (P6 does not hold for them) with the hash fallback on a stall (P7)."""
-    import pandas as pd
-
-    cols = ["rec", USER_ID] + (["urank"] if order_col == "urank" else [])
-    inc_pdf = state.inc.select(*cols).toPandas()
-    users_pdf = state.users.select(USER_ID, CAPACITY, "d").toPandas()
-    graph, rank = _compact_state(inc_pdf, users_pdf, order_col == "urank")
-    info: dict[str, Any] = {"driver_records": graph.n_records, "driver_incidences": len(inc_pdf)}
-    if rank is None:
-        mask = greedy(graph)
-    else:
-        sim = simulate_rounds(graph, rank)
-        mask = sim.selected.copy()
-        info["driver_rounds"] = sim.rounds
-        if sim.stalled:
-            info["order_switched"] = "on the driver"
-            mask |= greedy(graph, np.flatnonzero(sim.eligible), counts=sim.degree)
-    chosen = graph.record_ids[mask].astype(np.int64)
-    info["driver_accepted"] = len(chosen)
-    df = spark.createDataFrame(pd.DataFrame({"rec": chosen}), "rec long")
-    return df, info
-
-
-# --------------------------------------------------------------------------- a pass
-
-
-def run_pass(
-    make_initial: Callable[[Any], RoundState],
-    *,
-    settings: RoundSettings,
-    per_user: bool,
-    salted: bool,
-    store,
-    timer,
-    log,
-    label: str = "round",
-    on_round: Callable[[RoundLog], None] | None = None,
-) -> PassOutcome:
-    """Run rounds until the finish mode stops them; resume from ``store`` when it holds state.
-
-    Args:
-        make_initial: ``store -> RoundState`` building the state before round 1; called
-            unless the store holds a finished round of this pass to resume from.
-        settings: rounds and finish mode.
-        per_user: rank by ``urank`` (per-user orders) until a stall switches to ``rec``.
-        salted: use the two-stage salted ranking (some user is heavy).
-        store: a :class:`~.state_store.StateStore` for this pass.
-        timer: a :class:`spark_dp.logs.StageTimer`; one stage per round.
-        log: logger (counts only).
-        label: stage name prefix (``round``, or ``pass 2 round`` for Alg. 3).
-        on_round: called after a round is fully saved (a crash after it resumes after it).
-
-    Raises:
-        RuntimeError: a round accepted nothing under a shared order (impossible by P3).
-    """
-    spark = store.spark
-    doc = store.read_json("pass.json")
-    resumed_from = None
-    if doc is not None and doc.get("done"):
-        return _outcome(doc, store, spark, resumed_from)
-    if doc is None:
-        doc = {
-            "rounds": [],
-            "order_col": "urank" if per_user else "rec",
-            "done": False,
-            "finish": {"mode": settings.finish},
-        }
-        store.write_json("pass.json", doc)
-    if not doc["rounds"]:
-        state = make_initial(store)
-    else:
-        r = len(doc["rounds"])
-        resumed_from = r
-        flagged = store.load(_rname(r, "flagged"))
-        state = RoundState(_eligible(flagged), next_users(flagged), **doc["state"])
-        log.info("resuming after round %d from saved state", r)
-    order_col = doc["order_col"]
-    finish = doc["finish"]
-    warned = False
-    while True:
-        r = len(doc["rounds"])
-        if state.records == 0:
-            finish["stopped"] = "exhausted"
-            break
-        if (
-            settings.finish == "driver-greedy"
-            and state.incidences <= settings.driver_threshold_rows
-        ):
-            finish["stopped"] = "driver"
-            break
-        if r >= settings.max_rounds and settings.finish != "continue":
-            if settings.finish == "none":
-                finish["stopped"] = "max_rounds"
-                break
-            if state.incidences <= settings.driver_max_rows:
-                finish["stopped"] = "driver"
-                break
-            if not warned:
-                log.warning(
-                    "max_rounds reached with %d eligible incidences, more than the driver may "
-                    "collect (%d); continuing with rounds",
-                    state.incidences,
-                    settings.driver_max_rows,
-                )
-                warned = True
-        state, entry = _one_round(state, r + 1, order_col, settings, salted, store, timer, label)
-        entry.order = "per-user" if order_col == "urank" else "shared"
-        if entry.accepted == 0 and state.records > 0:
-            if order_col != "urank":
-                raise RuntimeError(
-                    f"round {r + 1} accepted nothing under a shared order while records are "
-                    "eligible; this contradicts spec P3 and is a bug"
-                )
-            order_col = "rec"
-            finish["order_switched_after_round"] = r + 1
-            log.warning(
-                "per-user orders made no progress in round %d (spec P7); switching to the "
-                "shared hash order for the rest of the run",
-                r + 1,
-            )
-        entry.selected_cumulative = sum(e["accepted"] for e in doc["rounds"]) + entry.accepted
-        doc["rounds"].append(asdict(entry))
-        doc["state"] = _counts(state)
-        doc["order_col"] = order_col
-        store.write_json("pass.json", doc)
-        if on_round is not None:
-            on_round(entry)
-    if finish["stopped"] == "driver":
-        with timer.stage(f"{label} driver finish") as info:
-            df, details = _driver_finish(state, order_col, spark)
-            store.save("driver/selected", df)
-            finish.update(details)
-            info.update({k: v for k, v in details.items() if isinstance(v, int)})
-    doc["done"] = True
-    doc["finish"] = finish
-    store.write_json("pass.json", doc)
-    return _outcome(doc, store, spark, resumed_from)
-
-
-def _counts(state: RoundState) -> dict[str, int]:
-    return {"records": state.records, "incidences": state.incidences}
-
-
-def _one_round(state, r, order_col, settings, salted, store, timer, label):
-    t0 = time.perf_counter()
-    with timer.stage(f"{label} {r}") as info:
-        flagged = proposal_round(
-            state, order_col, salted=salted, salt_buckets=settings.salt_buckets
-        )
-        new_state, c = _commit(flagged, store, r)
-        entry = RoundLog(
-            round=r,
-            order="",
-            eligible_records_start=state.records,
-            eligible_incidences_start=state.incidences,
-            active_users=c["proposers"],
-            proposals=c["proposals"],
-            accepted=c["accepted"],
-            newly_saturated=c["newly"],
-            records_removed_by_saturation=state.records - c["accepted"] - new_state.records,
-            selected_cumulative=0,
-            eligible_records_left=new_state.records,
-            eligible_incidences_left=new_state.incidences,
-            seconds=0.0,
-        )
-        info.update(
-            accepted=c["accepted"],
-            newly_saturated=c["newly"],
-            eligible_records_left=new_state.records,
-            eligible_incidences_left=new_state.incidences,
-        )
-    entry.seconds = round(time.perf_counter() - t0, 3)
-    return new_state, entry
-
-
-def _outcome(doc: dict, store, spark, resumed_from) -> PassOutcome:
-    from pyspark.sql import functions as F
-
-    rounds = [RoundLog(**e) for e in doc["rounds"]]
-    parts = [
-        _accepted(store.load(_rname(e.round, "flagged"))).withColumn("round", F.lit(e.round))
-        for e in rounds
-        if e.accepted
-    ]
-    n_selected = sum(e.accepted for e in rounds)
-    finish = doc["finish"]
-    if finish.get("stopped") == "driver":
-        parts.append(store.load("driver/selected").withColumn("round", F.lit(0)))
-        n_selected += int(finish.get("driver_accepted", 0))
-    if parts:
-        selected = reduce(lambda a, b: a.unionByName(b), parts)
-    else:
-        selected = spark.createDataFrame([], "rec long, round int")
-    # -> (rec, round)
-    r = len(rounds)
-    if finish.get("stopped") == "max_rounds":
-        remaining = _eligible(store.load(_rname(r, "flagged"))).select("rec", USER_ID)
-    else:
-        remaining = spark.createDataFrame([], f"rec long, {USER_ID} string")
-    return PassOutcome(selected, n_selected, r, rounds, finish, remaining, resumed_from)

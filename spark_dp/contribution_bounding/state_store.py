@@ -12,20 +12,52 @@ Two modes:
 The contents are confidential (spec A36): per-round selections and degrees reveal the graph.
 Writes go through :func:`spark_dp.io.write_parquet_atomic` / :func:`~spark_dp.io.write_json_atomic`,
 so a crash never leaves a half-written table that looks finished.
+
+Before a run uses a work directory it claims it (:func:`claim_store`): the directory's
+``meta.json`` holds digests of the inputs, the parameters that change the answer and the order
+seed; a directory holding another run's state is refused (or cleared on request), so a resume
+never mixes two runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.io import write_json_atomic, write_parquet_atomic
+from spark_dp.contribution_bounding.params import BoundingParams
+from spark_dp.errors import SparkDPUserError
+from spark_dp.io import CAPACITY, RECORD_ID, USER_ID, write_json_atomic, write_parquet_atomic
+from spark_dp.randomness import Randomness
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["StateStore"]
+__all__ = [
+    "StateStore",
+    "WorkDirMismatchError",
+    "claim_store",
+    "fingerprint_params",
+    "input_fingerprint",
+]
+
+# Parameters that change speed but never the answer (excluded from the resume fingerprint).
+_PERFORMANCE_ONLY = (
+    "driver_threshold_rows",
+    "driver_max_rows",
+    "skew_threshold",
+    "salt_buckets",
+    "ilp_time_limit",
+    "ilp_max_records",
+)
+_META = "meta.json"
+_FORMAT = 1
+
+
+class WorkDirMismatchError(SparkDPUserError):
+    """The work directory holds the state of a run with other inputs or parameters."""
 
 
 class StateStore:
@@ -36,7 +68,14 @@ class StateStore:
         work_dir: directory for Parquet state, or ``None`` for in-memory checkpoints.
     """
 
-    def __init__(self, spark, work_dir: str | None = None, *, _prefix: str = "", _mem=None):
+    def __init__(
+        self,
+        spark: SparkSession,
+        work_dir: str | None = None,
+        *,
+        _prefix: str = "",
+        _mem: dict[str, Any] | None = None,
+    ) -> None:
         self.spark = spark
         self.work_dir = work_dir.rstrip("/") if work_dir else None
         self._prefix = _prefix
@@ -95,25 +134,27 @@ class StateStore:
         return self.spark.read.parquet(self.path(name))
 
     # ------------------------------------------------------------------ JSON
-    def write_json(self, name: str, obj: dict) -> None:
+    def write_json(self, name: str, obj: dict[str, Any]) -> None:
         """Store a small JSON document atomically."""
         if self.work_dir is None:
-            self._mem[self._key(name)] = json.loads(json.dumps(obj))
+            self._mem[self._key(name)] = _copy_json(obj)
             return
         write_json_atomic(obj, self.path(name), overwrite=True, spark=self.spark)
 
-    def read_json(self, name: str) -> dict | None:
+    def read_json(self, name: str) -> dict[str, Any] | None:
         """The JSON document saved under ``name``, or ``None``."""
         if self.work_dir is None:
-            doc = self._mem.get(self._key(name))
-            return json.loads(json.dumps(doc)) if doc is not None else None
+            saved = self._mem.get(self._key(name))
+            return _copy_json(saved) if saved is not None else None
         path = self.path(name)
         if not self._exists(path):
             return None
         if "://" not in path or path.startswith("file://"):
-            return json.loads(Path(path.removeprefix("file://")).read_text(encoding="utf-8"))
-        text = "".join(t for _, t in self.spark.sparkContext.wholeTextFiles(path).collect())
-        return json.loads(text)
+            text = Path(path.removeprefix("file://")).read_text(encoding="utf-8")
+        else:
+            text = "".join(t for _, t in self.spark.sparkContext.wholeTextFiles(path).collect())
+        doc: dict[str, Any] = json.loads(text)
+        return doc
 
     # ------------------------------------------------------------------ housekeeping
     def delete(self, name: str) -> None:
@@ -139,7 +180,116 @@ class StateStore:
         fs, jpath = self._fs(path)
         return bool(fs.exists(jpath))
 
-    def _fs(self, path: str):
-        jvm = self.spark.sparkContext._jvm
+    def _fs(self, path: str) -> tuple[Any, Any]:
+        """(Hadoop FileSystem, Hadoop Path) of ``path``, through the JVM gateway."""
+        jvm: Any = self.spark.sparkContext._jvm
+        jsc: Any = self.spark.sparkContext._jsc
         jpath = jvm.org.apache.hadoop.fs.Path(path)
-        return jpath.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), jpath
+        return jpath.getFileSystem(jsc.hadoopConfiguration()), jpath
+
+
+def _copy_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy through JSON (what a work directory would give back)."""
+    out: dict[str, Any] = json.loads(json.dumps(doc))
+    return out
+
+
+# --------------------------------------------------------------------------- claiming
+
+
+def _fingerprint(df: DataFrame, cols: list[str]) -> dict[str, int]:
+    from pyspark.sql import functions as F
+
+    row = df.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.bit_xor(F.xxhash64(*[F.col(c).cast("string") for c in cols])).alias("x"),
+    ).collect()[0]
+    return {"rows": int(row["n"]), "xor": int(row["x"] or 0)}
+
+
+def input_fingerprint(
+    incidences: DataFrame, capacities: DataFrame | None = None, weights: DataFrame | None = None
+) -> dict[str, Any]:
+    """Order-free digests of the inputs (row count and XOR of row hashes), to tell whether a
+    work directory belongs to the same inputs before resuming from it."""
+    out = {"incidences": _fingerprint(incidences, [RECORD_ID, USER_ID])}
+    if capacities is not None:
+        out["capacities"] = _fingerprint(capacities, [USER_ID, CAPACITY])
+    if weights is not None:
+        out["weights"] = _fingerprint(weights, weights.columns)
+    return out
+
+
+def fingerprint_params(params: BoundingParams) -> dict[str, Any]:
+    """The parameters that can change the answer (the algorithm's, never paths or speed knobs).
+
+    At exhaustion the answer does not depend on R or the finish mode (spec P4, P6), so
+    ``max_rounds`` and ``finish`` only count under ``finish=none``.
+    """
+    out = {
+        f.name: getattr(params, f.name)
+        for f in dataclasses.fields(BoundingParams)
+        if f.name not in _PERFORMANCE_ONLY
+    }
+    if params.finish != "none":
+        out.pop("max_rounds")
+        out.pop("finish")
+    return out
+
+
+def order_seed(randomness: Randomness, meta: dict[str, Any] | None) -> int:
+    """The seed of the order's hash (spec §3.3).
+
+    Seeded mode: the fixed seed. Entropy mode: the seed a resumed run stored in its work
+    directory, else a fresh non-negative 63-bit integer from OS entropy. Not sensitive under
+    fixed-graph DP (spec A37); reported for reproducibility.
+    """
+    if randomness.seed is not None:
+        return randomness.seed
+    if meta is not None and "seed" in meta:
+        return int(meta["seed"])
+    return randomness.child("contribution_bounding").key64("order-seed") >> 1
+
+
+def claim_store(
+    store: StateStore,
+    *,
+    incidences: DataFrame,
+    capacities: DataFrame | None,
+    weights: DataFrame | None,
+    params: BoundingParams,
+    randomness: Randomness,
+    restart: bool,
+    log: logging.Logger,
+) -> int:
+    """Check that ``store`` is fresh or belongs to this very run; return the order seed.
+
+    Raises:
+        WorkDirMismatchError: the work directory holds another run's state and ``restart``
+            is off.
+    """
+    meta = store.read_json(_META)
+    seed = order_seed(randomness, meta)
+    if not store.persistent:
+        return seed
+    doc = {
+        "inputs": input_fingerprint(incidences, capacities, weights),
+        "params": fingerprint_params(params),
+        "seed": seed,
+        "format": _FORMAT,
+    }
+    if meta is not None and meta != doc:
+        if not restart:
+            raise WorkDirMismatchError(
+                f"work directory {store.work_dir!r} holds the state of a run with other inputs "
+                "or parameters; remove it, choose another --work-dir, or pass --overwrite to "
+                "start over"
+            )
+        log.warning("discarding the state of another run in %s", store.work_dir)
+        store.clear()
+        meta = None
+    if meta is None:
+        store.write_json(_META, doc)
+    else:
+        log.info("work directory %s belongs to this run: resuming", store.work_dir)
+    return seed

@@ -21,61 +21,20 @@ directory is removed after success.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from spark_dp.config import param
-from spark_dp.contribution_bounding.params import BoundingParams
-from spark_dp.errors import InputContractError, ParameterError
+from spark_dp.contribution_bounding.params import ContributionBoundingParams
+from spark_dp.errors import InputContractError
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
 
-__all__ = ["ContributionBoundingParams", "main"]
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["SPEC", "main"]
 
 
-@dataclass(frozen=True)
-class ContributionBoundingParams(BoundingParams):
-    """Parameters of the ``contribution_bounding`` job: the algorithm's plus input/output paths."""
-
-    capacities: str | None = param(
-        None, "per-user capacities table (user_id, cap); users missing from it get --capacity"
-    )
-    capacity_col: str = param("cap", "capacity column of --capacities")
-    record_weights: str | None = param(
-        None,
-        "content-free record weights for --order weighted-global (record_id, weight) or "
-        "per-user (record_id, user_id, weight); never derive them from record content",
-    )
-    user_state: str | None = param(
-        None, "per-user final degrees (default <output>_user_state); confidential"
-    )
-    work_dir: str | None = param(
-        None, "per-round state for resuming a failed run (default <output>_work)"
-    )
-    keep_work_dir: bool = param(False, "keep --work-dir after success (it is confidential)")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("capacities", "record_weights", "user_state", "work_dir", "capacity_col"):
-            value = getattr(self, name)
-            if value is not None and not str(value).strip():
-                raise ParameterError(f"{name} must be a path or omitted, got an empty string")
-
-
-def _algorithm_name(p: ContributionBoundingParams, summary: dict) -> str:
-    names = {
-        "proposal": "DistributedContributionBounding (proposal rounds, [A] Alg. 1)",
-        "greedy": "Greedy contribution bounding ([B] Alg. 2) via proposal rounds (= Alg. 2, P4)",
-        "greedy-dup": "Greedy with duplicates ([B] Alg. 3) as passes of proposal rounds",
-        "bias-mitigating": "Bias-mitigating variant of [B] Alg. 2 (small/large interleave)",
-        "ilp": "Exact ILP (1) of [B] App. C.4, HiGHS",
-        "ilp-dup": "Exact ILP (2) with duplicates of [B] App. C.4, HiGHS",
-        "dp-mf": "DP-MF min-separation batching ([B] Alg. 4)",
-        "bias-sweep": "Pareto sweep of the bias-mitigating variant ([B] App. C.5)",
-    }
-    order = summary["order"]["order"]
-    return f"{names[p.algorithm]}; order {order}; finish {p.finish}"
-
-
-def _read_weights(ctx: JobContext, path: str):
+def _read_weights(ctx: JobContext, path: str) -> DataFrame:
+    """The record-weights table with the job's id columns renamed to record_id, user_id."""
     from pyspark.sql import functions as F
 
     from spark_dp.io import RECORD_ID, USER_ID, read_table
@@ -86,7 +45,9 @@ def _read_weights(ctx: JobContext, path: str):
         raise InputContractError(
             f"record weights {path!r} have no column {ctx.args.record_col!r}; columns: {df.columns}"
         )
-    return df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
+    weights = df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
+    # -> (record_id[, user_id], weight, ...)
+    return weights
 
 
 def _execute(ctx: JobContext) -> str:
@@ -98,14 +59,8 @@ def _execute(ctx: JobContext) -> str:
     out = ctx.args.output.rstrip("/")
     user_state_path = p.user_state or f"{out}_user_state"
     work_dir = p.work_dir or f"{out}_work"
-    writes_state = p.algorithm not in ("dp-mf", "bias-sweep")
-    if writes_state:
+    if p.plan.user_state:
         check_output_path(user_state_path, ctx.args.overwrite)
-    if p.capacity is None and p.capacities is None and p.algorithm != "dp-mf":
-        raise ParameterError(
-            "pass the contribution bound: --capacity B, and/or --capacities PATH with a "
-            "(user_id, cap) table"
-        )
     incidences = ctx.load_incidences()
     capacities = None
     if p.capacities:
@@ -119,55 +74,22 @@ def _execute(ctx: JobContext) -> str:
         p,
         capacities=capacities,
         record_weights=weights,
-        seed=ctx.args.seed,
+        randomness=ctx.randomness,
         work_dir=work_dir,
         restart=ctx.args.overwrite,
         validate=False,
         timer=ctx.timer,
     )
-    s = result.summary
     rows = ctx.write_output(result.selected)
-    outputs = {"selected": {"path": ctx.args.output, "rows": rows}}
+    outputs: dict[str, Any] = {"selected": {"path": ctx.args.output, "rows": rows}}
     if result.user_state is not None:
         n_users = ctx.write_output(result.user_state, user_state_path, name="user_state")
         outputs["user_state"] = {"path": user_state_path, "rows": n_users}
     if not p.keep_work_dir:
         StateStore(ctx.spark, work_dir).clear()
-
-    r = ctx.report
-    r.algorithm = _algorithm_name(p, s)
-    r.outputs = outputs
-    r.extra["selected"] = s.get("selected")
-    r.extra["rounds"] = s.get("rounds", 0)
-    r.extra["max_degree"] = s.get("max_degree")
-    r.extra["contribution_bounding"] = s
-    r.mechanism = {
-        "privacy_unit": "user (fixed-graph DP, [B] Def. 2.1)",
-        "contribution_bound_k": s.get("max_degree"),
-        "dataset_size": s.get("selected"),
-        "accounting": "DP-SGD: Poisson-subsampled Gaussian with group size k (mixture of "
-        "Gaussians PLD, spec §6.2); DP-MF with these min-sep batches: one Gaussian with noise "
-        "multiplier σ/√k (spec §6.3)",
-    }
-    r.note(
-        "Selection read record and user ids only, never record content (fixed-graph DP); it "
-        "spends no privacy budget. Account for the training run with k = max_degree."
-    )
-    r.note(
-        "CONFIDENTIAL: the selected ids, per-user degrees, round log and counts in this report "
-        "reveal the hypergraph; store them with the same access controls as the raw graph "
-        "(spec A36)."
-    )
-    r.note(
-        f"Order seed {s['seed']}: it only breaks ties in the preference order; it is not "
-        "sensitive under fixed-graph DP and is recorded for reproducibility (spec A37)."
-    )
-    if s.get("resumed_from_round") is not None:
-        r.note(f"Resumed from the saved state after round {s['resumed_from_round']}.")
-    return (
-        f"{s.get('selected')} records selected ({p.algorithm}), max degree "
-        f"{s.get('max_degree')}, {s.get('rounds', 0)} rounds"
-    )
+    result.fill_report(ctx.report)
+    ctx.report.outputs = outputs
+    return result.headline()
 
 
 SPEC = JobSpec(

@@ -10,11 +10,14 @@ run the job with AQE on and check the result against the sequential greedy.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from pyspark.sql import SparkSession
 
 
 @pytest.fixture
-def aqe_off(spark):
+def aqe_off(spark: SparkSession) -> Iterator[SparkSession]:
     """Run the test with ``spark.sql.adaptive.enabled=false``, then restore the setting."""
     old = spark.conf.get("spark.sql.adaptive.enabled")
     spark.conf.set("spark.sql.adaptive.enabled", "false")

@@ -22,7 +22,7 @@ from spark_dp.contribution_bounding import (
 )
 from spark_dp.contribution_bounding.bias_mitigating import interleave_position
 from spark_dp.generators import skewed_hypergraph
-from tests.contribution_bounding.instances import graph_of
+from tests.contribution_bounding.helpers import graph_of
 from tests.reference import contribution_bounding as ref
 
 
@@ -33,7 +33,9 @@ from tests.reference import contribution_bounding as ref
     c1=st.integers(1, 10),
     c2=st.integers(1, 10),
 )
-def test_closed_form_position_reproduces_the_literal_interleave(n_small, n_large, c1, c2):
+def test_closed_form_position_reproduces_the_literal_interleave(
+    n_small: int, n_large: int, c1: int, c2: int
+) -> None:
     small = [("s", q) for q in range(n_small)]
     large = [("l", q) for q in range(n_large)]
     literal = ref.interleave(small, large, c1, c2)  # includes the tail after one runs out
@@ -55,7 +57,9 @@ def test_closed_form_position_reproduces_the_literal_interleave(n_small, n_large
 @given(
     seed=st.integers(0, 10**9), u_thr=st.integers(1, 3), c1=st.integers(1, 4), c2=st.integers(1, 4)
 )
-def test_variant_is_alg2_over_the_literal_interleave(seed, u_thr, c1, c2):
+def test_variant_is_alg2_over_the_literal_interleave(
+    seed: int, u_thr: int, c1: int, c2: int
+) -> None:
     records, caps, _ = ref.random_instance(random.Random(seed))
     g = graph_of(records, caps)
     key = ref.shared_key("size-hash", records, 0)
@@ -70,20 +74,20 @@ def test_variant_is_alg2_over_the_literal_interleave(seed, u_thr, c1, c2):
 
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10**9), c1=st.integers(1, 5), c2=st.integers(1, 5))
-def test_threshold_above_every_size_gives_alg2_exactly(seed, c1, c2):
+def test_threshold_above_every_size_gives_alg2_exactly(seed: int, c1: int, c2: int) -> None:
     records, caps, _ = ref.random_instance(random.Random(seed))
     g = graph_of(records, caps)
     seq = shared_sequence(g.record_ids, g.sizes, "size-hash", 0)
     assert np.array_equal(bias_mitigated_greedy(g, 4, c1, c2, seed=0), greedy(g, seq))
 
 
-def test_grid_has_80_settings_of_which_76_distinct():
+def test_grid_has_80_settings_of_which_76_distinct() -> None:
     assert len(bias_grid(distinct=False)) == 80
     assert len(bias_grid()) == 76 == len(set(bias_grid()))
     assert {u for u, _, _ in bias_grid()} == {1, 2, 3, 4}
 
 
-def test_pareto_filter_removes_dominated_points():
+def test_pareto_filter_removes_dominated_points() -> None:
     pts = [
         SweepPoint(1, 1, 1, 10, 2.0),
         SweepPoint(1, 1, 2, 8, 2.5),
@@ -96,7 +100,7 @@ def test_pareto_filter_removes_dominated_points():
     assert {(p.selected, p.mean_size) for p in front} == {(10, 2.0), (8, 2.5), (12, 1.5)}
 
 
-def test_sweep_front_has_mean_size_decreasing_in_size():
+def test_sweep_front_has_mean_size_decreasing_in_size() -> None:
     """[B] App. C.5 with k = 3 on a small skewed graph: 76 datasets, front monotone."""
     s = skewed_hypergraph(1500, records_per_user=4, seed=2)
     g = CompactHypergraph.from_incidences(s.record_id, s.user_id, capacity=3)

@@ -12,14 +12,21 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_dp.contribution_bounding import greedy, shared_sequence, simulate_rounds
+from spark_dp.contribution_bounding import (
+    CompactHypergraph,
+    greedy,
+    shared_sequence,
+    simulate_rounds,
+)
 from spark_dp.contribution_bounding.driver_rounds import shared_incidence_key
 from spark_dp.contribution_bounding.orders import per_user_key
-from tests.contribution_bounding.instances import chain, graph_of
+from tests.contribution_bounding.helpers import chain, graph_of
 from tests.reference import contribution_bounding as ref
 
 
-def _per_user_incidence_key(g, seed, weights=None):
+def _per_user_incidence_key(
+    g: CompactHypergraph, seed: int, weights: dict[tuple[str, str], float] | None = None
+) -> np.ndarray:
     """Rank of every incidence in its user's own order (per-user keys, spec §3.3)."""
     weights = weights or {}
     rec = g.record_of_incidence
@@ -37,7 +44,9 @@ def _per_user_incidence_key(g, seed, weights=None):
 
 @settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 10**9), order=st.sampled_from(["size-hash", "hash"]))
-def test_rounds_equal_reference_round_by_round_and_greedy_at_exhaustion(seed, order):
+def test_rounds_equal_reference_round_by_round_and_greedy_at_exhaustion(
+    seed: int, order: str
+) -> None:
     """P1 feasibility every round, P3 progress, P4 = Greedy(π), P5 maximality."""
     records, caps, _ = ref.random_instance(random.Random(seed))
     g = graph_of(records, caps)
@@ -58,7 +67,7 @@ def test_rounds_equal_reference_round_by_round_and_greedy_at_exhaustion(seed, or
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10**9), stop=st.integers(1, 3))
-def test_cleanup_after_r_rounds_equals_greedy(seed, stop):
+def test_cleanup_after_r_rounds_equals_greedy(seed: int, stop: int) -> None:
     """T3 / P6: M_R ⊆ Greedy; M_R plus a greedy over the eligible rest from d equals Greedy."""
     records, caps, _ = ref.random_instance(random.Random(seed))
     g = graph_of(records, caps)
@@ -76,7 +85,7 @@ def test_cleanup_after_r_rounds_equals_greedy(seed, stop):
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10**9))
-def test_per_user_orders_equal_reference_with_the_hash_fallback(seed):
+def test_per_user_orders_equal_reference_with_the_hash_fallback(seed: int) -> None:
     """Per-user orders (spec §3.3), with the stall fallback to the shared hash order (A9)."""
     rng = random.Random(seed)
     records, caps, _ = ref.random_instance(rng)
@@ -100,7 +109,7 @@ def test_per_user_orders_equal_reference_with_the_hash_fallback(seed):
     assert ref.maximal(records, caps, got)
 
 
-def test_parallel_records_deadlock_under_opposite_per_user_preferences():
+def test_parallel_records_deadlock_under_opposite_per_user_preferences() -> None:
     """P7 / T9: p1 = p2 = {A, B}, cap 1, A prefers p1 and B prefers p2: no progress."""
     records = {"p1": frozenset("AB"), "p2": frozenset("AB")}
     g = graph_of(records, {"A": 1, "B": 1})
@@ -113,7 +122,7 @@ def test_parallel_records_deadlock_under_opposite_per_user_preferences():
     assert shared.selected.sum() == 1  # P8: under a shared order one of them is taken
 
 
-def test_chain_takes_eleven_rounds_and_keeps_the_even_records():
+def test_chain_takes_eleven_rounds_and_keeps_the_even_records() -> None:
     """T6: path of 21 two-user records, b = 1, keys increasing along the path."""
     records = chain(21)
     g = graph_of(records, dict.fromkeys({u for us in records.values() for u in us}, 1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,13 +20,15 @@ from spark_dp.contribution_bounding import (
     shared_sequence,
 )
 from spark_dp.errors import InputContractError
-from tests.contribution_bounding.instances import FIG1, TOY52, as_records, graph_of
+from tests.contribution_bounding.helpers import FIG1, TOY52, as_records, graph_of
 from tests.reference import contribution_bounding as ref
 
 ORDERS = ["size-hash", "hash"]
 
 
-def _setup(seed: int, order: str, **kw):
+def _setup(
+    seed: int, order: str, **kw: Any
+) -> tuple[ref.Records, ref.Caps, CompactHypergraph, np.ndarray, ref.SharedKey]:
     records, caps, _ = ref.random_instance(random.Random(seed), **kw)
     g = graph_of(records, caps)
     seq = shared_sequence(g.record_ids, g.sizes, order, seed=seed % 7)
@@ -33,7 +36,7 @@ def _setup(seed: int, order: str, **kw):
     return records, caps, g, seq, key
 
 
-def _ids(g: CompactHypergraph, mask) -> set:
+def _ids(g: CompactHypergraph, mask: np.ndarray) -> set[str]:
     return set(g.record_ids[np.asarray(mask, dtype=bool)])
 
 
@@ -42,7 +45,7 @@ def _ids(g: CompactHypergraph, mask) -> set:
 
 @settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 10**9), order=st.sampled_from(ORDERS))
-def test_alg2_equals_reference_and_is_feasible_and_maximal(seed, order):
+def test_alg2_equals_reference_and_is_feasible_and_maximal(seed: int, order: str) -> None:
     records, caps, g, seq, key = _setup(seed, order)
     mask = greedy(g, seq)
     assert _ids(g, mask) == ref.greedy(records, caps, key)
@@ -53,7 +56,7 @@ def test_alg2_equals_reference_and_is_feasible_and_maximal(seed, order):
 
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10**9))
-def test_alg2_from_start_counts_equals_reference(seed):
+def test_alg2_from_start_counts_equals_reference(seed: int) -> None:
     """The driver finish (spec P6): greedy over a subset, starting from given degrees."""
     records, caps, g, seq, key = _setup(seed, "size-hash")
     rng = random.Random(seed)
@@ -65,7 +68,7 @@ def test_alg2_from_start_counts_equals_reference(seed):
     assert got == ref.greedy(sub, caps, key, counts=counts)
 
 
-def test_sequence_must_list_distinct_records():
+def test_sequence_must_list_distinct_records() -> None:
     g = graph_of(as_records(FIG1), dict.fromkeys("ABCD", 2))
     with pytest.raises(ValueError, match="distinct"):
         greedy(g, np.array([0, 0, 1]))
@@ -76,7 +79,7 @@ def test_sequence_must_list_distinct_records():
 
 @settings(max_examples=300, deadline=None)
 @given(seed=st.integers(0, 10**9), order=st.sampled_from(ORDERS))
-def test_alg3_equals_reference_and_d1_to_d3(seed, order):
+def test_alg3_equals_reference_and_d1_to_d3(seed: int, order: str) -> None:
     records, caps, g, seq, key = _setup(seed, order)
     res = greedy_with_duplicates(g, seq)
     mult = {g.record_ids[i]: int(m) for i, m in enumerate(res.multiplicity) if m}
@@ -94,7 +97,7 @@ def test_alg3_equals_reference_and_d1_to_d3(seed, order):
 
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10**9))
-def test_alg3_equals_alg2_when_k_is_1(seed):
+def test_alg3_equals_alg2_when_k_is_1(seed: int) -> None:
     """D4."""
     records, caps, _ = ref.random_instance(random.Random(seed), default_cap=1)
     caps = dict.fromkeys(caps, 1)
@@ -105,7 +108,7 @@ def test_alg3_equals_alg2_when_k_is_1(seed):
     assert res.multiplicity.max(initial=0) <= 1
 
 
-def test_records_without_users_are_rejected_up_front():
+def test_records_without_users_are_rejected_up_front() -> None:
     """T12: a user-less record would be duplicated forever."""
     with pytest.raises(InputContractError, match="no user"):
         CompactHypergraph.from_mapping({"a": ["u"], "empty": []}, capacity=2)
@@ -123,7 +126,7 @@ def test_records_without_users_are_rejected_up_front():
         (42, "size-hash", {"e1", "e4", "e5"}),  # the paper's S
     ],
 )
-def test_figure_1_toy(seed, order, want):
+def test_figure_1_toy(seed: int, order: str, want: set[str]) -> None:
     records = as_records(FIG1)
     g = graph_of(records, dict.fromkeys("ABCD", 2))
     seq = shared_sequence(g.record_ids, g.sizes, order, seed)
@@ -141,13 +144,13 @@ def test_figure_1_toy(seed, order, want):
         (42, "size-hash", ["e1", "e4", "e3", "e5", "e2"]),
     ],
 )
-def test_key_orders_of_appendix_t(seed, order, want):
+def test_key_orders_of_appendix_t(seed: int, order: str, want: list[str]) -> None:
     ids = list(FIG1)
     seq = shared_sequence(ids, [len(FIG1[r]) for r in ids], order, seed)
     assert [ids[i] for i in seq] == want
 
 
-def test_section_5_2_toy_alg2_and_alg3():
+def test_section_5_2_toy_alg2_and_alg3() -> None:
     records = as_records(TOY52)
     caps = dict.fromkeys("ABCD", 3)
     g = graph_of(records, caps)
@@ -174,7 +177,9 @@ def test_section_5_2_toy_alg2_and_alg3():
     batch=st.integers(1, 6),
     min_sep=st.integers(1, 5),
 )
-def test_alg4_equals_reference_and_min_sep_holds(seed, iterations, batch, min_sep):
+def test_alg4_equals_reference_and_min_sep_holds(
+    seed: int, iterations: int, batch: int, min_sep: int
+) -> None:
     records, _caps, g, seq, key = _setup(seed, "size-hash", max_records=25)
     res = min_sep_batches(g, iterations, batch, min_sep, seq)
     want = ref.min_sep_batches(records, key, iterations, batch, min_sep)
@@ -197,7 +202,7 @@ def test_alg4_equals_reference_and_min_sep_holds(seed, iterations, batch, min_se
     assert res.k <= math.ceil(iterations / min_sep)
 
 
-def test_alg4_fails_when_one_user_owns_every_record():
+def test_alg4_fails_when_one_user_owns_every_record() -> None:
     """T13: with B = 2 a batch can hold only one of that user's records: FAIL at once."""
     g = CompactHypergraph.from_mapping({f"h{i}": ["solo"] for i in range(5)}, capacity=1)
     res = min_sep_batches(g, iterations=3, batch_size=2, min_sep=1)
@@ -207,7 +212,7 @@ def test_alg4_fails_when_one_user_owns_every_record():
     assert not ok.failed and ok.k == 3
 
 
-def test_largest_feasible_min_sep_is_one_below_the_first_failure():
+def test_largest_feasible_min_sep_is_one_below_the_first_failure() -> None:
     _records, _caps, g, seq, _ = _setup(5, "size-hash", max_records=30)
     best = largest_feasible_min_sep(g, 8, 2, sequence=seq)
     if best is None:

@@ -30,13 +30,13 @@ from spark_dp.contribution_bounding import (
     solve_ilp,
 )
 from spark_dp.generators import regular_hypergraph, skewed_hypergraph
-from tests.contribution_bounding.instances import FIG1, TOY52, as_records, graph_of
+from tests.contribution_bounding.helpers import FIG1, TOY52, as_records, graph_of
 from tests.reference import contribution_bounding as ref
 
 
 @settings(max_examples=120, deadline=None)
 @given(seed=st.integers(0, 10**9))
-def test_ilp_equals_exhaustive_search(seed):
+def test_ilp_equals_exhaustive_search(seed: int) -> None:
     records, caps, _ = ref.random_instance(random.Random(seed), max_users=6, max_records=9)
     g = graph_of(records, caps)
     sol = solve_ilp(g)
@@ -50,7 +50,7 @@ def test_ilp_equals_exhaustive_search(seed):
 
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10**9), order=st.sampled_from(["size-hash", "hash"]))
-def test_greedy_never_above_optimum_and_within_the_maximal_bound(seed, order):
+def test_greedy_never_above_optimum_and_within_the_maximal_bound(seed: int, order: str) -> None:
     records, caps, _ = ref.random_instance(random.Random(seed), max_records=25)
     g = graph_of(records, caps)
     seq = shared_sequence(g.record_ids, g.sizes, order, 0)
@@ -61,7 +61,7 @@ def test_greedy_never_above_optimum_and_within_the_maximal_bound(seed, order):
     assert greedy_with_duplicates(g, seq).total <= solve_ilp(g, duplicates=True).objective
 
 
-def test_tiny_instances_can_be_far_below_the_optimum():
+def test_tiny_instances_can_be_far_below_the_optimum() -> None:
     """Why 0.9 is not asserted on tiny graphs: scanning the pair first keeps 1 where OPT is 2,
     so the maximal bound OPT ≤ max|h| · |Greedy| is tight (spec T14)."""
     records = {"bc": frozenset("BC"), "b": frozenset("B"), "c": frozenset("C")}
@@ -73,7 +73,9 @@ def test_tiny_instances_can_be_far_below_the_optimum():
 
 @pytest.mark.parametrize("kind", ["regular", "skewed"])
 @pytest.mark.parametrize("records_per_user", [2, 4, 8])
-def test_size_hash_greedy_keeps_at_least_90_percent_on_synthetic_graphs(kind, records_per_user):
+def test_size_hash_greedy_keeps_at_least_90_percent_on_synthetic_graphs(
+    kind: str, records_per_user: int
+) -> None:
     gen = regular_hypergraph if kind == "regular" else skewed_hypergraph
     sample = gen(1500, records_per_user=records_per_user, seed=11)
     for k in (1, 2, 3):
@@ -86,7 +88,7 @@ def test_size_hash_greedy_keeps_at_least_90_percent_on_synthetic_graphs(kind, re
 
 
 @pytest.mark.parametrize(("mapping", "cap", "plain", "dup"), [(FIG1, 2, 3, 4), (TOY52, 3, 4, 6)])
-def test_toy_optima(mapping, cap, plain, dup):
+def test_toy_optima(mapping: dict[str, str], cap: int, plain: int, dup: int) -> None:
     """T11: Fig. 1 ILP = 3; §5.2 ILP = 4 without and 6 with duplicates."""
     records = as_records(mapping)
     g = graph_of(records, dict.fromkeys({u for us in records.values() for u in us}, cap))
@@ -94,12 +96,12 @@ def test_toy_optima(mapping, cap, plain, dup):
     assert solve_ilp(g, duplicates=True).objective == dup
 
 
-def test_size_limit_is_a_clear_error():
+def test_size_limit_is_a_clear_error() -> None:
     g = CompactHypergraph.from_mapping({f"h{i}": ["u"] for i in range(30)}, capacity=1)
     with pytest.raises(ProblemTooLargeError, match="30 record variables, above the limit 10"):
         solve_ilp(g, max_records=10)
 
 
-def test_empty_instance():
+def test_empty_instance() -> None:
     g = CompactHypergraph.from_incidences([], [], capacity=1)
     assert solve_ilp(g).objective == 0

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
 from spark_dp.io import load_incidences
 from spark_dp.jobs.contribution_bounding import main
-from tests.contribution_bounding.instances import FIG1, TOY52, as_records, batch, incidence_rows
+from tests.contribution_bounding.helpers import FIG1, TOY52, as_records, batch, incidence_rows
 from tests.reference import contribution_bounding as ref
 
 pytestmark = pytest.mark.usefixtures("aqe_off")
 
 
-def _write_incidences(spark, path, records, *, content=True):
+def _write_incidences(
+    spark: SparkSession, path: Path | str, records: ref.Records, *, content: bool = True
+) -> str:
     rows = incidence_rows(records, random.Random(0))
     df = spark.createDataFrame(rows, "record_id string, user_id string")
     if content:  # a content column the job must never read (fixed-graph DP, spec T19)
@@ -24,7 +28,7 @@ def _write_incidences(spark, path, records, *, content=True):
     return str(path)
 
 
-def test_job_writes_selection_user_state_and_report(spark, tmp_path):
+def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_path: Path) -> None:
     """The job under the hash order stopped after 2 rounds (finish none): selection and
     report equal the reference's first two rounds, OPEN users are exactly those with
     eligible records left (spec §2.3), Fig. 1 gives {e2, e4} under hash (App. T)."""
@@ -69,7 +73,7 @@ def test_job_writes_selection_user_state_and_report(spark, tmp_path):
     assert main(argv) == 2
 
 
-def test_job_with_duplicates_writes_multiplicities(spark, tmp_path):
+def test_job_with_duplicates_writes_multiplicities(spark: SparkSession, tmp_path: Path) -> None:
     """The duplicate ILP on the §5.2 toy: optimum 6 (the solver picks which records; A19)."""
     records = as_records(TOY52)
     inp = _write_incidences(spark, tmp_path / "inc", records, content=False)
@@ -84,7 +88,7 @@ def test_job_with_duplicates_writes_multiplicities(spark, tmp_path):
     assert report["contribution_bounding"]["ilp"]["optimal"] is True
 
 
-def test_only_id_columns_are_read(spark, tmp_path):
+def test_only_id_columns_are_read(spark: SparkSession, tmp_path: Path) -> None:
     """T19: the Parquet scan of the job's reader asks for the id columns only."""
     inp = _write_incidences(spark, tmp_path / "inc", as_records(FIG1))
     df, _ = load_incidences(spark, inp)
@@ -106,7 +110,14 @@ def test_only_id_columns_are_read(spark, tmp_path):
         ("good", ["--capacities", "CAPS_PART"], "missing from the capacities table"),
     ],
 )
-def test_bad_input_exits_2_with_a_clear_message(spark, tmp_path, capsys, make, args, message):
+def test_bad_input_exits_2_with_a_clear_message(
+    spark: SparkSession,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    make: str,
+    args: list[str],
+    message: str,
+) -> None:
     inp = str(tmp_path / "inc")
     if make == "good":
         _write_incidences(spark, inp, as_records(FIG1), content=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_dp.contribution_bounding.orders import (
@@ -27,12 +28,12 @@ T8 = [
 
 
 @pytest.mark.parametrize(("seed", "rid", "digest"), T8)
-def test_prio_matches_spec_vectors(seed, rid, digest):
+def test_prio_matches_spec_vectors(seed: int, rid: str, digest: str) -> None:
     assert prio_hex(seed, rid) == digest
     assert prio_bytes(seed, rid).hex() == digest
 
 
-def test_spark_hash_parity_for_string_and_integer_ids(spark):
+def test_spark_hash_parity_for_string_and_integer_ids(spark: SparkSession) -> None:
     """T8: F.sha2(concat_ws(':', seed, id)) == hashlib, and the binary prio orders like hex."""
     df = spark.createDataFrame(
         [("e1", 7, "u1"), ("é-ü", 123456789012, "ü")], "s string, i long, u string"
@@ -54,19 +55,21 @@ def test_spark_hash_parity_for_string_and_integer_ids(spark):
     assert rows[0]["hs"] == T8[0][2] and rows[0]["hi"] == T8[1][2]
 
 
-def test_canonical_order_names():
+def test_canonical_order_names() -> None:
     assert canonical_order("size_hash") == "size-hash"
     assert canonical_order("Per_User") == "per-user"
     with pytest.raises(ParameterError, match="did you mean 'hash'"):
         canonical_order("hsah")
 
 
-def test_weighted_key_folds_negative_zero():
+def test_weighted_key_folds_negative_zero() -> None:
     assert shared_key("weighted-global", "a", 1, 0, 0.0)[0] == 0.0
     assert str(shared_key("weighted-global", "a", 1, 0, 0.0)[0]) == "0.0"
 
 
-def test_global_positions_equal_a_python_sort_whatever_the_partitioning(spark):
+def test_global_positions_equal_a_python_sort_whatever_the_partitioning(
+    spark: SparkSession,
+) -> None:
     """The dense rank used as the record's position, on 7 input partitions: ids include unicode
     and digits (whose string order differs from numeric order), sizes tie often, groups
     restart at 0."""

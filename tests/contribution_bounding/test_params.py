@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from spark_dp.config import resolve_params
-from spark_dp.contribution_bounding import BoundingParams
+from spark_dp.contribution_bounding import BoundingParams, ContributionBoundingParams
 from spark_dp.errors import ParameterError
-from spark_dp.jobs.contribution_bounding import ContributionBoundingParams
 
 
 @pytest.mark.parametrize(
@@ -25,19 +26,19 @@ from spark_dp.jobs.contribution_bounding import ContributionBoundingParams
         ({"small_block": 0}, "small_block must be an integer >= 1"),
     ],
 )
-def test_bad_parameters_are_named(kwargs, message):
+def test_bad_parameters_are_named(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
         BoundingParams(**kwargs)
 
 
-def test_spec_spellings_are_accepted_and_canonicalized():
+def test_spec_spellings_are_accepted_and_canonicalized() -> None:
     p = BoundingParams(order="size_hash", finish="driver_greedy", capacity=0)
     assert (p.order, p.finish, p.capacity) == ("size-hash", "driver-greedy", 0)
     assert BoundingParams(algorithm="greedy-dup").duplicates
     assert not BoundingParams(finish="none").exhaustive
 
 
-def test_job_parameters_come_from_config_then_command_line():
+def test_job_parameters_come_from_config_then_command_line() -> None:
     p = resolve_params(
         ContributionBoundingParams,
         {"capacity": 2, "order": "hash", "max-rounds": 10},
@@ -46,3 +47,13 @@ def test_job_parameters_come_from_config_then_command_line():
     assert (p.capacity, p.order, p.max_rounds) == (4, "hash", 10)
     with pytest.raises(ParameterError, match="work_dir must be a path"):
         ContributionBoundingParams(work_dir=" ")
+
+
+def test_job_parameters_need_a_bound_unless_the_algorithm_measures_it() -> None:
+    """The job refuses to run without --capacity or --capacities, except dp-mf (spec A15),
+    whose bound k is measured afterwards; the check happens before Spark starts."""
+    with pytest.raises(ParameterError, match="pass the contribution bound"):
+        ContributionBoundingParams()
+    assert ContributionBoundingParams(capacities="caps").capacity is None
+    p = ContributionBoundingParams(algorithm="dp-mf", iterations=4, batch_size=2)
+    assert p.capacity is None and p.capacities is None

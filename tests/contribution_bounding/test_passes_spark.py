@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import DataFrame, SparkSession
 
 from spark_dp.contribution_bounding import BoundingParams, bound_contributions
-from tests.contribution_bounding.instances import TOY52, as_records, batch, incidence_rows
+from spark_dp.randomness import Randomness
+from tests.contribution_bounding.helpers import TOY52, as_records, batch, incidence_rows
 from tests.reference import contribution_bounding as ref
 
 pytestmark = pytest.mark.usefixtures("aqe_off")
 
 
-def _frames(spark, records, table):
+def _frames(
+    spark: SparkSession, records: ref.Records, table: ref.Caps
+) -> tuple[DataFrame, DataFrame]:
     inc = spark.createDataFrame(incidence_rows(records), "record_id string, user_id string")
     caps = spark.createDataFrame(list(table.items()), "user_id string, cap long")
     return inc, caps
 
 
-def test_distributed_alg3_equals_the_sequential_passes(spark):
+def test_distributed_alg3_equals_the_sequential_passes(spark: SparkSession) -> None:
     """T12: the multi-pass distributed version equals Alg. 3; §5.2 gives r4 twice."""
     records, caps, table = batch(seed=6, n=15)
     records.update(as_records(TOY52, "T"))
@@ -27,7 +31,9 @@ def test_distributed_alg3_equals_the_sequential_passes(spark):
     # small driver threshold: pass 1 runs Spark rounds, the small later passes finish on the
     # driver (same answer, spec P6)
     params = BoundingParams(algorithm="greedy-dup", capacity=2, driver_threshold_rows=40)
-    res = bound_contributions(inc, params, capacities=caps_df, seed=0, validate=False)
+    res = bound_contributions(
+        inc, params, capacities=caps_df, randomness=Randomness.create(0), validate=False
+    )
     mult = {r["record_id"]: r["multiplicity"] for r in res.selected.collect()}
     want, passes = ref.greedy_dup(records, caps, ref.shared_key("size-hash", records, 0))
     assert mult == want
@@ -41,7 +47,7 @@ def test_distributed_alg3_equals_the_sequential_passes(spark):
     assert {r["user_id"]: r["d"] for r in res.user_state.collect() if r["d"]} == deg
 
 
-def test_distributed_bias_mitigating_equals_alg2_over_the_interleave(spark):
+def test_distributed_bias_mitigating_equals_alg2_over_the_interleave(spark: SparkSession) -> None:
     records, caps, table = batch(seed=8, n=15)
     inc, caps_df = _frames(spark, records, table)
     params = BoundingParams(
@@ -53,7 +59,9 @@ def test_distributed_bias_mitigating_equals_alg2_over_the_interleave(spark):
         max_rounds=2,
         driver_threshold_rows=0,
     )
-    res = bound_contributions(inc, params, capacities=caps_df, seed=1, validate=False)
+    res = bound_contributions(
+        inc, params, capacities=caps_df, randomness=Randomness.create(1), validate=False
+    )
     key = ref.shared_key("size-hash", records, 1)
     ordered = sorted(records, key=key)
     scan = ref.interleave(

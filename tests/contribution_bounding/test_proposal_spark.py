@@ -13,9 +13,11 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import DataFrame, SparkSession
 
-from spark_dp.contribution_bounding import BoundingParams, bound_contributions
-from tests.contribution_bounding.instances import (
+from spark_dp.contribution_bounding import BoundingParams, BoundingResult, bound_contributions
+from spark_dp.randomness import Randomness
+from tests.contribution_bounding.helpers import (
     FIG1,
     TOY52,
     as_records,
@@ -27,20 +29,28 @@ from tests.reference import contribution_bounding as ref
 pytestmark = pytest.mark.usefixtures("aqe_off")
 
 
-def _inc_df(spark, records, rng=None):
+def _inc_df(
+    spark: SparkSession, records: ref.Records, rng: random.Random | None = None
+) -> DataFrame:
     return spark.createDataFrame(incidence_rows(records, rng), "record_id string, user_id string")
 
 
-def _caps_df(spark, table):
+def _caps_df(spark: SparkSession, table: ref.Caps) -> DataFrame:
     rows = [*table.items(), ("nobody-1", 7), ("nobody-2", 0)]  # unknown users: ignored (T10)
     return spark.createDataFrame(rows, "user_id string, cap long")
 
 
-def _by_round(res) -> dict:
+def _by_round(res: BoundingResult) -> dict[str, int]:
+    assert res.selected_by_round is not None
     return {r["record_id"]: r["round"] for r in res.selected_by_round.collect()}
 
 
-def _check_rounds(by_round: dict, history, records, caps):
+def _check_rounds(
+    by_round: dict[str, int],
+    history: list[tuple[frozenset[str], frozenset[str]]],
+    records: ref.Records,
+    caps: ref.Caps,
+) -> None:
     """Per-round equality with the reference, and feasibility after every round."""
     spark_rounds = max([r for r in by_round.values() if r > 0], default=0)
     assert spark_rounds <= len(history)
@@ -50,7 +60,7 @@ def _check_rounds(by_round: dict, history, records, caps):
         assert ref.feasible(records, caps, upto), f"infeasible after round {r}"
 
 
-def _fixtures(records, caps, table):
+def _fixtures(records: ref.Records, caps: ref.Caps, table: ref.Caps) -> None:
     """Fig. 1 (k = 2), §5.2 (k = 3), parallel records (cap 1), a cap-0 user."""
     fig = as_records(FIG1, "F")
     toy = as_records(TOY52, "T")
@@ -68,7 +78,9 @@ def _fixtures(records, caps, table):
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(seed=st.integers(0, 10**6))
-def test_size_hash_rounds_equal_reference_with_capacities_and_salting(spark, seed):
+def test_size_hash_rounds_equal_reference_with_capacities_and_salting(
+    spark: SparkSession, seed: int
+) -> None:
     """One new random batch of 25 instances per run (hypothesis; failures are replayed), on 5
     shuffle partitions (the other Spark tests use the session's 2) from shuffled input rows
     with repeated pairs: the per-round selections equal the reference (T1, T2, T3, T5), so
@@ -84,7 +96,7 @@ def test_size_hash_rounds_equal_reference_with_capacities_and_salting(spark, see
             _inc_df(spark, records, random.Random(seed)).repartition(3),
             params,
             capacities=_caps_df(spark, table),
-            seed=0,
+            randomness=Randomness.create(0),
         )
         by_round = _by_round(res)
         state = {r["user_id"]: r for r in res.user_state.collect()}
@@ -126,7 +138,7 @@ def test_size_hash_rounds_equal_reference_with_capacities_and_salting(spark, see
     assert chosen_rows == sorted(chosen)
 
 
-def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark):
+def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark: SparkSession) -> None:
     """T9/P7: p1 = p2 = {A, B}, cap 1, A prefers p1 and B prefers p2: round 1 accepts nothing,
     the run switches to the shared hash order (A9), round 2 selects exactly one of them."""
     records = {"p1": frozenset({"PA", "PB"}), "p2": frozenset({"PA", "PB"})}
@@ -137,7 +149,11 @@ def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark):
     )
     params = BoundingParams(capacity=1, order="per-user", finish="continue")
     res = bound_contributions(
-        _inc_df(spark, records), params, record_weights=w_df, seed=0, validate=False
+        _inc_df(spark, records),
+        params,
+        record_weights=w_df,
+        randomness=Randomness.create(0),
+        validate=False,
     )
     by_round = _by_round(res)
     assert by_round == {min(["p1", "p2"], key=ref.shared_key("hash", records, 0)): 2}
@@ -145,7 +161,7 @@ def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark):
     assert [e["accepted"] for e in res.summary["round_log"]] == [0, 1]
 
 
-def test_per_user_orders_then_the_driver_finish(spark):
+def test_per_user_orders_then_the_driver_finish(spark: SparkSession) -> None:
     """Per-user orders (spec §3.3) with random per-(user, record) weights: 2 Spark rounds,
     then the driver continues the same rounds (P6 does not hold for per-user orders) with the
     hash fallback at the first stall (A9); the deadlocked parallel pair ends with one record."""
@@ -168,7 +184,7 @@ def test_per_user_orders_then_the_driver_finish(spark):
         params,
         capacities=_caps_df(spark, table),
         record_weights=w_df,
-        seed=seed,
+        randomness=Randomness.create(seed),
         validate=False,
     )
     by_round = _by_round(res)

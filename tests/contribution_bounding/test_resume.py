@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
+from typing import Any
 
 import pytest
+from pyspark.sql import SparkSession
 
 from spark_dp.contribution_bounding import BoundingParams, WorkDirMismatchError, bound_contributions
-from tests.contribution_bounding.instances import batch, chain, incidence_rows
+from spark_dp.contribution_bounding.passes import RoundLog
+from spark_dp.randomness import Randomness
+from tests.contribution_bounding.helpers import batch, chain, incidence_rows
 from tests.reference import contribution_bounding as ref
 
 pytestmark = pytest.mark.usefixtures("aqe_off")
@@ -24,7 +29,7 @@ class Crash(RuntimeError):
     """Stands for an executor or driver failure after a round was saved."""
 
 
-def _instance():
+def _instance() -> tuple[ref.Records, ref.Caps, ref.Caps, dict[str, float], ref.Records]:
     rng = random.Random(2)
     records, caps, table = batch(seed=2, n=12)
     weights = {h: float(rng.randint(0, 2)) for h in records if rng.random() < 0.8}  # rest: 0
@@ -37,7 +42,9 @@ def _instance():
     return records, caps, table, weights, path
 
 
-def test_a_crashed_run_resumes_after_its_last_saved_round(spark, tmp_path):
+def test_a_crashed_run_resumes_after_its_last_saved_round(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     records, caps, table, weights, path = _instance()
     inc = spark.createDataFrame(incidence_rows(records), "record_id string, user_id string")
     caps_df = spark.createDataFrame(list(table.items()), "user_id string, cap long")
@@ -50,19 +57,24 @@ def test_a_crashed_run_resumes_after_its_last_saved_round(spark, tmp_path):
         driver_threshold_rows=0,
     )
     work = str(tmp_path / "work")
-    run = dict(capacities=caps_df, record_weights=w_df, work_dir=work, validate=False)
+    run: dict[str, Any] = dict(
+        capacities=caps_df, record_weights=w_df, work_dir=work, validate=False
+    )
 
-    def crash_after_round_2(entry):
+    def crash_after_round_2(entry: RoundLog) -> None:
         if entry.round == 2:
             raise Crash("simulated failure")
 
     with pytest.raises(Crash):
-        bound_contributions(inc, params, seed=4, on_round=crash_after_round_2, **run)
+        bound_contributions(
+            inc, params, randomness=Randomness.create(4), on_round=crash_after_round_2, **run
+        )
     saved = json.loads((tmp_path / "work" / "pass-1" / "pass.json").read_text())
     assert len(saved["rounds"]) == 2 and not saved["done"]
 
-    # Restart with the same arguments; the seed comes back from the work directory.
-    res = bound_contributions(inc, params, seed=None, **run)
+    # Restart with the same arguments in entropy mode; the seed comes back from the work
+    # directory.
+    res = bound_contributions(inc, params, randomness=Randomness.create(), **run)
     s = res.summary
     assert s["resumed_from_round"] == 2 and s["seed"] == 4
     assert s["rounds"] == 3 and len(s["round_log"]) == 3 and s["finish"]["stopped"] == "driver"
@@ -85,4 +97,4 @@ def test_a_crashed_run_resumes_after_its_last_saved_round(spark, tmp_path):
     # The same directory with other parameters is refused.
     other = BoundingParams(capacity=3, order="weighted-global")
     with pytest.raises(WorkDirMismatchError, match="other inputs or parameters"):
-        bound_contributions(inc, other, seed=4, **run)
+        bound_contributions(inc, other, randomness=Randomness.create(4), **run)

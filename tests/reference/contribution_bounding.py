@@ -16,42 +16,54 @@ import hashlib
 import itertools
 import random
 from collections.abc import Callable
+from functools import partial
+from typing import Any
 
-Records = dict[str, frozenset]
+Records = dict[str, frozenset[str]]
+Caps = dict[str, int]
+Seed = int | str
+SharedKey = Callable[[str], Any]
+"""key(h) of a shared order (lower = preferred)."""
+UserKey = Callable[[str, str], Any]
+"""key(u, h) of user u's own order (lower = preferred)."""
 
 
-def prio(seed, record_id) -> str:
+def prio(seed: Seed, record_id: object) -> str:
     """Lowercase hex SHA-256 of f"{seed}:{record_id}"."""
     return hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()
 
 
-def user_prio(seed, user_id, record_id) -> str:
+def user_prio(seed: Seed, user_id: object, record_id: object) -> str:
     """Lowercase hex SHA-256 of f"{seed}:{user_id}:{record_id}"."""
     return hashlib.sha256(f"{seed}:{user_id}:{record_id}".encode()).hexdigest()
 
 
-def shared_key(order: str, records: Records, seed, weights=None) -> Callable:
+def shared_key(
+    order: str, records: Records, seed: Seed, weights: dict[str, float] | None = None
+) -> SharedKey:
     """key(h) of a shared order; weights: {record_id: w} (missing = 0)."""
-    weights = weights or {}
+    w = weights or {}
     if order == "size-hash":
         return lambda h: (len(records[h]), prio(seed, h), h)
     if order == "hash":
         return lambda h: (prio(seed, h), h)
     if order == "weighted-global":
-        return lambda h: (-weights.get(h, 0.0), prio(seed, h), h)
+        return lambda h: (-w.get(h, 0.0), prio(seed, h), h)
     raise ValueError(order)
 
 
-def per_user_key(seed, weights=None) -> Callable:
+def per_user_key(seed: Seed, weights: dict[tuple[str, str], float] | None = None) -> UserKey:
     """key(u, h) of per-user orders; weights: {(record_id, user_id): w} (missing = 0)."""
-    weights = weights or {}
-    return lambda u, h: (-weights.get((h, u), 0.0), user_prio(seed, u, h), h)
+    w = weights or {}
+    return lambda u, h: (-w.get((h, u), 0.0), user_prio(seed, u, h), h)
 
 
-def greedy(records: Records, caps: dict, key: Callable, counts=None) -> set:
+def greedy(
+    records: Records, caps: Caps, key: SharedKey, counts: dict[str, int] | None = None
+) -> set[str]:
     """Greedy(π) / Alg. 2: one pass; keep h iff every user has count < cap."""
     count = dict.fromkeys(caps, 0) if counts is None else dict(counts)
-    out = set()
+    out: set[str] = set()
     for h in sorted(records, key=key):
         if all(count[u] < caps[u] for u in records[h]):
             out.add(h)
@@ -60,7 +72,7 @@ def greedy(records: Records, caps: dict, key: Callable, counts=None) -> set:
     return out
 
 
-def greedy_dup(records: Records, caps: dict, key: Callable) -> tuple[dict, int]:
+def greedy_dup(records: Records, caps: Caps, key: SharedKey) -> tuple[dict[str, int], int]:
     """Alg. 3: full passes over all records until one adds nothing; (multiplicities, passes
     that added something)."""
     if any(len(us) == 0 for us in records.values()):
@@ -84,13 +96,13 @@ def greedy_dup(records: Records, caps: dict, key: Callable) -> tuple[dict, int]:
 
 def proposal_rounds(
     records: Records,
-    caps: dict,
-    key: Callable,
+    caps: Caps,
+    key: UserKey,
     *,
     max_rounds: int | None = None,
-    fallback: Callable | None = None,
-    counts: dict | None = None,
-):
+    fallback: UserKey | None = None,
+    counts: dict[str, int] | None = None,
+) -> tuple[set[str], list[tuple[frozenset[str], frozenset[str]]], dict[str, int], int | None]:
     """Spec §3.2 literally. key(u, h) ranks u's records (lower = preferred).
 
     Returns:
@@ -101,15 +113,17 @@ def proposal_rounds(
     d = dict.fromkeys(users, 0) if counts is None else dict(counts)
     sat = {u: d[u] >= caps[u] for u in users}
     eligible = {h for h, us in records.items() if not any(sat[u] for u in us)}
-    chosen, history, switched = set(), [], None
+    chosen: set[str] = set()
+    history: list[tuple[frozenset[str], frozenset[str]]] = []
+    switched: int | None = None
     r = 0
     while eligible and (max_rounds is None or r < max_rounds):
         r += 1
-        proposals = {}
+        proposals: dict[str, set[str]] = {}
         for u in users:
             if sat[u]:
                 continue
-            mine = sorted((h for h in eligible if u in records[h]), key=lambda h, u=u: key(u, h))
+            mine = sorted((h for h in eligible if u in records[h]), key=partial(key, u))
             proposals[u] = set(mine[: caps[u] - d[u]])
         accepted = {h for h in eligible if all(h in proposals[u] for u in records[h])}
         chosen |= accepted
@@ -129,11 +143,15 @@ def proposal_rounds(
     return chosen, history, d, switched
 
 
-def min_sep_batches(records: Records, key: Callable, iterations: int, batch: int, min_sep: int):
+def min_sep_batches(
+    records: Records, key: SharedKey, iterations: int, batch: int, min_sep: int
+) -> list[str] | None:
     """Alg. 4 (spec §4.4): the list of T·B record ids, or None on FAIL."""
     order = sorted(records, key=key)
     n = len(order)
-    out, last, misses, pos = [], {}, 0, 0
+    out: list[str] = []
+    last: dict[str, int] = {}
+    misses = pos = 0
     while len(out) < iterations * batch:
         if n == 0:
             return None
@@ -152,9 +170,10 @@ def min_sep_batches(records: Records, key: Callable, iterations: int, batch: int
     return out
 
 
-def interleave(small: list, large: list, c1: int, c2: int) -> list:
+def interleave(small: list[Any], large: list[Any], c1: int, c2: int) -> list[Any]:
     """c1 from small, c2 from large, repeat; then the rest of whichever list is left."""
-    out, i, j = [], 0, 0
+    out: list[Any] = []
+    i = j = 0
     while i < len(small) or j < len(large):
         out += small[i : i + c1]
         i += c1
@@ -163,27 +182,27 @@ def interleave(small: list, large: list, c1: int, c2: int) -> list:
     return out
 
 
-def degrees(records: Records, mult: dict) -> dict:
+def degrees(records: Records, mult: dict[str, int]) -> dict[str, int]:
     """d(u) = Σ_{h ∋ u} mult(h)."""
-    d: dict = {}
+    d: dict[str, int] = {}
     for h, m in mult.items():
         for u in records[h]:
             d[u] = d.get(u, 0) + m
     return d
 
 
-def feasible(records: Records, caps: dict, mult: dict) -> bool:
+def feasible(records: Records, caps: Caps, mult: dict[str, int]) -> bool:
     """Every user within its capacity."""
     return all(v <= caps[u] for u, v in degrees(records, mult).items())
 
 
-def maximal(records: Records, caps: dict, chosen: set) -> bool:
+def maximal(records: Records, caps: Caps, chosen: set[str]) -> bool:
     """No unselected record fits."""
     d = degrees(records, dict.fromkeys(chosen, 1))
     return all(h in chosen or any(d.get(u, 0) >= caps[u] for u in us) for h, us in records.items())
 
 
-def optimum(records: Records, caps: dict, duplicates: bool = False) -> int:
+def optimum(records: Records, caps: Caps, duplicates: bool = False) -> int:
     """Exact optimum by exhaustive search (tiny instances only)."""
     ids = sorted(records)
     if not duplicates:
@@ -198,7 +217,7 @@ def optimum(records: Records, caps: dict, duplicates: bool = False) -> int:
     ubs = [min(caps[u] for u in records[h]) for h in ids]
     best = 0
 
-    def search(i: int, left: dict, total: int) -> None:
+    def search(i: int, left: dict[str, int], total: int) -> None:
         nonlocal best
         if total + sum(ubs[i:]) <= best:
             return
@@ -225,7 +244,7 @@ def random_instance(
     max_records: int = 40,
     prefix: str = "",
     default_cap: int = 2,
-) -> tuple[Records, dict, dict]:
+) -> tuple[Records, Caps, Caps]:
     """Spec §8 T2 instance: 1–15 users, 0–40 records of size 1–4, some parallel records,
     ~30% of users with their own cap in {0..3}.
 

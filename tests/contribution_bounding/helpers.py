@@ -1,4 +1,4 @@
-"""Instances shared by the contribution-bounding tests: the papers' toys, the chain, batches.
+"""Test helpers of contribution bounding: the papers' toys, the chain, batches of instances.
 
 A *batch* is the disjoint union of many small random instances (ids prefixed per instance).
 The algorithms treat disjoint components independently and in lock step, so one Spark run
@@ -9,6 +9,7 @@ instances in Python; Spark runs use batches).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from spark_dp.contribution_bounding import CompactHypergraph
 from tests.reference import contribution_bounding as ref
@@ -29,17 +30,19 @@ def chain(n: int = 21, prefix: str = "c") -> ref.Records:
     return {f"{prefix}{i:02d}": frozenset({f"{prefix}v{i}", f"{prefix}v{i + 1}"}) for i in range(n)}
 
 
-def graph_of(records: ref.Records, caps: dict) -> CompactHypergraph:
+def graph_of(records: ref.Records, caps: ref.Caps) -> CompactHypergraph:
     """The compact form of a reference instance (caps cover every user)."""
     return CompactHypergraph.from_mapping(records, capacities=caps)
 
 
-def batch(seed: int, n: int, default_cap: int = 2, **kw) -> tuple[ref.Records, dict, dict]:
+def batch(
+    seed: int, n: int, default_cap: int = 2, **kw: Any
+) -> tuple[ref.Records, ref.Caps, ref.Caps]:
     """Disjoint union of ``n`` random T2 instances: (records, caps, per-user cap table)."""
     rng = random.Random(seed)
     records: ref.Records = {}
-    caps: dict = {}
-    table: dict = {}
+    caps: ref.Caps = {}
+    table: ref.Caps = {}
     for k in range(n):
         r, c, t = ref.random_instance(rng, prefix=f"i{k}-", default_cap=default_cap, **kw)
         records.update(r)

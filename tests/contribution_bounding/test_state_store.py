@@ -1,0 +1,27 @@
+"""Claiming a work directory: the order seed and the resume fingerprint (spec §3.5, A37)."""
+
+from __future__ import annotations
+
+from spark_dp.contribution_bounding import BoundingParams, ContributionBoundingParams
+from spark_dp.contribution_bounding.state_store import fingerprint_params, order_seed
+from spark_dp.randomness import Randomness
+
+
+def test_the_order_seed_is_fixed_stored_or_fresh() -> None:
+    assert order_seed(Randomness.create(7), {"seed": 3}) == 7  # seeded: the seed itself
+    assert order_seed(Randomness.create(7).child("x"), None) == 7
+    assert order_seed(Randomness.create(), {"seed": 3}) == 3  # entropy, resuming
+    fresh = {order_seed(Randomness.create(), None) for _ in range(4)}  # entropy, new run
+    assert len(fresh) == 4 and all(0 <= s < 2**63 for s in fresh)
+
+
+def test_the_fingerprint_keeps_what_changes_the_answer() -> None:
+    base = fingerprint_params(BoundingParams(capacity=2))
+    same = ContributionBoundingParams(
+        capacity=2, work_dir="w", keep_work_dir=True, driver_threshold_rows=0, salt_buckets=8
+    )
+    assert fingerprint_params(same) == base  # paths and speed knobs never change the answer
+    assert fingerprint_params(BoundingParams(capacity=3)) != base
+    assert "max_rounds" not in base and "finish" not in base  # exhaustive: R does not matter
+    stopped = fingerprint_params(BoundingParams(capacity=2, finish="none", max_rounds=3))
+    assert (stopped["finish"], stopped["max_rounds"]) == ("none", 3)
