@@ -31,13 +31,13 @@ airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG t
 	.venv-airflow/bin/python -m pip install --quiet apache-airflow apache-airflow-providers-apache-spark
 	touch $@
 
-test: setup airflow-venv ## lint, then run the whole test suite (what CI runs)
-	$(PY) -m ruff check .
+test: setup airflow-venv lint ## lint and type-check, then run the whole test suite (what CI runs)
 	$(PY) -m pytest $(ARGS)
 
-lint: setup ## ruff lint and format check
+lint: setup ## ruff lint, ruff format check, mypy type check of spark_dp/
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 format: setup ## apply ruff formatting and import sorting
 	$(PY) -m ruff check --fix --select I .

@@ -9,11 +9,16 @@ A call persists through one scope and releases it when it is done (``with CacheS
 cache:``), or hands it to its result, which releases it on ``release()`` / at the end of a
 ``with`` block; the caller's session is left as it was found.
 
-Iterative algorithms (connected components, peeling rounds) also need their query plans cut, or
-the plans grow with every round: :meth:`CacheScope.checkpoint` writes to the session's
-checkpoint directory when it has one (``spark.checkpoint.dir``, reliable storage: a lost
-executor costs a recomputation) and falls back to a local checkpoint otherwise (then a lost
-executor fails the job; set ``spark.checkpoint.dir`` on clusters with preemptible nodes).
+A table that later steps read many times is *materialized* (:meth:`CacheScope.materialize`):
+persisted, computed once, and handed on as a scan of its cached data, so the query plans of the
+steps that read it stay short. Without that cut, plans that reuse cached tables grow with every
+step (MAD2R's round 2 reads tables derived from round 1 several times; connected components
+iterate), and Spark's planning and plan strings grow with them. Unlike a checkpoint, the cut
+keeps the lineage: a lost executor only costs recomputing its blocks.
+
+On Spark Connect (no JVM handle to build the scan) the cut falls back to :func:`checkpoint`:
+the session's checkpoint directory when it has one (``spark.checkpoint.dir``, reliable storage),
+else a local checkpoint (then a lost executor fails the query).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ if TYPE_CHECKING:
     from pyspark import StorageLevel
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BROADCAST_MAX_ROWS", "CacheScope", "checkpoint_dir"]
+__all__ = ["BROADCAST_MAX_ROWS", "CacheScope", "checkpoint", "checkpoint_dir"]
 
 BROADCAST_MAX_ROWS = 1_000_000
 """Largest table (rows) :meth:`CacheScope.small_side` marks for broadcast."""
@@ -43,6 +48,32 @@ def checkpoint_dir(spark: SparkSession) -> str | None:
         return None
 
 
+def checkpoint(df: DataFrame) -> DataFrame:
+    """``df`` computed now with its query plan cut: to the session's checkpoint directory when
+    it has one (survives a lost executor), else a local checkpoint (see the module docstring)."""
+    if checkpoint_dir(df.sparkSession):
+        return df.checkpoint(eager=True)
+    return df.localCheckpoint(eager=True)
+
+
+def _scan_of_cache(df: DataFrame) -> DataFrame | None:
+    """A DataFrame whose plan is a scan of ``df``'s cached rows (classic sessions), or None.
+
+    ``df`` must be persisted and computed. The new plan is one leaf (an existing-RDD scan of the
+    rows the cache serves); its RDD keeps the full lineage, so lost blocks are recomputed.
+    """
+    from pyspark.sql import DataFrame as SparkDataFrame
+
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:  # Spark Connect
+        return None
+    fresh = df.select(*[f"`{c}`" for c in df.columns])  # a new plan that reads the cache
+    rows = fresh._jdf.queryExecution().toRdd()
+    jss = df.sparkSession._jsparkSession
+    scan = jss.internalCreateDataFrame(rows, fresh._jdf.schema(), False)
+    return SparkDataFrame(scan, df.sparkSession)
+
+
 class CacheScope:
     """The DataFrames one call persisted, unpersisted together by :meth:`release`.
 
@@ -53,6 +84,7 @@ class CacheScope:
     def __init__(self, level: StorageLevel | None = None) -> None:
         self._level = level
         self._frames: list[DataFrame] = []
+        self._aliases: dict[int, DataFrame] = {}  # id(scan of a cache) -> the persisted frame
 
     def persist(self, df: DataFrame) -> DataFrame:
         """``df`` persisted (lazily: the first action computes and keeps it)."""
@@ -63,11 +95,16 @@ class CacheScope:
         return out
 
     def materialize(self, df: DataFrame) -> DataFrame:
-        """``df`` persisted and computed now (its row count is read and discarded: it may be
-        private)."""
-        out = self.persist(df)
-        out.count()
-        return out
+        """``df`` persisted, computed now, and returned as a scan of its cached data (a short
+        plan for what reads it next; see the module docstring). Its row count is read and
+        discarded: it may be private."""
+        kept = self.persist(df)
+        kept.count()
+        scan = _scan_of_cache(kept)
+        if scan is None:  # Spark Connect: cut the plan with a checkpoint instead
+            scan = checkpoint(kept)
+        self._aliases[id(scan)] = kept
+        return scan
 
     def small_side(self, df: DataFrame, max_rows: int = BROADCAST_MAX_ROWS) -> DataFrame:
         """``df`` computed once, with a broadcast hint when it has at most ``max_rows`` rows.
@@ -81,16 +118,23 @@ class CacheScope:
         from pyspark.sql import functions as F
 
         table = self.persist(df)
-        return F.broadcast(table) if table.count() <= max_rows else table
+        n = table.count()
+        scan = _scan_of_cache(table) or table
+        self._aliases[id(scan)] = table
+        return F.broadcast(scan) if n <= max_rows else scan
 
-    def checkpoint(self, df: DataFrame) -> DataFrame:
-        """``df`` computed now with its query plan cut (see the module docstring)."""
-        if checkpoint_dir(df.sparkSession):
-            return df.checkpoint(eager=True)
-        return df.localCheckpoint(eager=True)
+    def retain(self, *frames: DataFrame) -> None:
+        """Unpersist everything but ``frames`` (a run's small results, kept for its caller)."""
+        wanted = [self._aliases.get(id(f), f) for f in frames]
+        keep = [df for df in self._frames if any(df is f for f in wanted)]
+        for df in self._frames:
+            if not any(df is f for f in keep):
+                df.unpersist()
+        self._frames = keep
 
     def drop(self, df: DataFrame) -> None:
         """Release one DataFrame early (when later steps no longer read it)."""
+        df = self._aliases.pop(id(df), df)
         for i, kept in enumerate(self._frames):
             if kept is df:
                 del self._frames[i]
@@ -101,6 +145,7 @@ class CacheScope:
         """Unpersist everything this scope persisted."""
         while self._frames:
             self._frames.pop().unpersist()
+        self._aliases.clear()
 
     def __enter__(self) -> CacheScope:
         return self

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.caching import checkpoint
 from spark_dp.contribution_bounding.columns import (
     CAPACITY,
     DEGREE,
@@ -83,7 +84,7 @@ class BoundingResult:
         report.extra["selected"] = s.get("selected")
         report.extra["rounds"] = s.get("rounds", 0)
         report.extra["max_degree"] = s.get("max_degree")
-        report.extra["contribution_bounding"] = s
+        report.extra["contribution_bounding"] = _without_seed(s)
         report.mechanism = {
             "privacy_unit": PRIVACY_UNIT,
             "contribution_bound_k": s.get("max_degree"),
@@ -100,8 +101,9 @@ class BoundingResult:
             "graph (spec A36)."
         )
         report.note(
-            f"Order seed {s['seed']}: it only breaks ties in the preference order; it is not "
-            "sensitive under fixed-graph DP and is recorded for reproducibility (spec A37)."
+            "The order's hash is keyed by the release key (its fingerprint is in the randomness "
+            "section): it only breaks ties in the preference order and is not sensitive under "
+            "fixed-graph DP (spec A37); the same key reproduces the selection."
         )
         if s.get("resumed_from_round") is not None:
             report.note(f"Resumed from the saved state after round {s['resumed_from_round']}.")
@@ -113,6 +115,14 @@ class BoundingResult:
             f"{s.get('selected')} records selected ({s.get('algorithm')}), max degree "
             f"{s.get('max_degree')}, {s.get('rounds', 0)} rounds"
         )
+
+
+def _without_seed(summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary for the report: the order's seed (derived from the key) left out."""
+    out = {k: v for k, v in summary.items() if k != "seed"}
+    if isinstance(out.get("order"), dict):
+        out["order"] = {k: v for k, v in out["order"].items() if k != "seed"}
+    return out
 
 
 # SATURATED: d = cap; EXHAUSTED: d < cap and nothing eligible is left; OPEN: d < cap with
@@ -234,7 +244,7 @@ def finish_outputs(
         RuntimeError: a user exceeds its capacity (see :func:`check_feasible`).
     """
     with timer.stage("outputs") as info:
-        state = user_state(prep.inc, prep.users, chosen, remaining).localCheckpoint(eager=True)
+        state = checkpoint(user_state(prep.inc, prep.users, chosen, remaining))
         degrees = check_feasible(state)
         summary.update(selected=totals[0], distinct_selected=totals[1], **degrees)
         info.update(selected=totals[0], max_degree=degrees["max_degree"])

@@ -6,8 +6,9 @@ Two modes:
   ``work_dir`` and read back, which cuts the query lineage and survives a crash; a small JSON
   log per pass records which rounds finished. A restarted job resumes after the last logged
   round (spec contribution_bounding.md §3.5 step 7, §3.6).
-* **memory** (library calls without a work directory, tests): ``localCheckpoint`` cuts the
-  lineage; nothing survives the session.
+* **memory** (library calls without a work directory, tests): a checkpoint
+  (:func:`spark_dp.caching.checkpoint`: reliable when the session has a checkpoint directory,
+  local otherwise) cuts the lineage; nothing survives the session.
 
 The contents are confidential (spec A36): per-round selections and degrees reveal the graph.
 Writes go through :func:`spark_dp.io.write_parquet_atomic` / :func:`~spark_dp.io.write_json_atomic`,
@@ -24,9 +25,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.caching import checkpoint
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.errors import SparkDPUserError
 from spark_dp.io import CAPACITY, RECORD_ID, USER_ID, write_json_atomic, write_parquet_atomic
@@ -105,7 +108,7 @@ class StateStore:
     def save(self, name: str, df: DataFrame) -> DataFrame:
         """Materialize ``df`` under ``name`` and return a DataFrame reading it back."""
         if self.work_dir is None:
-            out = df.localCheckpoint(eager=True)
+            out = checkpoint(df)
             self._mem[self._key(name)] = out
             return out
         path = self.path(name)
@@ -122,8 +125,11 @@ class StateStore:
             write_parquet_atomic(df, self.path(name), overwrite=True)
 
     def checkpoint(self, df: DataFrame) -> DataFrame:
-        """Materialize ``df`` once without naming it (positions, one-off sorts)."""
-        return df.localCheckpoint(eager=True)
+        """Materialize ``df`` once without naming it (positions, one-off sorts): as Parquet in
+        the work directory (reliable), or a checkpoint in memory mode."""
+        if self.work_dir is None:
+            return checkpoint(df)
+        return self.save(f"tmp/{uuid.uuid4().hex[:12]}", df)
 
     def load(self, name: str) -> DataFrame | None:
         """The table saved under ``name``, or ``None``."""
@@ -238,17 +244,16 @@ def fingerprint_params(params: BoundingParams) -> dict[str, Any]:
 
 
 def order_seed(randomness: Randomness, meta: dict[str, Any] | None) -> int:
-    """The seed of the order's hash (spec §3.3).
+    """The seed of the order's hash (spec §3.3): a secret 63-bit integer of the release key.
 
-    Seeded mode: the fixed seed. Entropy mode: the seed a resumed run stored in its work
-    directory, else a fresh non-negative 63-bit integer from OS entropy. Not sensitive under
-    fixed-graph DP (spec A37); reported for reproducibility.
+    The same key gives the same order, so a re-run with the key reproduces the selection. A
+    resumed run with a fresh entropy key keeps the seed its crashed predecessor stored in the
+    work directory (that key is gone). Not sensitive under fixed-graph DP (spec A37), but it is
+    derived from the key, so reports show the key's fingerprint instead.
     """
-    if randomness.seed is not None:
-        return randomness.seed
-    if meta is not None and "seed" in meta:
+    if randomness.mode == "entropy" and meta is not None and "seed" in meta:
         return int(meta["seed"])
-    return randomness.child("contribution_bounding").key64("order-seed") >> 1
+    return randomness.child("contribution_bounding").secret("order-seed")
 
 
 def claim_store(

@@ -17,8 +17,8 @@ be solved exactly on its own executor task.
   checkpoint directory; when the context has none, one is set under ``spark.local.dir``.
 * **DataFrame fallback**: the alternating large-star / small-star algorithm (Kiveris et al.,
   "Connected Components in MapReduce and Beyond", SoCC 2014), which needs O(log² n) rounds.
-  Every round's edges are checkpointed (:meth:`spark_dp.caching.CacheScope.checkpoint`) to cut
-  the query plan, which would otherwise grow with every round. It stops when the graph is a
+  Every round's edges are materialized (:meth:`spark_dp.caching.CacheScope.materialize`) to
+  cut the query plan, which would otherwise grow with every round. It stops when the graph is a
   union of stars centred at their minimum vertex — an exact test, so the labels are exact,
   never a heuristic "nothing changed in one round".
 
@@ -123,13 +123,14 @@ def _star_components(edges: DataFrame, max_rounds: int, cache: CacheScope) -> Da
     vertices = edges.select(F.col("src").alias("vertex")).unionByName(
         edges.select(F.col("dst").alias("vertex"))
     )  # -> (vertex), with repeats
-    cur = cache.checkpoint(
+    cur = cache.materialize(
         edges.select(F.least("src", "dst").alias("a"), F.greatest("src", "dst").alias("b"))
         .where(a != b)
         .distinct()
     )  # -> (a, b) with a < b, undirected
     for round_ in range(1, max_rounds + 1):
-        cur = cache.checkpoint(_small_star(_large_star(cur)))
+        previous, cur = cur, cache.materialize(_small_star(_large_star(cur)))
+        cache.drop(previous)
         if _is_min_star_forest(cur):
             log.info("connected components: converged after %d rounds", round_)
             labels = cur.select(b.alias("vertex"), a.alias("component"))  # leaves -> centre

@@ -206,13 +206,13 @@ def peel_rounds(
         cur: (ell, user_id, item, cap) rows; cap is the person's capacity at that ℓ (the same
             on all its rows of that ℓ).
         max_rounds: round cap (stopping early is safe: every state is exact).
-        cache: checkpoints each round's tables (cutting the plans that grow with the rounds);
-            the covered counts read them.
+        cache: materializes each round's tables (cutting the plans that grow with the
+            rounds); the covered counts read them.
 
     Returns:
         (covered, core, rounds): covered is a list of (ell, covered) DataFrames (one per
-        round, over checkpointed data, private), core the remaining (ell, user_id, item, cap)
-        rows (checkpointed) and rounds the number of rounds run. Row counts stay internal
+        round, over cached data, private), core the remaining (ell, user_id, item, cap)
+        rows (cached) and rounds the number of rounds run. Row counts stay internal
         (private).
     """
     from pyspark.sql import functions as F
@@ -228,7 +228,7 @@ def peel_rounds(
         )  # -> (ell, user_id, deg, cap)
         hold = cur.groupBy(ELL, ITEM).agg(F.count(F.lit(1)).alias("holders"))
         # -> (ell, item, holders)
-        t = cache.checkpoint(cur.drop(CAP).join(pdeg, [ELL, USER_ID]).join(hold, [ELL, ITEM]))
+        t = cache.materialize(cur.drop(CAP).join(pdeg, [ELL, USER_ID]).join(hold, [ELL, ITEM]))
         # -> (ell, item, user_id, deg, cap, holders)
         is_light = F.col("deg") <= F.col(CAP)
         light_items = t.where(is_light).select(ELL, ITEM).distinct()  # -> (ell, item)
@@ -243,7 +243,7 @@ def peel_rounds(
             .agg(F.count(F.lit(1)).alias("covered"))
             .unionByName(take.groupBy(ELL).agg(F.sum("take").alias("covered")))
         )  # -> (ell, covered); lazy, over the cached t
-        nxt = cache.checkpoint(
+        nxt = cache.materialize(
             t.where(~is_light & (F.col("holders") >= 2))
             .join(light_items, [ELL, ITEM], "left_anti")
             .join(take, [ELL, USER_ID], "left")

@@ -33,8 +33,8 @@ from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer
-from spark_dp.partition_selection.calibration import MadConstants, MadRound
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
+from spark_dp.partition_selection.mad_constants import MadConstants, MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
 from spark_dp.partition_selection.weighting import unbiased_user_weights

@@ -28,9 +28,9 @@ from pyspark.sql import functions as F
 from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
-from spark_dp.partition_selection.calibration import MadRound
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
 from spark_dp.partition_selection.mad import max_adaptive_degree
+from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import (
     capped_input,
@@ -177,7 +177,7 @@ def run(
 
     with timer.stage("round 1") as info:
         w1 = max_adaptive_degree(unbiased_user_weights(capped), cal1.constants, cache)
-        noisy1 = cache.persist(
+        noisy1 = cache.materialize(
             noisy_weights(
                 w1,
                 distribution="gaussian",

@@ -22,7 +22,7 @@ from spark_dp.checks import (
     check_nonnegative,
 )
 from spark_dp.config import param
-from spark_dp.partition_selection.calibration import check_bias_bounds
+from spark_dp.partition_selection.mad_constants import check_bias_bounds
 from spark_dp.partition_selection.registry import REGISTRY
 
 __all__ = ["ALGORITHMS", "PartitionSelectionParams"]

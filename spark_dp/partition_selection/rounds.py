@@ -13,8 +13,9 @@ from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer, get_logger
-from spark_dp.partition_selection.calibration import MadRound, WeightAndThreshold
+from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
+from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import RoundResult
 from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.randomness import Randomness
@@ -63,7 +64,7 @@ def capped_input(
 def counted_round(step: Step, items: DataFrame, cache: CacheScope) -> RoundResult:
     """A round's selected items, cached (the job writes them from the cache) and counted (the
     count of released items is public)."""
-    kept = cache.persist(items)
+    kept = cache.materialize(items)
     return RoundResult(step, kept, kept.count())
 
 

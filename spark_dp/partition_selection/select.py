@@ -62,8 +62,9 @@ def select_partitions(
     Returns:
         the :class:`Selection`: ``items`` (one column ``item``, cached), the per-round public
         account, and :meth:`~Selection.fill_report` for a privacy report. It never holds
-        weights, per-item counts or the union of items. Use it in a ``with`` block (or call
-        ``release()``) to unpersist what the run cached.
+        weights, per-item counts or the union of items. Everything the run cached is released
+        before it returns, but the released items; use the selection in a ``with`` block (or
+        call ``release()``) to unpersist those too.
 
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
@@ -82,6 +83,7 @@ def select_partitions(
     except BaseException:
         cache.release()
         raise
+    cache.retain(*(r.items for r in selection.rounds))  # only the released items stay cached
     return selection
 
 

@@ -58,3 +58,11 @@ def incidence_rows(records: ref.Records, rng: random.Random | None = None) -> li
         rows += [rng.choice(rows) for _ in range(len(rows) // 10)] if rows else []
         rng.shuffle(rows)
     return rows
+
+
+def key_seed(seed: int) -> int:
+    """The order seed a run keyed by ``Randomness.create(seed)`` uses (derived from the key)."""
+    from spark_dp.contribution_bounding.state_store import order_seed
+    from spark_dp.randomness import Randomness
+
+    return order_seed(Randomness.create(seed), None)

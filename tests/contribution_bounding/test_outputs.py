@@ -41,13 +41,16 @@ def test_fill_report_states_the_bound_and_the_notes_and_spends_nothing(
         2,
         2,
     )
-    assert report.extra["contribution_bounding"] is result.summary
+    summary = {k: v for k, v in result.summary.items() if k != "seed"}
+    summary["order"] = {"order": "size-hash"}
+    assert report.extra["contribution_bounding"] == summary  # the key-derived seed left out
     assert report.mechanism["contribution_bound_k"] == 2
     assert report.mechanism["dataset_size"] == 7
     assert "fixed-graph DP" in report.mechanism["privacy_unit"]
     assert "group size k" in report.mechanism["accounting"]
     assert any(n.startswith("CONFIDENTIAL") for n in report.notes)
-    assert any("Order seed 3" in n and "A37" in n for n in report.notes)
+    assert any("release key" in n and "A37" in n for n in report.notes)
+    assert '"seed"' not in json.dumps(report.to_dict(), default=str)
     assert any("spends no privacy budget" in n for n in report.notes)
     resumed_notes = [n for n in report.notes if n.startswith("Resumed")]
     assert resumed_notes == (

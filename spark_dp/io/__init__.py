@@ -1,0 +1,55 @@
+"""Input and output contracts: column names, readers, validation, atomic writers.
+
+One vocabulary for all three families. Canonical column names (after renaming from the
+user's column names), in :mod:`.columns`:
+
+======================  =======================================================
+``USER_ID``             the privacy unit (user / person), string
+``ITEM``                an item / partition key, string
+``RECORD_ID``           a multi-owner record (hyperedge), string
+``CAPACITY``            a per-user contribution capacity b(u), long ≥ 0
+======================  =======================================================
+
+Ids are canonicalized to strings (integers in plain base 10, dates ISO), so joins between
+tables never compare a string with a number. Floating-point ids are rejected: equality on
+doubles is not an identity.
+
+* :mod:`.read`: readers and validation. They return ``(DataFrame, InputSummary)``; the summary
+  holds *confidential* diagnostics (row counts, duplicates dropped), never written to a privacy
+  report.
+* :mod:`.write`: writers that never leave half-written output: they write to a hidden temporary
+  sibling and move it into place; an existing output is replaced only when ``overwrite=True``.
+"""
+
+from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.io.read import (
+    InputSummary,
+    load_capacities,
+    load_incidences,
+    load_pairs,
+    read_table,
+    validate_edges,
+)
+from spark_dp.io.write import (
+    check_output_path,
+    output_exists,
+    write_json_atomic,
+    write_parquet_atomic,
+)
+
+__all__ = [
+    "CAPACITY",
+    "ITEM",
+    "RECORD_ID",
+    "USER_ID",
+    "InputSummary",
+    "check_output_path",
+    "load_capacities",
+    "load_incidences",
+    "load_pairs",
+    "output_exists",
+    "read_table",
+    "validate_edges",
+    "write_json_atomic",
+    "write_parquet_atomic",
+]
