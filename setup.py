@@ -31,6 +31,8 @@ setup(
         "pandas>=1.5,<3",
         "pyarrow>=11",
         "pyyaml>=6",
+        # the keyed PRF of spark_dp.randomness (AES-256 on executors and the driver)
+        "cryptography>=41",
     ],
     extras_require={
         "test": [
@@ -38,6 +40,8 @@ setup(
             "chispa>=0.9",
             "hypothesis>=6.80",
             "mpmath>=1.3",
+            # an independent discrete-Laplace sampler the exact samplers are tested against
+            "opendp>=0.10",
             "ruff>=0.5",
             "mypy>=1.10",
             "pandas-stubs",
