@@ -26,7 +26,9 @@ def test_contributing_worked_example_adds_an_algorithm(spark, monkeypatch):
     module = types.ModuleType("spark_dp.partition_selection.basic_l1")
     monkeypatch.setitem(sys.modules, module.__name__, module)
     exec(compile(module_src, "basic_l1.py", "exec"), module.__dict__)
-    entry = eval(entry_src.strip().rstrip(","), {"Algorithm": Algorithm, "basic_l1": module})
+    namespace = {"Algorithm": Algorithm, "basic_l1": module}
+    exec(compile(entry_src, "registry_entry.py", "exec"), namespace)
+    entry = namespace["entry"]
     registry = Registry("partition-selection", [entry])
     assert registry.names == ("basic-l1",)
 
