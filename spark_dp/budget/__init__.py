@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.budget.accounting import ACCOUNTANTS, GaussianStep, gaussian_steps
 from spark_dp.budget.ids import default_dataset_id, input_identity, release_id
+from spark_dp.budget.records import DatasetBudget, Reservation
 from spark_dp.errors import BudgetRefused
 
 if TYPE_CHECKING:
-    from spark_dp.budget.store import BudgetStore, DatasetBudget, Reservation
+    from spark_dp.budget.store import BudgetStore
 
 __all__ = [
     "ACCOUNTANTS",
@@ -42,7 +43,7 @@ __all__ = [
     "release_id",
 ]
 
-_LAZY = {"BudgetStore", "DatasetBudget", "Reservation"}
+_LAZY = {"BudgetStore"}
 
 
 def __getattr__(name: str) -> Any:
