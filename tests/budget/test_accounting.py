@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from spark_dp.budget import BudgetRefused, BudgetStore, GaussianStep, gaussian_steps
-from spark_dp.budget.accounting import Charge, fits_cap, tight_epsilon
+from spark_dp.budget.accounting import Charge, composed_multiplier, fits_cap, tight_epsilon
 from spark_dp.calibration import gaussian_epsilon
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import PartitionSelectionParams
@@ -77,6 +77,11 @@ def test_pld_matches_the_exact_gaussian_composition(multipliers):
     rdp = tight_epsilon(charges, delta, "rdp")
     assert exact - 1e-6 <= pld <= exact * 1.01 + 1e-3  # an upper bound, and a tight one
     assert rdp >= pld - 1e-6
+
+
+def test_gaussians_compose_to_one_gaussian():
+    assert composed_multiplier([3.0, 4.0]) == pytest.approx(2.4)  # 1/√(1/9 + 1/16)
+    assert composed_multiplier([2.0] * 4) == pytest.approx(1.0)
 
 
 def test_the_threshold_delta_and_pure_steps_are_added_by_basic_composition():
