@@ -33,6 +33,10 @@ setup(
         "pyyaml>=6",
         # the keyed PRF of spark_dp.randomness (AES-256 on executors and the driver)
         "cryptography>=41",
+        # spark_dp.budget: the budget store (SQLite built in; any SQLAlchemy database) and the
+        # tight PLD/RDP accountant for Gaussian releases
+        "sqlalchemy>=2.0",
+        "dp-accounting>=0.4",
     ],
     extras_require={
         "test": [
@@ -51,7 +55,13 @@ setup(
             "nbformat>=5",
             "ipykernel>=6",
             "matplotlib>=3.6",
+            # the budget store's PostgreSQL tests: the driver, and a PostgreSQL server built
+            # into a wheel (started and stopped by pid by tests/budget/postgres.py)
+            "psycopg[binary]>=3.1",
+            "pgserver>=0.1.4",
         ],
+        # a PostgreSQL budget store (--budget-store postgresql://...)
+        "postgres": ["psycopg[binary]>=3.1"],
         # running the notebooks by hand
         "notebooks": ["jupyterlab>=4", "matplotlib>=3.6"],
         # `make bench`: the PipelineDP peer comparison and the TPC-H generator

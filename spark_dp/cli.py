@@ -5,13 +5,15 @@
     spark-dp contribution-bounding --input data/graph --output out/records --capacity 4
     spark-dp distinct-count --input data/zipf --epsilon 1 --report out/count.json
     spark-dp calibrate --epsilon 1 --delta 1e-5 --max-items-per-user 100
-    spark-dp budget --ledger ledger.jsonl --max-epsilon 4
+    spark-dp budget set-cap --store sqlite:///var/spark_dp/budget.db --dataset words --epsilon 4
+    spark-dp budget --store sqlite:///var/spark_dp/budget.db
 
 Each job subcommand takes exactly the flags of ``jobs/<name>.py`` (``spark-dp <job> --help``);
 ``python -m spark_dp`` is the same command. Under spark-submit use ``jobs/<name>.py`` or
 ``jobs/cli.py`` with ``--py-files dist/spark_dp.zip``.
 
-Exit codes: 0 ok, 2 bad arguments or input (the message says what to fix), 1 other failure.
+Exit codes: 0 ok, 2 bad arguments or input (the message says what to fix), 3 refused by the
+budget store (the dataset has no cap, or the cap would be exceeded), 1 other failure.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ JOBS: dict[str, tuple[str, str]] = {
 
 TOOLS = {
     "calibrate": "print σ, ρ and thresholds for (ε, δ, Δ0) without touching data",
-    "budget": "sum the ε, δ a ledger records per dataset (basic composition)",
+    "budget": "list or set the caps and spending of a budget store (set-cap, set-accountant)",
 }
 
 
@@ -127,35 +129,9 @@ def _fmt(v: object) -> str:
 
 
 def _budget(argv: list[str]) -> int:
-    from spark_dp.ledger import check_budget_values, check_totals, read_ledger, totals
+    from spark_dp.budget.command import main as budget_main
 
-    ap = argparse.ArgumentParser(
-        prog="spark-dp budget",
-        description="Sum ε and δ per dataset over a ledger (basic composition).",
-    )
-    ap.add_argument("--ledger", required=True, help="ledger file written by jobs with --ledger")
-    ap.add_argument("--dataset", help="only this dataset id (default: all)")
-    ap.add_argument("--max-epsilon", type=float, help="warn when a dataset's Σ ε exceeds this")
-    ap.add_argument("--max-delta", type=float, help="warn when a dataset's Σ δ exceeds this")
-    ap.add_argument("--strict", action="store_true", help="exit 3 when a budget is exceeded")
-    try:
-        ns = ap.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
-        check_budget_values(ns.max_epsilon, ns.max_delta)
-        rows = totals(read_ledger(ns.ledger), ns.dataset)
-    except SparkDPUserError as exc:
-        print(f"spark-dp budget: error: {exc}", file=sys.stderr)
-        return 2
-    print(f"{'dataset':50s} {'releases':>8s} {'epsilon':>10s} {'delta':>10s}")
-    for t in rows:
-        flag = f"  ({t.fixed_seed_releases} with a fixed seed)" if t.fixed_seed_releases else ""
-        print(f"{t.dataset:50s} {t.releases:8d} {t.epsilon:10.4g} {t.delta:10.3g}{flag}")
-    warnings = check_totals(rows, ns.max_epsilon, ns.max_delta)
-    for w in warnings:
-        print(f"WARNING: {w}", file=sys.stderr)
-    return 3 if warnings and ns.strict else 0
+    return budget_main(argv)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Typed errors of spark_dp.
 
 Every error a user can fix (bad parameter, bad input file, output already present) is a
-subclass of :class:`SparkDPUserError`. Jobs map those to exit code 2 and print the message as
-one line; anything else is a bug or an infrastructure failure (exit code 1).
+subclass of :class:`SparkDPUserError`. Jobs map those to their ``exit_code`` (2; 3 for
+:class:`BudgetRefused`) and print the message as one line; anything else is a bug or an
+infrastructure failure (exit code 1).
 
 Messages name the offending parameter, column or path, show what was found, and say how to
 fix it. They never contain private values (weights, counts, item names).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetError",
+    "BudgetRefused",
     "ConfigError",
     "InputContractError",
     "OutputExistsError",
@@ -22,6 +24,8 @@ __all__ = [
 
 class SparkDPUserError(ValueError):
     """Base class: the caller can fix this (exit code 2 in jobs)."""
+
+    exit_code: int = 2
 
 
 class ParameterError(SparkDPUserError):
@@ -41,4 +45,12 @@ class OutputExistsError(SparkDPUserError):
 
 
 class BudgetError(SparkDPUserError):
-    """A privacy budget would be exceeded or is malformed."""
+    """A privacy budget is malformed or inconsistent (exit code 2)."""
+
+
+class BudgetRefused(BudgetError):
+    """The budget store refused a release: its dataset has no cap, or the cap would be
+    exceeded. Exit code 3; the message is one line naming the dataset, what it has spent,
+    what the release requests and the cap (or that no cap is set)."""
+
+    exit_code = 3

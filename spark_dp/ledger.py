@@ -1,8 +1,9 @@
-"""A small privacy-budget ledger: one JSON line per released result, summed per dataset.
+"""DEPRECATED: the JSONL budget ledger, replaced by :mod:`spark_dp.budget` (a budget store
+that reserves before any data is read and refuses releases over a cap).
 
-Jobs append an entry when run with ``--ledger PATH``; ``spark-dp budget --ledger PATH`` sums
-ε and δ per dataset under **basic composition** (Σ ε, Σ δ; valid for any mix of mechanisms,
-loose for many Gaussian releases) and warns when a configured total is exceeded.
+Kept only while the job runner's ``--ledger`` flag still appends to it; nothing new should use
+it, and ``spark-dp budget`` now reads a budget store (``--store URL``), not a ledger. The
+ledger records a release *after* it happened and never refuses one.
 
 A dataset is identified by the job's resolved input path (or an explicit ``--dataset-id``).
 Entries with a fixed seed are kept but flagged: their noise is reproducible, so they should not
@@ -19,14 +20,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from spark_dp.errors import BudgetError, ConfigError
+from spark_dp.errors import ConfigError
 
 __all__ = [
     "LedgerEntry",
     "Totals",
     "append_entry",
-    "check_budget_values",
-    "check_totals",
     "dataset_id",
     "read_ledger",
     "totals",
@@ -73,7 +72,17 @@ def dataset_id(path: str) -> str:
 
 
 def append_entry(ledger: str | os.PathLike, entry: LedgerEntry) -> None:
-    """Append ``entry`` as one JSON line (advisory lock; creates the file if needed)."""
+    """Append ``entry`` as one JSON line (advisory lock; creates the file if needed).
+
+    Raises:
+        ConfigError: ``ledger`` is a URI (``s3a://``, ``hdfs://``): the ledger is a local file
+            only, and a URI would silently become a local folder named ``s3a:``.
+    """
+    if "://" in str(ledger) or str(ledger).lower().startswith(("s3a:", "s3:", "hdfs:", "gs:")):
+        raise ConfigError(
+            f"--ledger {str(ledger)!r} is a URI; the (deprecated) ledger is a local file only. "
+            "Use a budget store instead: --budget-store sqlite:///path/budget.db"
+        )
     p = Path(ledger)
     p.parent.mkdir(parents=True, exist_ok=True)
     line = entry.to_json() + "\n"
@@ -124,29 +133,3 @@ def totals(entries: Iterable[LedgerEntry], dataset: str | None = None) -> list[T
         Totals(k, v["releases"], v["epsilon"], v["delta"], v["fixed"])
         for k, v in sorted(acc.items())
     ]
-
-
-def check_totals(
-    rows: Iterable[Totals], max_epsilon: float | None, max_delta: float | None
-) -> list[str]:
-    """Warnings for datasets whose totals exceed the configured budget."""
-    warnings = []
-    for t in rows:
-        if max_epsilon is not None and t.epsilon > max_epsilon + 1e-12:
-            warnings.append(
-                f"dataset {t.dataset}: epsilon spent {t.epsilon:.6g} exceeds the budget "
-                f"{max_epsilon:.6g}"
-            )
-        if max_delta is not None and t.delta > max_delta * (1 + 1e-12):
-            warnings.append(
-                f"dataset {t.dataset}: delta spent {t.delta:.6g} exceeds the budget {max_delta:.6g}"
-            )
-    return warnings
-
-
-def check_budget_values(max_epsilon: float | None, max_delta: float | None) -> None:
-    """Validate configured totals."""
-    if max_epsilon is not None and not max_epsilon > 0:
-        raise BudgetError(f"--max-epsilon must be > 0, got {max_epsilon!r}")
-    if max_delta is not None and not 0 <= max_delta < 1:
-        raise BudgetError(f"--max-delta must lie in [0, 1), got {max_delta!r}")

@@ -1,4 +1,4 @@
-"""The spark-dp command (dispatch, help, exit codes) and the budget ledger."""
+"""The spark-dp command (dispatch, help, exit codes) and the deprecated budget ledger."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from spark_dp import cli
 from spark_dp.errors import ConfigError
-from spark_dp.ledger import LedgerEntry, append_entry, check_totals, read_ledger, totals
+from spark_dp.ledger import LedgerEntry, append_entry, read_ledger, totals
 
 
 def _entry(dataset="d1", eps=0.5, delta=1e-6, mode="entropy", job="partition_selection"):
@@ -26,32 +26,21 @@ def test_ledger_sums_per_dataset(tmp_path):
     assert [(t.dataset, t.releases) for t in rows] == [("d1", 2), ("d2", 1)]
     assert rows[0].epsilon == pytest.approx(1.5) and rows[0].delta == pytest.approx(3e-6)
     assert rows[1].fixed_seed_releases == 1
-    assert check_totals(rows, 1.8, None) == ["dataset d2: epsilon spent 2 exceeds the budget 1.8"]
-    assert check_totals(rows, 2.0, 1e-5) == []
     assert len(totals(read_ledger(led), "d2")) == 1
 
 
-def test_ledger_errors(tmp_path):
+def test_ledger_errors(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a URI taken as a local path would create ./s3a: here
+    for uri in ("s3a://bucket/ledger.jsonl", "hdfs:///data/ledger.jsonl"):
+        with pytest.raises(ConfigError, match=r"is a URI.*--budget-store sqlite:///"):
+            append_entry(uri, _entry())
+    assert not (tmp_path / "s3a:").exists() and not (tmp_path / "hdfs:").exists()
     with pytest.raises(ConfigError, match="does not exist"):
         read_ledger(tmp_path / "none.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"dataset": "x"}\n')
     with pytest.raises(ConfigError, match="line 1 is not a ledger entry"):
         read_ledger(bad)
-
-
-def test_budget_command(tmp_path, capsys):
-    led = tmp_path / "ledger.jsonl"
-    for _ in range(3):
-        append_entry(led, _entry())
-    assert cli.main(["budget", "--ledger", str(led), "--max-epsilon", "1"]) == 0
-    captured = capsys.readouterr()
-    assert "d1" in captured.out and "1.5" in captured.out
-    assert "exceeds the budget" in captured.err
-    assert cli.main(["budget", "--ledger", str(led), "--max-epsilon", "1", "--strict"]) == 3
-    assert cli.main(["budget", "--ledger", str(led), "--max-epsilon", "2"]) == 0
-    assert cli.main(["budget", "--ledger", str(tmp_path / "x")]) == 2
-    assert cli.main(["budget", "--ledger", str(led), "--max-epsilon", "-1"]) == 2
 
 
 def test_dispatch_help_and_unknown(capsys):

@@ -10,6 +10,7 @@ from chispa import assert_df_equality
 
 from spark_dp import io
 from spark_dp.errors import InputContractError, OutputExistsError
+from spark_dp.logs import unsafe_debug
 
 
 def _write(spark, rows, schema, path):
@@ -48,6 +49,11 @@ def test_load_pairs_can_leave_repeated_pairs_to_the_algorithm(spark, tmp_path, c
     assert summary.duplicates_dropped is None and summary.rows is None
     with caplog.at_level("INFO", logger="spark_dp.io"):
         summary.log()
+    assert "read and validated" in caplog.text and "rows read" not in caplog.text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="spark_dp.io"), unsafe_debug():
+        summary.log()
+    assert "[UNSAFE-DEBUG] input" in caplog.text
     assert "4 rows read, 1 with null ids dropped (repeated pairs are dropped" in caplog.text
     with pytest.raises(InputContractError, match="null ids"):
         io.load_pairs(spark, path, user_col="uid", item_col="word", dedupe=False)
@@ -78,7 +84,12 @@ def test_integer_ids_become_base10_strings(spark, tmp_path):
         ([(1.5, "a")], "user_id double, item string", {}, "floating-point type double"),
         ([(1, [1])], "user_id long, item array<int>", {}, "unsupported type array<int>"),
         ([], "user_id long, item string", {}, "is empty"),
-        ([(1, None), (2, "b")], "user_id long, item string", {}, r"null ids \('item': 1 rows\)"),
+        (
+            [(1, None), (2, "b")],
+            "user_id long, item string",
+            {},
+            r"null ids \('item': <private> rows\)",
+        ),
     ],
 )
 def test_bad_pairs_have_clear_errors(spark, tmp_path, rows, schema, kwargs, message):
@@ -117,7 +128,7 @@ def test_capacities_contract(spark, tmp_path):
     caps = io.load_capacities(spark, ok)
     assert sorted(tuple(r) for r in caps.collect()) == [("1", 2), ("2", 0)]
     cases = [
-        ([(1, -1)], "user_id long, cap int", "1 negative capacities"),
+        ([(1, -1)], "user_id long, cap int", "<private> negative capacities"),
         ([(1, None)], "user_id long, cap int", "null 'cap'"),
         ([(1, 1.5)], "user_id long, cap double", "capacities must be integers"),
         ([(1, 1), (1, 2)], "user_id long, cap int", "listed with different capacities"),

@@ -94,9 +94,10 @@ def bound_contributions(
     plan = algorithm.plan(params)
     spark = incidences.sparkSession
     if validate:
-        incidences, _ = validate_edges(
+        incidences, summary = validate_edges(
             incidences, {RECORD_ID: RECORD_ID, USER_ID: USER_ID}, path="<incidences>"
         )
+        summary.log(log)  # counts: unsafe debug only
     else:
         incidences = incidences.select(RECORD_ID, USER_ID)
     # -> (record_id, user_id)

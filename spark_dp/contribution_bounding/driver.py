@@ -28,6 +28,7 @@ from spark_dp.contribution_bounding.driver_rounds import simulate_rounds
 from spark_dp.contribution_bounding.greedy import greedy
 from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
 from spark_dp.contribution_bounding.ilp import ProblemTooLargeError
+from spark_dp.logs import private
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -79,9 +80,9 @@ def collect_graph(prep: Prepared, limit: int, what: str, timer: StageTimer) -> C
     """
     if prep.n_incidences > limit:
         raise ProblemTooLargeError(
-            f"{what} runs on the driver and would collect {prep.n_incidences} incidences, "
-            f"above driver_max_rows={limit}; raise --driver-max-rows if the driver has the "
-            "memory, or use a distributed algorithm"
+            f"{what} runs on the driver and would collect {private(prep.n_incidences)} "
+            f"incidences, more than driver_max_rows={limit}; raise --driver-max-rows if the "
+            "driver has the memory, or use a distributed algorithm"
         )
     with timer.stage("collect to driver") as info:
         inc = _to_pandas(prep.inc, REC, USER_ID)

@@ -35,6 +35,7 @@ from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
 from spark_dp.contribution_bounding.ilp import ProblemTooLargeError, solve_ilp
 from spark_dp.contribution_bounding.outputs import BoundingResult, finish_outputs
 from spark_dp.errors import SparkDPUserError
+from spark_dp.logs import private
 
 if TYPE_CHECKING:
     from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext
@@ -63,7 +64,8 @@ def run_ilp(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingResu
     params = plan.params
     if prep.n_records > params.ilp_max_records:
         raise ProblemTooLargeError(
-            f"the ILP would have {prep.n_records} record variables, above ilp_max_records="
+            f"the ILP would have {private(prep.n_records)} record variables, more than "
+            f"ilp_max_records="
             f"{params.ilp_max_records}; use greedy/proposal or raise --ilp-max-records"
         )
     graph = _collect(prep, plan, ctx)
@@ -121,7 +123,7 @@ def run_dp_mf(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingRe
     if res.failed:
         raise MinSepInfeasibleError(
             f"Alg. 4 found no batching with min_sep={params.min_sep}, T={iterations},"
-            f" B={batch_size} (a full pass added nothing after {res.filled} of "
+            f" B={batch_size} (a full pass added nothing after {private(res.filled)} of "
             f"{iterations * batch_size} entries); lower --min-sep or --batch-size"
         )
     t, b = res.batches.shape

@@ -23,6 +23,7 @@ import numpy as np
 
 from spark_dp.contribution_bounding.hypergraph import CompactHypergraph
 from spark_dp.errors import ParameterError
+from spark_dp.logs import private
 
 __all__ = [
     "DEFAULT_MAX_RECORDS",
@@ -68,8 +69,8 @@ class IlpSolution:
 def _check_size(graph: CompactHypergraph, max_records: int | None) -> None:
     if max_records is not None and graph.n_records > max_records:
         raise ProblemTooLargeError(
-            f"the ILP would have {graph.n_records} record variables, above the limit "
-            f"{max_records} (ilp_max_records); exact solving is NP-hard and may not finish. "
+            f"the ILP would have {private(graph.n_records)} record variables, more than the "
+            f"limit {max_records} (ilp_max_records); exact solving is NP-hard and may not finish. "
             "Use the greedy or proposal algorithm (≥ OPT / max record size, ≈98% of OPT in "
             "practice) or raise --ilp-max-records"
         )

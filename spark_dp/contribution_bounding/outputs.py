@@ -26,6 +26,7 @@ from spark_dp.contribution_bounding.columns import (
     STATUS,
     USER_ID,
 )
+from spark_dp.logs import private
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -109,11 +110,12 @@ class BoundingResult:
             report.note(f"Resumed from the saved state after round {s['resumed_from_round']}.")
 
     def headline(self) -> str:
-        """One line for the job's log: |S|, the algorithm, k and the rounds."""
+        """One line for the job's log: the algorithm and the rounds; |S| and k (counts of the
+        bounded data, which is not released) only with unsafe debug logging on."""
         s = self.summary
         return (
-            f"{s.get('selected')} records selected ({s.get('algorithm')}), max degree "
-            f"{s.get('max_degree')}, {s.get('rounds', 0)} rounds"
+            f"{private(s.get('selected'))} records selected ({s.get('algorithm')}), max degree "
+            f"{private(s.get('max_degree'))}, {s.get('rounds', 0)} rounds"
         )
 
 

@@ -38,7 +38,7 @@ from spark_dp.contribution_bounding.proposal_rounds import (
     round_table,
     state_after,
 )
-from spark_dp.logs import StageTimer
+from spark_dp.logs import StageTimer, log_private
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -127,7 +127,7 @@ def run_pass(
         salted: use the two-stage salted ranking (some user is heavy).
         store: the :class:`~.state_store.StateStore` of this pass.
         timer: a :class:`spark_dp.logs.StageTimer`; one stage per round.
-        log: logger (counts only).
+        log: logger (counts go through :func:`spark_dp.logs.log_private`).
         label: stage name prefix (``round``, or ``pass 2 round`` for Alg. 3).
         on_round: called after a round is fully saved (a crash after it resumes after it).
 
@@ -153,7 +153,8 @@ def run_pass(
         r = len(doc["rounds"])
         resumed_from = r
         state = state_after(_load(store, round_table(r, "flagged")), **doc["state"])
-        log.info("resuming after round %d from saved state", r)
+        log.info("resuming from the saved state of the last finished round")
+        log_private(log, "resuming after round %d", r)
     order_col: str = doc["order_col"]
     finish: dict[str, Any] = doc["finish"]
     warned = False
@@ -177,11 +178,11 @@ def run_pass(
                 break
             if not warned:
                 log.warning(
-                    "max_rounds reached with %d eligible incidences, more than the driver may "
-                    "collect (%d); continuing with rounds",
-                    state.incidences,
+                    "max_rounds reached with more eligible incidences than the driver may "
+                    "collect (driver_max_rows=%d); continuing with rounds",
                     settings.driver_max_rows,
                 )
+                log_private(log, "eligible incidences at max_rounds: %d", state.incidences)
                 warned = True
         state, entry = _one_round(state, r + 1, order_col, settings, salted, store, timer, label)
         entry.order = "per-user" if order_col == URANK else "shared"

@@ -47,6 +47,7 @@ from spark_dp.contribution_bounding.orders import (
     user_prio_column,
 )
 from spark_dp.errors import InputContractError, ParameterError
+from spark_dp.logs import log_private
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -282,7 +283,8 @@ def prepare(
     )
     store.write_json("prepared.json", {"counts": prepared.counts()})
     if log is not None:
-        log.info(
+        log_private(
+            log,
             "prepared %d records, %d incidences, %d users (%d with capacity 0, %d heavy)",
             prepared.n_records,
             prepared.n_incidences,

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
+from spark_dp.logs import log_private
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -132,7 +133,7 @@ def _star_components(edges: DataFrame, max_rounds: int, cache: CacheScope) -> Da
         previous, cur = cur, cache.materialize(_small_star(_large_star(cur)))
         cache.drop(previous)
         if _is_min_star_forest(cur):
-            log.info("connected components: converged after %d rounds", round_)
+            log_private(log, "connected components: converged after %d rounds", round_)
             labels = cur.select(b.alias("vertex"), a.alias("component"))  # leaves -> centre
             # -> (vertex, component); a centre (or a vertex with only a self loop) is its own
             return (

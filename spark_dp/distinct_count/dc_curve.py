@@ -49,7 +49,7 @@ from spark_dp.distinct_count.peeling import (
     per_ell_sums,
 )
 from spark_dp.io import ITEM, USER_ID
-from spark_dp.logs import StageTimer, get_logger
+from spark_dp.logs import StageTimer, get_logger, log_private
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -183,6 +183,7 @@ def exact_curve(
                 for p in pieces[1:]:
                     total = total.unionByName(p)
                 curve = curve + per_ell_sums(total, ell_max)["value"]
+    log_private(log, "dc curve sizes: %s", stats)
     return CurveResult(curve=curve, stats=stats)
 
 

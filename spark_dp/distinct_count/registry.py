@@ -30,7 +30,7 @@ from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release, requir
 from spark_dp.distinct_count.release import release_curve
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.errors import ParameterError
-from spark_dp.logs import StageTimer, get_logger
+from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
 from spark_dp.registry import Algorithm, Registry
 
 if TYPE_CHECKING:
@@ -109,6 +109,8 @@ class CurveMethod:
                 f"make it with REGISTRY[{self.name!r}].plan(params)"
             )
         timer = timer or StageTimer(log)
+        if unsafe_debug_enabled():  # an extra Spark action, for debugging only
+            log_private(log, "distinct count input: %d pairs", pairs.count())
         with timer.stage(f"{self.name} curve"):
             curve = self.curve(pairs, plan.ell_max, timer=timer, **options)
         with timer.stage("release"):

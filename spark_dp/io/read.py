@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.logs import log_private, private
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -28,7 +29,11 @@ _ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint", "date", "boole
 
 @dataclass(frozen=True)
 class InputSummary:
-    """Confidential diagnostics of an input table (log them; never release them)."""
+    """Private diagnostics of an input table: never logged at INFO, never released.
+
+    |D| has unbounded sensitivity, so these counts are logged only through the unsafe-debug
+    gate of :mod:`spark_dp.logs` (a job's ``--unsafe-debug-logs``).
+    """
 
     path: str
     rows_read: int
@@ -37,9 +42,11 @@ class InputSummary:
     rows: int | None
 
     def log(self, logger: logging.Logger = log) -> None:
-        """Log the diagnostics at INFO level."""
+        """Log that the input was read (path only); the counts only with unsafe debug on."""
+        logger.info("input %s: read and validated (its counts are private)", self.path)
         if self.rows is None:
-            logger.info(
+            log_private(
+                logger,
                 "input %s: %d rows read, %d with null ids dropped (repeated pairs are dropped "
                 "by the per-user step of the algorithm)",
                 self.path,
@@ -47,7 +54,8 @@ class InputSummary:
                 self.null_rows_dropped,
             )
             return
-        logger.info(
+        log_private(
+            logger,
             "input %s: %d rows read, %d with null ids dropped, %d duplicate pairs dropped, "
             "%d distinct pairs kept",
             self.path,
@@ -177,7 +185,7 @@ def validate_edges(
     null_rows = int(stats["_null_any"] or 0)
     if null_rows and not drop_nulls:
         detail = ", ".join(
-            f"{columns[c]!r}: {int(stats[f'_null_{c}'] or 0)}"
+            f"{columns[c]!r}: {private(int(stats[f'_null_{c}'] or 0))}"
             for c in columns
             if stats[f"_null_{c}"]
         )
@@ -203,10 +211,12 @@ def validate_edges(
         rows=rows,
     )
     if summary.duplicates_dropped:
-        log.warning(
+        log_private(
+            log,
             "input %s: dropped %d duplicate pairs (each pair counts once)",
             path,
             summary.duplicates_dropped,
+            level=logging.WARNING,
         )
     return deduped, summary
 
@@ -310,13 +320,13 @@ def load_capacities(
         raise InputContractError(f"capacities {path!r} is empty; omit --capacities instead")
     problems = []
     if s["null_users"]:
-        problems.append(f"{s['null_users']} rows with a null {user_col!r}")
+        problems.append(f"{private(s['null_users'])} rows with a null {user_col!r}")
     if s["null_caps"]:
-        problems.append(f"{s['null_caps']} rows with a null {cap_col!r}")
+        problems.append(f"{private(s['null_caps'])} rows with a null {cap_col!r}")
     if s["bad"]:
-        problems.append(f"{s['bad']} values of {cap_col!r} that are not integers")
+        problems.append(f"{private(s['bad'])} values of {cap_col!r} that are not integers")
     if s["negative"]:
-        problems.append(f"{s['negative']} negative capacities")
+        problems.append(f"{private(s['negative'])} negative capacities")
     if problems:
         raise InputContractError(
             f"capacities {path!r}: {'; '.join(problems)}. Capacities must be integers >= 0 "
@@ -326,7 +336,7 @@ def load_capacities(
     conflicts = t.groupBy(USER_ID).count().where("count > 1").count()
     if conflicts:
         raise InputContractError(
-            f"capacities {path!r}: {conflicts} users are listed with different capacities; "
-            "keep one row per user"
+            f"capacities {path!r}: {private(conflicts)} users are listed with different "
+            "capacities; keep one row per user"
         )
     return t

@@ -106,7 +106,7 @@ def run(
             round_ = gaussian_round(
                 step, basic_weights(capped), randomness.child("noise", r), cache
             )
-            info["output_items"] = round_.output_items
+            info.public(output_items=round_.output_items)
         rounds.append(round_)
         found = round_.items if found is None else found.unionByName(round_.items)
         # -> (item): every item found so far

@@ -188,7 +188,7 @@ def run(
         # -> (item, noisy_weight_private), internal only; cached: three queries read it
         round1 = counted_round(step1, select_above(noisy1, cal1.rho), cache)
         # -> (item): U1
-        info["output_items"] = round1.output_items
+        info.public(output_items=round1.output_items)
 
     with timer.stage("round 2 user weights"):
         removed, biased = round_two_items(
@@ -213,7 +213,7 @@ def run(
     with timer.stage("round 2") as info:
         w2 = max_adaptive_degree(weighted, cal2.constants, cache)
         round2 = gaussian_round(step2, w2, randomness.child("noise", 2), cache)
-        info["output_items"] = round2.output_items
+        info.public(output_items=round2.output_items)
     cache.drop(weighted)
     return Selection(
         plan,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
-from spark_dp.logs import StageTimer, get_logger
+from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.partition_selection.mad_constants import MadRound
@@ -55,6 +55,8 @@ def capped_input(
         (user_id, item, degree).
     """
     capped = cap_user_items(pairs, max_items, randomness)
+    if unsafe_debug_enabled():  # an extra Spark action, for debugging only
+        log_private(timer.logger, "%s: %d pairs kept after the cap", stage, capped.count())
     if not reuse:
         return capped
     with timer.stage(stage, max_items_per_user=max_items):
@@ -125,7 +127,7 @@ def single_round(
     )
     with timer.stage("round 1") as info:
         round_ = run(capped, randomness.child("noise", 1))
-        info["output_items"] = round_.output_items
+        info.public(output_items=round_.output_items)
     if reuse:
         cache.drop(capped)
     return round_

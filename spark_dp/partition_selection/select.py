@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
 from spark_dp.io import validate_edges
-from spark_dp.logs import StageTimer
+from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.registry import REGISTRY
@@ -71,9 +71,10 @@ def select_partitions(
     """
     checked = pairs
     if validate:
-        checked, _ = validate_edges(
+        checked, summary = validate_edges(
             pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
         )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
+        summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
     algorithm = REGISTRY[params.algorithm]
     cache = CacheScope()
     try:

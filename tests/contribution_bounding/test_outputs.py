@@ -8,6 +8,7 @@ from typing import Any, cast
 import pytest
 
 from spark_dp.contribution_bounding import BoundingResult
+from spark_dp.logs import unsafe_debug
 from spark_dp.report import PrivacyReport
 
 
@@ -62,5 +63,10 @@ def test_fill_report_states_the_bound_and_the_notes_and_spends_nothing(
 
 
 def test_the_headline_names_the_algorithm_and_the_bound() -> None:
-    assert _result().headline() == "7 records selected (greedy), max degree 2, 2 rounds"
+    assert (
+        _result().headline()
+        == "<private> records selected (greedy), max degree <private>, 2 rounds"
+    )
+    with unsafe_debug():
+        assert _result().headline() == "7 records selected (greedy), max degree 2, 2 rounds"
     assert _result(rounds=0).headline().endswith("0 rounds")

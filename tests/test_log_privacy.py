@@ -1,0 +1,194 @@
+"""Nothing private in the logs (issue 14, item 6), at the library level.
+
+Every family's library call runs at INFO on a dataset whose private counts are distinctive
+numbers (7,919 rows, 1,009 users, 3,517 items = the union, 5,651 distinct pairs, 2,268
+duplicate rows, and the pairs kept after the per-user cap); none of them may appear in what the
+run writes to stdout, stderr or the spark_dp loggers. The same run with unsafe debug logging on
+shows them, so the check has the power to fail.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import random
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from spark_dp.logs import configure_logging, unsafe_debug
+from spark_dp.randomness import Randomness
+
+ROWS, USERS, ITEMS, PAIRS = 7919, 1009, 3517, 5651
+MAX_ITEMS = 37  # Δ0 / capacity: cuts the heavy users below
+
+
+def _pairs() -> list[tuple[str, str]]:
+    """ROWS rows: PAIRS distinct (user, item) pairs over USERS users and ITEMS items."""
+    rng = random.Random(14)
+    distinct = {(f"u{i % USERS}", f"i{i}") for i in range(ITEMS)}  # every user and item
+    while len(distinct) < PAIRS:  # the rest on 12 heavy users, most above the cap
+        distinct.add((f"u{rng.randrange(12)}", f"i{rng.randrange(ITEMS)}"))
+    ordered = sorted(distinct)
+    rows = ordered + [rng.choice(ordered) for _ in range(ROWS - PAIRS)]
+    rng.shuffle(rows)
+    return rows
+
+
+ROWS_DATA = _pairs()
+DEGREES = Counter(u for u, _ in set(ROWS_DATA))
+CAPPED = sum(min(d, MAX_ITEMS) for d in DEGREES.values())  # pairs kept after the cap
+PRIVATE = {
+    "rows": ROWS,
+    "users": USERS,
+    "items (union)": ITEMS,
+    "distinct pairs": PAIRS,
+    "duplicate rows": ROWS - PAIRS,
+    "pairs kept after the cap": CAPPED,
+}
+
+
+def test_the_dataset_has_the_distinctive_counts():
+    assert len(ROWS_DATA) == ROWS and len(set(ROWS_DATA)) == PAIRS
+    assert len(DEGREES) == USERS and len({i for _, i in ROWS_DATA}) == ITEMS
+    assert len(set(PRIVATE.values())) == len(PRIVATE) and 3000 < CAPPED < PAIRS  # the cap bites
+
+
+def _mentions(text: str, n: int) -> bool:
+    """``n`` as a whole number in ``text`` (plain or with thousands separators)."""
+    return any(re.search(rf"(?<![\d.]){re.escape(s)}(?![\d])", text) for s in (str(n), f"{n:,}"))
+
+
+def _leaked(text: str, public: set[int] = frozenset()) -> dict[str, int]:  # type: ignore[assignment]
+    return {k: v for k, v in PRIVATE.items() if v not in public and _mentions(text, v)}
+
+
+@contextmanager
+def _captured(capfd: pytest.CaptureFixture[str]) -> Iterator[list[str]]:
+    """Everything written to fds 1 and 2 (Python and the JVM) and to the spark_dp loggers."""
+    configure_logging("INFO")
+    buf = io.StringIO()
+    handler = logging.StreamHandler(buf)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("spark_dp")
+    root.addHandler(handler)
+    out: list[str] = []
+    capfd.readouterr()
+    try:
+        yield out
+    finally:
+        root.removeHandler(handler)
+        captured = capfd.readouterr()
+        out.append(buf.getvalue() + captured.out + captured.err)
+
+
+@pytest.fixture(scope="module")
+def pairs(spark):
+    return spark.createDataFrame(ROWS_DATA, "user_id string, item string").cache()
+
+
+def _partition_selection(algorithm: str) -> Callable[..., set[int]]:
+    def run(pairs) -> set[int]:
+        from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+
+        params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=MAX_ITEMS)
+        with select_partitions(pairs, params, Randomness.create(3)) as selection:
+            released = {r.output_items for r in selection.rounds}
+            return released | {selection.items.count()}  # released sizes are public
+
+    return run
+
+
+def _distinct_count(method: str) -> Callable[..., set[int]]:
+    def run(pairs) -> set[int]:
+        from spark_dp.distinct_count import DistinctCountParams
+        from spark_dp.distinct_count.registry import REGISTRY
+
+        algorithm = REGISTRY[method]
+        plan = algorithm.plan(DistinctCountParams(epsilon=1.0, max_contribution=MAX_ITEMS))
+        result = algorithm.run(pairs.distinct(), plan, Randomness.create(3))
+        return {int(result.release.lower_bound)}
+
+    return run
+
+
+def _contribution_bounding(algorithm: str, **extra: object) -> Callable[..., set[int]]:
+    def run(pairs) -> set[int]:
+        from spark_dp.contribution_bounding import bound_contributions
+        from spark_dp.contribution_bounding.params import BoundingParams
+
+        incidences = pairs.selectExpr("item AS record_id", "user_id")
+        params = BoundingParams(algorithm=algorithm, capacity=MAX_ITEMS, **extra)  # type: ignore[arg-type]
+        result = bound_contributions(incidences, params, randomness=Randomness.create(3))
+        logging.getLogger("spark_dp.jobs").info(result.headline())  # as the job runner does
+        return set()  # bounding releases nothing: every count of it is private
+
+    return run
+
+
+RUNS = {
+    "partition_selection/mad2r": _partition_selection("mad2r"),
+    "partition_selection/dp-sips": _partition_selection("dp-sips"),
+    "distinct_count/exact": _distinct_count("exact"),
+    "contribution_bounding/proposal": _contribution_bounding(
+        "proposal", driver_threshold_rows=1500
+    ),
+}
+SLOW_RUNS = {
+    **{
+        f"partition_selection/{a}": _partition_selection(a)
+        for a in (
+            "basic",
+            "basic-laplace",
+            "mad",
+            "truncated-geometric",
+            "laplace-thresholding",
+            "gaussian-thresholding",
+        )
+    },
+    "distinct_count/greedy": _distinct_count("greedy"),
+    "contribution_bounding/greedy": _contribution_bounding("greedy"),
+    "contribution_bounding/ilp": _contribution_bounding("ilp"),
+    "contribution_bounding/bias-sweep": _contribution_bounding("bias-sweep"),
+}
+
+
+def _check_no_leak(name: str, run: Callable[..., set[int]], pairs, capfd) -> None:
+    with _captured(capfd) as out:
+        public = run(pairs)
+    text = out[0]
+    assert "stage " in text  # the run did log at INFO
+    assert _leaked(text, public) == {}, f"{name} logged private counts:\n{text[-3000:]}"
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_library_logs_carry_no_private_counts(name, pairs, capfd):
+    _check_no_leak(name, RUNS[name], pairs, capfd)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SLOW_RUNS))
+def test_every_algorithm_logs_no_private_counts(name, pairs, capfd):
+    _check_no_leak(name, SLOW_RUNS[name], pairs, capfd)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("partition_selection/mad2r", {"rows", "pairs kept after the cap"}),
+        ("contribution_bounding/proposal", {"rows", "distinct pairs", "items (union)", "users"}),
+        ("distinct_count/exact", {"distinct pairs"}),
+    ],
+)
+def test_unsafe_debug_logs_show_the_counts(name, expected, pairs, capfd):
+    """The same runs with unsafe debug logging: the counts appear (the test above has power),
+    on lines marked [UNSAFE-DEBUG]."""
+    with _captured(capfd) as out, unsafe_debug():
+        public = RUNS[name](pairs)
+    text = out[0]
+    assert expected <= set(_leaked(text, public)), text[-3000:]
+    marked = "\n".join(line for line in text.splitlines() if "[UNSAFE-DEBUG]" in line)
+    assert expected <= set(_leaked(marked, public))

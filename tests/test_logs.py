@@ -1,0 +1,63 @@
+"""The log gate of spark_dp.logs: private values only with unsafe debug logging on."""
+
+from __future__ import annotations
+
+import logging
+
+from spark_dp.logs import (
+    StageTimer,
+    configure_logging,
+    get_logger,
+    log_private,
+    private,
+    unsafe_debug,
+    unsafe_debug_enabled,
+)
+
+
+def _stage(log: logging.Logger) -> None:
+    timer = StageTimer(log)
+    with timer.stage("round 1", max_items_per_user=37) as info:
+        info.public(output_items=211)
+        info["candidates"] = 4093
+        info.update(union=3517)
+    assert "round 1" in timer.seconds
+
+
+def test_stage_fields_are_private_unless_marked_public(caplog):
+    log = get_logger("spark_dp.test_logs")
+    with caplog.at_level("DEBUG", logger="spark_dp"):
+        _stage(log)
+        log_private(log, "rows read: %d", 7919)
+    text = caplog.text
+    assert "stage round 1: done max_items_per_user=37 output_items=211 seconds=" in text
+    assert "4093" not in text and "3517" not in text and "7919" not in text
+    caplog.clear()
+    with caplog.at_level("INFO", logger="spark_dp"), unsafe_debug():
+        _stage(log)
+        log_private(log, "rows read: %d", 7919)
+    assert "[UNSAFE-DEBUG] stage round 1: candidates=4093 union=3517" in caplog.text
+    assert "[UNSAFE-DEBUG] rows read: 7919" in caplog.text
+
+
+def test_private_redacts_values_in_messages():
+    assert f"{private(12)} rows" == "<private> rows"
+    with unsafe_debug():
+        assert f"{private(12)} rows" == "12 rows"
+    assert not unsafe_debug_enabled()
+
+
+def test_configure_logging_sets_the_switch_and_warns():
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    root = logging.getLogger("spark_dp")
+    root.addHandler(handler)
+    try:
+        configure_logging("INFO", unsafe_debug=True)
+        assert unsafe_debug_enabled()
+        assert any("unsafe debug logging is ON" in r.getMessage() for r in records)
+    finally:
+        root.removeHandler(handler)
+        configure_logging("INFO")
+    assert not unsafe_debug_enabled()
