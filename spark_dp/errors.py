@@ -1,8 +1,9 @@
 """Typed errors of spark_dp.
 
 Every error a user can fix (bad parameter, bad input file, output already present) is a
-subclass of :class:`SparkDPUserError`. Jobs map those to exit code 2 and print the message as
-one line; anything else is a bug or an infrastructure failure (exit code 1).
+subclass of :class:`SparkDPUserError`. Jobs map those to their ``exit_code`` (2 unless a subclass
+says otherwise; a refused privacy budget is 3) and print the message as one line; anything else
+is a bug or an infrastructure failure (exit code 1).
 
 Messages name the offending parameter, column or path, show what was found, and say how to
 fix it. They never contain private values (weights, counts, item names).
@@ -16,12 +17,16 @@ __all__ = [
     "InputContractError",
     "OutputExistsError",
     "ParameterError",
+    "PathConflictError",
     "SparkDPUserError",
 ]
 
 
 class SparkDPUserError(ValueError):
-    """Base class: the caller can fix this (exit code 2 in jobs)."""
+    """Base class: the caller can fix this (exit code :attr:`exit_code` in jobs)."""
+
+    exit_code: int = 2
+    """The job's exit code for this error (2: bad arguments, configuration or input)."""
 
 
 class ParameterError(SparkDPUserError):
@@ -38,6 +43,11 @@ class InputContractError(SparkDPUserError):
 
 class OutputExistsError(SparkDPUserError):
     """The output path already exists and overwriting was not requested."""
+
+
+class PathConflictError(SparkDPUserError):
+    """A path the job would write equals, contains or lies inside a path it reads or writes,
+    or cannot be written (found before Spark starts)."""
 
 
 class BudgetError(SparkDPUserError):

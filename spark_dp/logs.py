@@ -13,13 +13,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["StageTimer", "configure_logging", "get_logger"]
+__all__ = ["StageTimer", "configure_logging", "get_logger", "unsafe_debug_enabled"]
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """Log spark_dp messages to stderr at ``level`` (idempotent)."""
+_unsafe_debug = False
+
+
+def configure_logging(level: str = "INFO", *, unsafe_debug: bool = False) -> None:
+    """Log spark_dp messages to stderr at ``level`` (idempotent).
+
+    ``unsafe_debug`` (a job's ``--unsafe-debug-logs``) lets private counts be logged; the job
+    records it in its report.
+    """
+    global _unsafe_debug
+    _unsafe_debug = bool(unsafe_debug)
     root = logging.getLogger("spark_dp")
     root.setLevel(level.upper())
     if not any(getattr(h, "_spark_dp", False) for h in root.handlers):
@@ -28,6 +37,11 @@ def configure_logging(level: str = "INFO") -> None:
         handler._spark_dp = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.propagate = False
+
+
+def unsafe_debug_enabled() -> bool:
+    """Whether private counts may be logged (set by :func:`configure_logging`)."""
+    return _unsafe_debug
 
 
 def get_logger(name: str) -> logging.Logger:

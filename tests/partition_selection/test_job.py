@@ -37,7 +37,7 @@ def test_mad2r_job_writes_items_and_a_public_report(tmp_path, input_path, spark)
     # up to the rows read back, so no noise was redrawn.
     code, out = run(
         tmp_path, input_path, "--config", str(ROOT / "conf" / "partition_selection.yaml"),
-        "--max-items-per-user", "10",
+        "--max-contributions", "10",
     )  # fmt: skip
     assert code == 0
     df = spark.read.parquet(str(out))
@@ -69,7 +69,7 @@ def test_repeated_input_rows_change_nothing(tmp_path, input_path, spark, algorit
     tripled = str(tmp_path / "tripled")
     df = spark.read.parquet(input_path)
     df.unionByName(df).unionByName(df).repartition(4).write.parquet(tripled)
-    flags = ("--algorithm", algorithm, "--seed", "5", "--epsilon", "2", "--max-items-per-user", "2")
+    flags = ("--algorithm", algorithm, "--seed", "5", "--epsilon", "2", "--max-contributions", "2")
     items = []
     for path, sub in ((input_path, "once"), (tripled, "thrice")):
         (tmp_path / sub).mkdir()
@@ -82,7 +82,7 @@ def test_repeated_input_rows_change_nothing(tmp_path, input_path, spark, algorit
 def test_classic_strategy_via_flags(tmp_path, input_path, spark):
     code, out = run(
         tmp_path, input_path, "--algorithm", "truncated-geometric", "--epsilon", "0.5",
-        "--delta", "1e-6", "--max-items-per-user", "1", "--seed", "5",
+        "--delta", "1e-6", "--max-contributions", "1", "--seed", "5",
     )  # fmt: skip
     assert code == 0
     report = json.loads(Path(f"{out}.report.json").read_text())
