@@ -88,9 +88,12 @@ def _silence_stdout() -> None:
 
 
 def _dispatch(args: list[str]) -> int:
-    if not args or args[0] in ("-h", "--help", "help"):
+    if not args:
+        print("spark-dp: error: a command is required (see spark-dp --help)", file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
         print(_usage())
-        return 0 if args else 2
+        return 0
     if args[0] in ("-V", "--version"):
         print(__version__)
         return 0
@@ -102,7 +105,10 @@ def _dispatch(args: list[str]) -> int:
         return _calibrate(rest)
     if command == "budget":
         return _budget(rest)
-    print(f"spark-dp: error: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+    print(
+        f"spark-dp: error: unknown command {args[0]!r} (see spark-dp --help)",
+        file=sys.stderr,
+    )
     return 2
 
 
@@ -112,6 +118,7 @@ def _calibrate(argv: list[str]) -> int:
         add_param_arguments,
         cli_overrides,
         deprecation_warnings,
+        name_flags,
         resolve_params,
     )
     from spark_dp.jobs.cli_args import OneLineParser
@@ -138,7 +145,8 @@ def _calibrate(argv: list[str]) -> int:
         params = resolve_params(PartitionSelectionParams, {"algorithm": chosen or "basic"}, values)
         table = calibration_table(params, [chosen] if chosen else None)
     except SparkDPUserError as exc:
-        print(f"spark-dp calibrate: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        message = name_flags(" ".join(str(exc).split()), PartitionSelectionParams)
+        print(f"spark-dp calibrate: error: {message}", file=sys.stderr)
         return 2
     for sentence in deprecation_warnings(ns) + privacy_warnings(params.epsilon, params.delta):
         print(f"spark-dp calibrate: warning: {sentence}", file=sys.stderr)

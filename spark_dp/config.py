@@ -42,6 +42,7 @@ __all__ = [
     "cli_overrides",
     "deprecation_warnings",
     "load_config_file",
+    "name_flags",
     "param",
     "params_to_dict",
     "parse_config_text",
@@ -295,6 +296,17 @@ class DeprecatedAlias(argparse.Action):
         notes = list(getattr(namespace, "deprecated_flags", None) or [])
         notes.append((option_string or self.option_strings[0], self.new_flag))
         namespace.deprecated_flags = notes
+
+
+def name_flags(message: str, cls: type) -> str:
+    """``message`` with a leading parameter name spelled as its flag where they differ:
+    ``max_items_per_user must ...`` becomes ``--max-contributions (max_items_per_user) must ...``.
+    """
+    for f in dataclasses.fields(cls):
+        flag = _flag(f)
+        if flag != "--" + f.name.replace("_", "-") and message.startswith(f"{f.name} "):
+            return f"{flag} ({f.name}){message[len(f.name) :]}"
+    return message
 
 
 def deprecation_warnings(args: argparse.Namespace) -> list[str]:

@@ -152,7 +152,7 @@ class Staging:
         journal = journal_path(final.target)
         fs_j = self.fs_for(final.target)
         doc = {"token": self.token, "entries": [e.to_dict() for e in self.entries]}
-        tmp = staged_path(journal, self.token)
+        tmp = _sibling(final.target, f"tmp-{self.token}-journal")  # stale: see clean_stale
         fs_j.write_text(tmp, json.dumps(doc, indent=1))
         fs_j.rename(tmp, journal)  # 1. the journal
         self.journal = journal

@@ -34,17 +34,18 @@ if TYPE_CHECKING:
 __all__ = ["SPEC", "main"]
 
 
-def _read_weights(ctx: JobContext, path: str) -> DataFrame:
+def _read_weights(ctx: JobContext) -> DataFrame:
     """The record-weights table with the job's id columns renamed to record_id, user_id."""
     from pyspark.sql import functions as F
 
     from spark_dp.io import RECORD_ID, USER_ID
 
-    df = ctx.read_table(path, "--record-weights")
+    df = ctx.read_table("record_weights", "--record-weights")
     rename = {ctx.args.record_col: RECORD_ID, ctx.args.user_col: USER_ID}
     if ctx.args.record_col not in df.columns:
         raise InputContractError(
-            f"record weights {path!r} have no column {ctx.args.record_col!r}; columns: {df.columns}"
+            f"--record-weights {ctx.params.record_weights} has no column "
+            f"{ctx.args.record_col!r}; columns: {df.columns}"
         )
     weights = df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
     # -> (record_id[, user_id], weight, ...)
@@ -57,16 +58,19 @@ def _execute(ctx: JobContext) -> str:
     from spark_dp.io import load_capacities
 
     p: ContributionBoundingParams = ctx.params
-    user_state_path, work_dir = ctx.plan.get("user_state"), ctx.plan.get("work_dir")
-    assert work_dir is not None
+    work_dir = ctx.path("work_dir")
+    user_state_path = ctx.path("user_state") if p.plan.user_state else None
     incidences = ctx.load_incidences()
     capacities = None
     if p.capacities:
         with ctx.timer.stage("read capacities"):
             capacities = load_capacities(
-                ctx.spark, p.capacities, user_col=ctx.args.user_col, cap_col=p.capacity_col
+                ctx.spark,
+                ctx.path("capacities"),
+                user_col=ctx.args.user_col,
+                cap_col=p.capacity_col,
             )
-    weights = _read_weights(ctx, p.record_weights) if p.record_weights else None
+    weights = _read_weights(ctx) if p.record_weights else None
     result = bound_contributions(
         incidences,
         p,

@@ -140,6 +140,16 @@ class PathPlan:
                 return s.path
         return None
 
+    def for_spark(self, role: str) -> str | None:
+        """The path of ``role`` as Spark must see it: local paths made absolute (the JVM's
+        working directory is not Python's once a notebook or test changed directory)."""
+        for s in self.specs:
+            if s.role == role:
+                if self._local(s.path):
+                    return os.path.abspath(local_path(s.path))
+                return s.path
+        return None
+
     @property
     def committed(self) -> list[PathSpec]:
         """The paths written at the commit (staged first)."""

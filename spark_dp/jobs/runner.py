@@ -32,6 +32,7 @@ from spark_dp.checks import privacy_warnings
 from spark_dp.config import (
     cli_overrides,
     deprecation_warnings,
+    name_flags,
     params_to_dict,
     parse_spark_conf_overrides,
     resolve_params,
@@ -134,8 +135,10 @@ def _resolve_params(run: Run) -> None:
                 f"{_flag_of(spec, name)} is required: pass it on the command line or set "
                 f"{name} in the config file (no default is assumed for it)"
             )
+    for sentence in deprecation_warnings(args):
+        run.log.warning("%s", sentence)
     run.params = resolve_params(spec.params_cls, run.file_conf, given)
-    for sentence in deprecation_warnings(args) + privacy_warnings(
+    for sentence in privacy_warnings(
         getattr(run.params, "epsilon", None), getattr(run.params, "delta", None)
     ):
         run.log.warning("%s", sentence)
@@ -400,7 +403,8 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | Non
         run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
         return EXIT_OK
     except SparkDPUserError as exc:
-        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        message = name_flags(_one_line(exc), spec.params_cls)
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
         return int(getattr(exc, "exit_code", EXIT_USAGE))
     except BrokenPipeError:
         _silence_stdout()

@@ -99,7 +99,7 @@ class JobContext:
         with self.timer.stage("read"):
             df, summary = load_pairs(
                 self.spark,
-                self.args.input,
+                self.path("input"),
                 user_col=self.args.user_col,
                 item_col=self.args.item_col,
                 fmt=self.args.input_format,
@@ -115,7 +115,7 @@ class JobContext:
         with self.timer.stage("read"):
             df, summary = load_incidences(
                 self.spark,
-                self.args.input,
+                self.path("input"),
                 record_col=self.args.record_col,
                 user_col=self.args.user_col,
                 fmt=self.args.input_format,
@@ -124,18 +124,27 @@ class JobContext:
         summary.log(self.log)
         return df
 
-    def read_table(self, path: str, flag: str) -> DataFrame:
+    def path(self, role: str) -> str:
+        """The path of ``role`` (``input``, ``output``, ``capacities``, ...) for Spark: local
+        paths absolute. Raises ``KeyError`` if the job has no such path."""
+        path = self.plan.for_spark(role)
+        if path is None:
+            raise KeyError(role)
+        return path
+
+    def read_table(self, role: str, flag: str) -> DataFrame:
         """Another input table of the job (capacities, weights), errors naming ``flag``."""
-        return read_table(self.spark, path, flag=flag)
+        return read_table(self.spark, self.path(role), flag=flag)
 
     # ---------------------------------------------------------------- output helpers
     def write_output(self, df: DataFrame, path: str | None = None, *, name: str = "output") -> int:
-        """Stage ``df`` as Parquet for ``path`` (``--output`` by default); return its rows.
+        """Stage ``df`` as Parquet for ``path`` (``ctx.path("output")`` by default); return its
+        rows.
 
         The count is read back from the staged files, so the DataFrame is computed exactly
         once (a second computation could draw fresh noise). The path must be in the plan.
         """
-        target = path or self.args.output
+        target = path or self.path("output")
         with self.timer.stage(f"write {name}") as info:
             staged = self.staging.stage(name, target)
             mode = "overwrite" if self.staging.direct and self.args.overwrite else "error"
