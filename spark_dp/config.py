@@ -63,6 +63,7 @@ def param(
     choices: Sequence[Any] | None = None,
     flag: str | None = None,
     aliases: Sequence[str] = (),
+    metavar: str | None = None,
     cli: bool = True,
 ) -> Any:
     """A dataclass field carrying its command-line help.
@@ -73,6 +74,7 @@ def param(
         choices: allowed values, enforced by argparse and by :func:`check_choice`.
         flag: command-line flag, default ``--<name with dashes>``.
         aliases: deprecated flags that still set this field (with a warning).
+        metavar: the value's name in ``--help`` (default: its type, e.g. ``INT``).
         cli: set False for parameters only settable from a config file.
     """
     meta = {
@@ -80,6 +82,7 @@ def param(
         "choices": tuple(choices) if choices else None,
         "flag": flag,
         "aliases": tuple(aliases),
+        "metavar": metavar,
         "cli": cli,
     }
     if isinstance(default, list):
@@ -343,7 +346,7 @@ def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif base in (int, float, str):
             kwargs["type"] = base
-            kwargs.setdefault("metavar", base.__name__.upper())
+            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
         else:  # lists: comma separated
             kwargs["type"] = str
             kwargs["metavar"] = "A,B,..."

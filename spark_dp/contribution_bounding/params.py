@@ -133,19 +133,24 @@ class ContributionBoundingParams(BoundingParams):
     """Parameters of the ``contribution_bounding`` job: the algorithm's plus input/output paths."""
 
     capacities: str | None = param(
-        None, "per-user capacities table (user_id, cap); users missing from it get --capacity"
+        None,
+        "per-user capacities table (user_id, cap); users missing from it get --max-contributions",
+        metavar="PATH",
     )
-    capacity_col: str = param("cap", "capacity column of --capacities")
+    capacity_col: str = param("cap", "capacity column of --capacities", metavar="NAME")
     record_weights: str | None = param(
         None,
         "content-free record weights for --order weighted-global (record_id, weight) or "
         "per-user (record_id, user_id, weight); never derive them from record content",
+        metavar="PATH",
     )
     user_state: str | None = param(
-        None, "per-user final degrees (default <output>_user_state); confidential"
+        None, "per-user final degrees (default <output>_user_state); confidential", metavar="PATH"
     )
     work_dir: str | None = param(
-        None, "per-round state for resuming a failed run (default <output>_work)"
+        None,
+        "per-round state for resuming a failed run (default <output>_work)",
+        metavar="PATH",
     )
     keep_work_dir: bool = param(False, "keep --work-dir after success (it is confidential)")
 
