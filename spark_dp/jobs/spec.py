@@ -157,15 +157,16 @@ class JobContext:
     def read_staged(self, name: str = "output") -> DataFrame:
         """Output ``name`` read back from where it is staged, before the commit.
 
-        Reads its part files by a glob: Spark warns about reading a hidden directory itself.
+        Reads its part files by name: Spark warns about a hidden directory or a glob.
         """
         entry = next(e for e in self.staging.entries if e.name == name)
         if self.staging.direct:
             return self.spark.read.parquet(entry.staged)
         names = self.staging.fs_for(entry.target).list_names(entry.staged)
-        if not any(n.startswith("part-") for n in names):
+        parts = sorted(f"{entry.staged}/{n}" for n in names if n.startswith("part-"))
+        if not parts:
             return self.spark.createDataFrame([], "empty string")  # nothing was written
-        return self.spark.read.parquet(f"{entry.staged}/part-*")
+        return self.spark.read.parquet(*parts)
 
     def stage_text(self, name: str, path: str, text: str) -> None:
         """Stage a small text file (a debug file) for ``path``; the path must be in the plan."""
