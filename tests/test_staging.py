@@ -151,3 +151,14 @@ def test_stale_staging_without_a_journal_is_removed(tmp_path: Path) -> None:
     removed = clean_stale(target, LocalFS())
     assert sorted(Path(p).name for p in removed) == [".out.old-abc", ".out.tmp-abc"]
     assert os.listdir(tmp_path) == [".other.tmp-abc"]
+
+
+def test_abort_removes_the_directories_it_made(tmp_path: Path) -> None:
+    fs = LocalFS()
+    staging = Staging(lambda _p: fs)
+    staged = staging.stage("out", str(tmp_path / "new" / "deep" / "out"))
+    fs.mkdirs(staged)
+    (tmp_path / "kept").mkdir()
+    staging.stage("other", str(tmp_path / "kept" / "x"))
+    staging.abort()
+    assert sorted(os.listdir(tmp_path)) == ["kept"]

@@ -119,6 +119,7 @@ class Staging:
     entries: list[_Entry] = field(default_factory=list)
     committed: bool = False
     journal: str | None = None
+    created: list[str] = field(default_factory=list)  # parent directories this run made
 
     def stage(self, name: str, target: str) -> str:
         """Register ``target`` and return where to write it now (its staged sibling)."""
@@ -127,10 +128,20 @@ class Staging:
         else:
             entry = _Entry(name, target, staged_path(target, self.token), "")
             entry.backup = _backup_path(target, self.token)
-            parent, _ = parent_and_name(target)
-            self.fs_for(target).mkdirs(parent)
+            self._make_parents(target)
         self.entries.append(entry)
         return entry.staged
+
+    def _make_parents(self, target: str) -> None:
+        fs = self.fs_for(target)
+        missing: list[str] = []
+        parent, _ = parent_and_name(target)
+        while parent not in ("", ".", "/") and not fs.exists(parent):
+            missing.append(parent)
+            parent, _ = parent_and_name(parent)
+        if missing:
+            fs.mkdirs(missing[0])
+            self.created += [p for p in missing if p not in self.created]
 
     def stage_text(self, name: str, target: str, text: str) -> None:
         """Stage a small text file (a JSON debug file, the report)."""
@@ -185,6 +196,10 @@ class Staging:
                 self.fs_for(e.target).delete(e.staged)
             except Exception as exc:  # cleaning up after a failure must not mask it
                 log.warning("could not remove the staged %s %s: %s", e.name, e.staged, exc)
+        for directory in self.created:  # deepest first; only if nothing else went there
+            fs = self.fs_for(directory)
+            if fs.exists(directory) and not fs.list_names(directory):
+                fs.delete(directory)
 
 
 def recover(journal: str, fs_for: Callable[[str], FileSystem]) -> str | None:
