@@ -4,6 +4,7 @@ walked, deprecated aliases, ``--dry-run``, closed pipes. None of it starts Spark
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -72,11 +73,26 @@ def words(tmp_path: Path) -> Path:
     return tmp_path
 
 
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 def _dry_run(capsys, monkeypatch, cwd: Path, argv: list[str]) -> tuple[dict, str]:
+    """(the dry run's JSON, its warnings: logged lines and stderr)."""
     monkeypatch.chdir(cwd)
-    assert cli.main([*argv, "--dry-run"]) == 0
+    lines = _Lines()
+    logging.getLogger("spark_dp").addHandler(lines)  # the job's stderr handler may be bound
+    try:  # to an earlier test's captured stream
+        assert cli.main([*argv, "--dry-run"]) == 0
+    finally:
+        logging.getLogger("spark_dp").removeHandler(lines)
     out = capsys.readouterr()
-    return json.loads(out.out), out.err
+    return json.loads(out.out), "\n".join(lines.lines) + out.err
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,11 @@ def test_only_id_columns_are_read(spark: SparkSession, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "args", "message"),
     [
-        ("good", ["--max-contributions", "-1"], "capacity must be an integer >= 0, got -1"),
+        (
+            "good",
+            ["--max-contributions", "-1"],
+            "--max-contributions (capacity) must be an integer >= 0, got -1",
+        ),
         ("good", [], "pass the contribution bound"),
         (
             "good",

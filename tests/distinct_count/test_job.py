@@ -124,10 +124,10 @@ def test_same_seed_same_release(input_path: str, tmp_path: Path) -> None:
     [
         ([], "epsilon is required"),
         (["--epsilon", "0"], "epsilon must be a finite number > 0"),
-        (["--epsilon", "1", "--failure-probability", "0.5"], "beta must lie strictly between"),
+        (["--epsilon", "1", "--failure-probability", "0.5"], "--failure-probability (beta) must"),
         (
             ["--epsilon", "1", "--max-contributions", "0"],
-            "max_contribution must be an integer >= 1",
+            "--max-contributions (max_contribution) must be an integer >= 1",
         ),
         (["--epsilon", "1", "--ell-blocks", "0"], "ell_blocks must be an integer >= 1"),
     ],
