@@ -100,7 +100,12 @@ def _new_report(run: Run) -> PrivacyReport:
     report = PrivacyReport(run.spec.name, run.spec.guarantee)
     report.parameters = params_to_dict(run.params)
     report.randomness = run.randomness.to_report()
-    report.spark = {"version": run.spark.version, "master": run.spark.conf.get("spark.master", "")}
+    conf = run.spark.conf  # classic or Spark Connect alike
+    report.spark = {
+        "version": run.spark.version,
+        "master": conf.get("spark.master", None),
+        "application_id": conf.get("spark.app.id", None),
+    }
     if getattr(run.args, "unsafe_debug_logs", False):
         report.mark_unsafe("--unsafe-debug-logs: private counts were written to the logs")
     return report
