@@ -176,3 +176,22 @@ def test_job_file_runs_as_a_plain_python_script(tmp_path):
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert again.stderr.count("\n") == 1  # one line, before any JVM start
+
+
+def test_unsafe_debug_logs_need_confirmation_and_mark_the_report(spark, tmp_path, capsys):
+    src = str(tmp_path / "in")
+    spark.createDataFrame([("u", "a")], "user_id string, item string").write.parquet(src)
+    argv = ["--input", src, "--output", str(tmp_path / "out"), "--unsafe-debug-logs"]
+    assert run_job(SPEC, argv) == 2
+    assert "--allow-unsafe-debug" in capsys.readouterr().err
+    assert run_job(SPEC, [*argv, "--allow-unsafe-debug"]) == 0
+    from spark_dp.logs import unsafe_debug_enabled
+
+    assert unsafe_debug_enabled()
+    release = json.loads((tmp_path / "out.report.json").read_text())["release"]
+    assert release["kind"] == "debug: NOT a normal release"
+    assert release["unsafe_debug"] == [
+        "--unsafe-debug-logs: private counts were written to the logs"
+    ]
+    assert run_job(SPEC, ["--input", src, "--output", str(tmp_path / "o2")]) == 0
+    assert not unsafe_debug_enabled()  # the next run is back to safe logging
