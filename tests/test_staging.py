@@ -162,3 +162,16 @@ def test_abort_removes_the_directories_it_made(tmp_path: Path) -> None:
     staging.stage("other", str(tmp_path / "kept" / "x"))
     staging.abort()
     assert sorted(os.listdir(tmp_path)) == ["kept"]
+
+
+def test_a_target_that_appeared_meanwhile_is_not_replaced(tmp_path: Path) -> None:
+    from spark_dp.errors import OutputExistsError
+
+    fs = LocalFS()
+    staging = Staging(lambda _p: fs, overwrite=False)
+    fs.mkdirs(staging.stage("out", str(tmp_path / "out")))
+    (tmp_path / "out").mkdir()  # another writer was faster
+    with pytest.raises(OutputExistsError, match="appeared while the job ran"):
+        staging.commit(str(tmp_path / "out.report.json"), "{}")
+    staging.abort()
+    assert sorted(os.listdir(tmp_path)) == ["out"]

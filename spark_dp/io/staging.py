@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from spark_dp.errors import OutputExistsError
 from spark_dp.io.fs import FileSystem, parent_and_name
 
 __all__ = [
@@ -159,6 +160,10 @@ class Staging:
         if self.direct or not self.entries:
             self.committed = True
             return
+        if not self.overwrite:  # a target that appeared since the path plan looked
+            for e in self.entries:
+                if self.fs_for(e.target).exists(e.target):
+                    raise OutputExistsError(f"{e.target} appeared while the job ran; not replaced")
         final = self.entries[-1]
         journal = journal_path(final.target)
         fs_j = self.fs_for(final.target)
