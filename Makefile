@@ -50,9 +50,9 @@ demo: setup ## generate data and run every job on local Spark (outputs in demo_o
 	$(PY) jobs/partition_selection.py --input $(DEMO)/words --output $(DEMO)/vocabulary \
 	    --algorithm mad2r --epsilon 1 --delta 1e-5 --overwrite
 	$(PY) jobs/distinct_count.py --input $(DEMO)/words --epsilon 1 \
-	    --report $(DEMO)/distinct_count.json
+	    --report $(DEMO)/distinct_count.json --overwrite
 	$(PY) jobs/contribution_bounding.py --input $(DEMO)/graph --output $(DEMO)/bounded \
-	    --capacity 4 --driver-threshold-rows 20000 --overwrite
+	    --max-contributions 4 --driver-threshold-rows 20000 --overwrite
 	@echo "demo done: reports in $(DEMO)/*.json (noise from OS entropy: numbers differ per run)"
 
 bench-setup: $(VENV)/.bench-installed

@@ -22,7 +22,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["spark_dp", "spark_dp.*"]),
-    package_data={"spark_dp": ["py.typed"]},
+    package_data={"spark_dp": ["py.typed", "log4j2.properties"]},
     install_requires=[
         "pyspark>=3.5,<5",
         "numpy>=1.23",

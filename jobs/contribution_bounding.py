@@ -2,9 +2,9 @@
 spark_dp/jobs/contribution_bounding.py).
 
     spark-submit --py-files dist/spark_dp.zip jobs/contribution_bounding.py \
-        --input data/graph --output out/records --capacity 4
+        --input data/graph --output out/records --max-contributions 4
     python jobs/contribution_bounding.py --input data/graph --output out/records \
-        --capacities data/caps --capacity 2 --algorithm greedy-dup
+        --capacities data/caps --max-contributions 2 --algorithm greedy-dup
 """
 
 import sys

@@ -1,7 +1,8 @@
 """spark-submit entry point of the ``distinct_count`` job (logic: spark_dp/jobs/distinct_count.py).
 
     spark-submit --py-files dist/spark_dp.zip jobs/distinct_count.py --input data/zipf \
-        --epsilon 1 --beta 0.05 --method exact --max-contribution 100 --report out/count.json
+        --epsilon 1 --failure-probability 0.05 --method exact --max-contributions 100 \
+        --report out/count.json
     python jobs/distinct_count.py --input data/zipf --epsilon 1 --method greedy
 """
 

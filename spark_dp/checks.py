@@ -16,6 +16,11 @@ from typing import Any, TypeVar
 from spark_dp.errors import ParameterError
 
 __all__ = [
+    "DELTA_MAX",
+    "DELTA_WARN",
+    "EPSILON_MAX",
+    "EPSILON_WARN",
+    "check_at_most",
     "check_choice",
     "check_delta",
     "check_epsilon",
@@ -25,10 +30,29 @@ __all__ = [
     "check_nonnegative",
     "check_positive",
     "check_probability",
+    "check_release_delta",
+    "check_release_epsilon",
     "is_real",
+    "privacy_warnings",
 ]
 
 T = TypeVar("T")
+
+EPSILON_MAX = 100.0
+"""Largest total ε a job releases with. Beyond it the guarantee bounds likelihood ratios by
+e^100 ≈ 10^43, which protects nothing, and the samplers' δ floor (spark_dp.calibration) and the
+exact samplers' integer arithmetic grow with e^ε."""
+
+EPSILON_WARN = 10.0
+"""A job warns above this ε (a likelihood ratio above e^10 ≈ 22026)."""
+
+DELTA_MAX = 0.1
+"""Largest total δ a job releases with: a δ this large lets a mechanism publish a random tenth
+of the users' data outright."""
+
+DELTA_WARN = 1e-4
+"""A job warns above this δ: it exceeds 1/n for every dataset of fewer than 10^4 users, and δ
+should be well below 1/n."""
 
 
 def check_positive(name: str, value: float) -> float:
@@ -63,6 +87,44 @@ def check_delta(value: float, name: str = "delta") -> float:
             "choose it well below 1/(number of users), e.g. 1e-5 to 1e-11"
         )
     return float(value)
+
+
+def check_release_epsilon(value: float, name: str = "epsilon") -> float:
+    """The total ε of a job's release: finite, > 0 and at most :data:`EPSILON_MAX`."""
+    check_epsilon(value, name)
+    return check_at_most(name, value, EPSILON_MAX, "larger values protect nothing")
+
+
+def check_release_delta(value: float, name: str = "delta") -> float:
+    """The total δ of a job's release: in (0, :data:`DELTA_MAX`]."""
+    check_delta(value, name)
+    return check_at_most(
+        name, value, DELTA_MAX, "choose δ well below 1/(number of users), e.g. 1e-5 to 1e-11"
+    )
+
+
+def check_at_most(name: str, value: float, maximum: float, why: str) -> float:
+    """Value must be at most ``maximum``; ``why`` says what a larger value would cost."""
+    if value > maximum:
+        raise ParameterError(f"{name} must be at most {maximum:g}, got {value!r}: {why}")
+    return value
+
+
+def privacy_warnings(epsilon: float | None, delta: float | None = None) -> list[str]:
+    """Sentences warning about a weak but accepted (ε, δ): ε > :data:`EPSILON_WARN`,
+    δ > :data:`DELTA_WARN`."""
+    out = []
+    if epsilon is not None and epsilon > EPSILON_WARN:
+        out.append(
+            f"epsilon={epsilon:g} is above {EPSILON_WARN:g}: the release protects little "
+            "(typical values are 0.1 to 10)"
+        )
+    if delta is not None and delta > DELTA_WARN:
+        out.append(
+            f"delta={delta:g} is above {DELTA_WARN:g}: δ must be well below 1/(number of "
+            "users), which this is not for fewer than 10^4 users"
+        )
+    return out
 
 
 def check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:

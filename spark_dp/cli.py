@@ -2,9 +2,9 @@
 
     spark-dp generate --kind zipf --users 100000 --output data/zipf
     spark-dp partition-selection --input data/zipf --output out/items --algorithm mad2r
-    spark-dp contribution-bounding --input data/graph --output out/records --capacity 4
+    spark-dp contribution-bounding --input data/graph --output out/records --max-contributions 4
     spark-dp distinct-count --input data/zipf --epsilon 1 --report out/count.json
-    spark-dp calibrate --epsilon 1 --delta 1e-5 --max-items-per-user 100
+    spark-dp calibrate --epsilon 1 --delta 1e-5 --max-contributions 100
     spark-dp budget set-cap --store sqlite:///var/spark_dp/budget.db --dataset words --epsilon 4
     spark-dp budget --store sqlite:///var/spark_dp/budget.db
 
@@ -13,12 +13,12 @@ Each job subcommand takes exactly the flags of ``jobs/<name>.py`` (``spark-dp <j
 ``jobs/cli.py`` with ``--py-files dist/spark_dp.zip``.
 
 Exit codes: 0 ok, 2 bad arguments or input (the message says what to fix), 3 refused by the
-budget store (the dataset has no cap, or the cap would be exceeded), 1 other failure.
+budget store (the dataset has no cap, or the cap would be exceeded), 1 other failure. Output cut
+short by a closed pipe (``| head``) ends quietly.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Sequence
@@ -71,10 +71,30 @@ def _normalize(command: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch to a job's ``main`` or to a tool; return the exit code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:  # `spark-dp calibrate --json | head`: the reader has what it wanted
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's flush at exit stays quiet."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args:
+        print("spark-dp: error: a command is required (see spark-dp --help)", file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
         print(_usage())
-        return 0 if args else 2
+        return 0
     if args[0] in ("-V", "--version"):
         print(__version__)
         return 0
@@ -86,18 +106,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _calibrate(rest)
     if command == "budget":
         return _budget(rest)
-    print(f"spark-dp: error: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+    print(
+        f"spark-dp: error: unknown command {args[0]!r} (see spark-dp --help)",
+        file=sys.stderr,
+    )
     return 2
 
 
 def _calibrate(argv: list[str]) -> int:
-    from spark_dp.config import add_param_arguments, cli_overrides, resolve_params
+    from spark_dp.checks import privacy_warnings
+    from spark_dp.config import (
+        add_param_arguments,
+        cli_overrides,
+        deprecation_warnings,
+        name_flags,
+        resolve_params,
+    )
+    from spark_dp.jobs.cli_args import OneLineParser
     from spark_dp.partition_selection import PartitionSelectionParams, calibration_table
 
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="spark-dp calibrate",
         description="Print the public constants each partition-selection algorithm would use "
-        "(no data is read). Without --algorithm every algorithm is shown.",
+        "(no data is read). Without --algorithm every algorithm is shown. --epsilon is "
+        "required, as in the jobs.",
+        allow_abbrev=False,
     )
     add_param_arguments(ap, PartitionSelectionParams)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -108,11 +141,16 @@ def _calibrate(argv: list[str]) -> int:
     values = cli_overrides(ns, PartitionSelectionParams)
     chosen = values.pop("algorithm")
     try:
+        if values.get("epsilon") is None:
+            raise SparkDPUserError("--epsilon is required (the total privacy loss ε, e.g. 1)")
         params = resolve_params(PartitionSelectionParams, {"algorithm": chosen or "basic"}, values)
         table = calibration_table(params, [chosen] if chosen else None)
     except SparkDPUserError as exc:
-        print(f"spark-dp calibrate: error: {exc}", file=sys.stderr)
+        message = name_flags(" ".join(str(exc).split()), PartitionSelectionParams)
+        print(f"spark-dp calibrate: error: {message}", file=sys.stderr)
         return 2
+    for sentence in deprecation_warnings(ns) + privacy_warnings(params.epsilon, params.delta):
+        print(f"spark-dp calibrate: warning: {sentence}", file=sys.stderr)
     if ns.json:
         import json
 

@@ -11,6 +11,12 @@ dataclass whose fields are made with :func:`param`; the dataclass's ``__post_ini
 coerces types, rejects unknown keys (with a "did you mean" hint) and returns a validated
 instance. :func:`add_param_arguments` derives the command-line flags from the same fields, so a
 parameter is declared exactly once.
+
+A field's flag may differ from its name (``flag=``: the command line shares one vocabulary
+across jobs, e.g. ``--max-contributions`` for every per-user bound) and may keep deprecated
+aliases (``aliases=``: the old flags, still accepted for one release with a warning). Config
+files accept the field name, the flag's name (``max_contributions``) and, with the same
+warning, an alias's.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import dataclasses
 import difflib
 import json
+import logging
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -27,12 +34,18 @@ from typing import Any, TypeVar
 
 from spark_dp.errors import ConfigError
 
+_log = logging.getLogger("spark_dp.config")
+
 __all__ = [
+    "DeprecatedAlias",
     "add_param_arguments",
     "cli_overrides",
+    "deprecation_warnings",
     "load_config_file",
+    "name_flags",
     "param",
     "params_to_dict",
+    "parse_config_text",
     "parse_spark_conf_overrides",
     "resolve_params",
 ]
@@ -49,6 +62,8 @@ def param(
     *,
     choices: Sequence[Any] | None = None,
     flag: str | None = None,
+    aliases: Sequence[str] = (),
+    metavar: str | None = None,
     cli: bool = True,
 ) -> Any:
     """A dataclass field carrying its command-line help.
@@ -58,9 +73,18 @@ def param(
         help: one sentence for ``--help``; say what a bad choice costs.
         choices: allowed values, enforced by argparse and by :func:`check_choice`.
         flag: command-line flag, default ``--<name with dashes>``.
+        aliases: deprecated flags that still set this field (with a warning).
+        metavar: the value's name in ``--help`` (default: its type, e.g. ``INT``).
         cli: set False for parameters only settable from a config file.
     """
-    meta = {"help": help, "choices": tuple(choices) if choices else None, "flag": flag, "cli": cli}
+    meta = {
+        "help": help,
+        "choices": tuple(choices) if choices else None,
+        "flag": flag,
+        "aliases": tuple(aliases),
+        "metavar": metavar,
+        "cli": cli,
+    }
     if isinstance(default, list):
         items = list(default)
         return dataclasses.field(default_factory=lambda: list(items), metadata=meta)
@@ -74,31 +98,45 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML (``.yaml``/``.yml``) or JSON (``.json``) mapping.
 
     Raises:
-        ConfigError: the file is missing, unparsable, or not a mapping.
+        ConfigError: the file is missing, unreadable, unparsable, or not a mapping.
     """
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist; pass a path from conf/")
-    text = p.read_text(encoding="utf-8")
     try:
-        if p.suffix.lower() in (".yaml", ".yml"):
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {str(p)!r} cannot be read: {exc}") from None
+    return parse_config_text(str(p), text)
+
+
+def parse_config_text(name: str, text: str) -> dict[str, Any]:
+    """The settings mapping in ``text``, parsed as YAML or JSON by the extension of ``name``.
+
+    Raises:
+        ConfigError: unknown extension, unparsable, or not a mapping.
+    """
+    suffix = Path(name).suffix.lower()
+    try:
+        if suffix in (".yaml", ".yml"):
             import yaml
 
             data = yaml.safe_load(text)
-        elif p.suffix.lower() == ".json":
+        elif suffix == ".json":
             data = json.loads(text)
         else:
             raise ConfigError(
-                f"config file {str(p)!r}: unknown extension {p.suffix!r}; use .yaml, .yml or .json"
+                f"config file {name!r}: unknown extension {suffix!r}; use .yaml, .yml or .json"
             )
     except ConfigError:
         raise
     except Exception as exc:  # yaml/json parse errors carry line numbers
-        raise ConfigError(f"config file {str(p)!r} cannot be parsed: {exc}") from exc
+        msg = " ".join(str(exc).split())
+        raise ConfigError(f"config file {name!r} cannot be parsed: {msg}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {str(p)!r} must hold a mapping of settings")
+        raise ConfigError(f"config file {name!r} must hold a mapping of settings")
     return data
 
 
@@ -199,22 +237,39 @@ def resolve_params(
         ParameterError: a value outside its domain.
     """
     fields = _fields(cls)
+    names, deprecated = _config_names(cls)
     hints = typing.get_type_hints(cls)
     merged: dict[str, Any] = {}
     for source, values in (("config file", file_values or {}), ("command line", cli_values or {})):
         for raw_key, value in values.items():
-            key = str(raw_key).replace("-", "_")
-            if key not in fields:
-                hint = difflib.get_close_matches(key, list(fields), n=1)
+            spelled = str(raw_key).replace("-", "_")
+            key = names.get(spelled) or deprecated.get(spelled)
+            if key is None:
+                hint = difflib.get_close_matches(spelled, list(names), n=1)
                 extra = f"; did you mean {hint[0]!r}?" if hint else ""
                 raise ConfigError(
                     f"unknown parameter {raw_key!r} in {source} for {cls.__name__}{extra} "
                     f"(known: {', '.join(sorted(fields))})"
                 )
+            if spelled in deprecated and source == "config file":
+                new = _flag(fields[key]).lstrip("-").replace("-", "_")
+                _log.warning("config key %r is deprecated; use %r", raw_key, new)
             if value is None and source == "command line":
                 continue
             merged[key] = _coerce(key, value, hints[key])
     return cls(**merged)
+
+
+def _config_names(cls: type) -> tuple[dict[str, str], dict[str, str]]:
+    """(accepted config key -> field, deprecated key -> field) of a parameter dataclass."""
+    names: dict[str, str] = {}
+    deprecated: dict[str, str] = {}
+    for f in dataclasses.fields(cls):
+        names[f.name] = f.name
+        names[_flag(f).lstrip("-").replace("-", "_")] = f.name
+        for alias in f.metadata.get("aliases") or ():
+            deprecated[alias.lstrip("-").replace("-", "_")] = f.name
+    return names, deprecated
 
 
 def params_to_dict(params: Any) -> dict[str, Any]:
@@ -226,8 +281,48 @@ def params_to_dict(params: Any) -> dict[str, Any]:
     return out
 
 
+class DeprecatedAlias(argparse.Action):
+    """An old flag that still sets its field; it notes itself in ``deprecated_flags``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new_flag: str, **kw: Any):
+        super().__init__(option_strings, dest, **kw)
+        self.new_flag = new_flag
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        notes = list(getattr(namespace, "deprecated_flags", None) or [])
+        notes.append((option_string or self.option_strings[0], self.new_flag))
+        namespace.deprecated_flags = notes
+
+
+def name_flags(message: str, cls: type) -> str:
+    """``message`` with a leading parameter name spelled as its flag where they differ:
+    ``max_items_per_user must ...`` becomes ``--max-contributions (max_items_per_user) must ...``.
+    """
+    for f in dataclasses.fields(cls):
+        flag = _flag(f)
+        if flag != "--" + f.name.replace("_", "-") and message.startswith(f"{f.name} "):
+            return f"{flag} ({f.name}){message[len(f.name) :]}"
+    return message
+
+
+def deprecation_warnings(args: argparse.Namespace) -> list[str]:
+    """One sentence per deprecated flag the user passed."""
+    return [
+        f"{old} is deprecated and will be removed in the next release; use {new}"
+        for old, new in getattr(args, "deprecated_flags", None) or []
+    ]
+
+
 def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed)."""
+    """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed), and a
+    hidden :class:`DeprecatedAlias` per old name."""
     hints = typing.get_type_hints(cls)
     group = parser.add_argument_group(f"{cls.__name__} parameters")
     for f in dataclasses.fields(cls):
@@ -237,22 +332,36 @@ def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
         default = f.default
         if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
+        aliases = tuple(f.metadata.get("aliases") or ())
+        was = f"; replaces {', '.join(aliases)}" if aliases else ""
         kwargs: dict[str, Any] = {
             "dest": f.name,
             "default": None,
-            "help": f"{f.metadata.get('help', '')} (default: {default})",
+            "help": f"{f.metadata.get('help', '')} (default: {default}{was})",
         }
         if f.metadata.get("choices"):
             kwargs["choices"] = list(f.metadata["choices"])
+            kwargs["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}"
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif base in (int, float, str):
             kwargs["type"] = base
-            kwargs["metavar"] = base.__name__.upper()
+            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
         else:  # lists: comma separated
             kwargs["type"] = str
             kwargs["metavar"] = "A,B,..."
         group.add_argument(_flag(f), **kwargs)
+        for alias in aliases:
+            extra = {k: v for k, v in kwargs.items() if k in ("type", "choices", "metavar")}
+            group.add_argument(
+                alias,
+                dest=f.name,
+                default=None,
+                help=argparse.SUPPRESS,
+                action=DeprecatedAlias,
+                new_flag=_flag(f),
+                **extra,
+            )
 
 
 def cli_overrides(args: argparse.Namespace, cls: type) -> dict[str, Any]:

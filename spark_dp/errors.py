@@ -18,14 +18,16 @@ __all__ = [
     "InputContractError",
     "OutputExistsError",
     "ParameterError",
+    "PathConflictError",
     "SparkDPUserError",
 ]
 
 
 class SparkDPUserError(ValueError):
-    """Base class: the caller can fix this (exit code 2 in jobs)."""
+    """Base class: the caller can fix this (exit code :attr:`exit_code` in jobs)."""
 
     exit_code: int = 2
+    """The job's exit code for this error (2: bad arguments, configuration or input)."""
 
 
 class ParameterError(SparkDPUserError):
@@ -42,6 +44,11 @@ class InputContractError(SparkDPUserError):
 
 class OutputExistsError(SparkDPUserError):
     """The output path already exists and overwriting was not requested."""
+
+
+class PathConflictError(SparkDPUserError):
+    """A path the job would write equals, contains or lies inside a path it reads or writes,
+    or cannot be written (found before Spark starts)."""
 
 
 class BudgetError(SparkDPUserError):

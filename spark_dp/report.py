@@ -11,8 +11,15 @@ Filled by the objects that did the work, so nobody re-describes a mechanism by h
   versions.
 
 It holds only public values: parameters, calibrated constants (σ, ρ, thresholds, GEM details),
-the budget spent per step, the randomness mode, sizes of *released* outputs and versions. Never
-private statistics.
+the budget spent per step, the randomness mode and key fingerprint, sizes of *released* outputs
+and versions. Never private statistics, never a key or a seed, and no timings (wall seconds
+depend on the data; they go to the log only). The one seed a report may hold is the ``generate``
+job's ``dataset.seed``: the recipe of public synthetic data, not a noise key.
+
+A job writes its report last, when its outputs are in place (:mod:`spark_dp.io.staging`): **a
+report's presence marks a complete release**. ``release.kind`` says whether it is a normal
+release or a debugging run (``--unsafe-debug-logs``, the distinct count's ``--debug-report``),
+which a reader must not treat as one.
 """
 
 from __future__ import annotations
@@ -20,11 +27,12 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 import sys
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spark_dp import __version__
-from spark_dp.io import write_json_atomic
+from spark_dp.io import json_text, write_json_atomic
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -132,8 +140,9 @@ class PrivacyReport:
         self.budget: list[BudgetEntry] = []
         self.randomness: dict[str, Any] = {}
         self.outputs: dict[str, Any] = {}
-        self.timings: dict[str, float] = {}
         self.notes: list[str] = []
+        self.release_id = uuid.uuid4().hex
+        self.unsafe_debug: list[str] = []
         self.extra: dict[str, Any] = {}
         self.spark: dict[str, Any] = {}
 
@@ -147,6 +156,10 @@ class PrivacyReport:
         details = {k: v for k, v in step.to_report().items() if k not in ("label", "epsilon")}
         details.pop("delta", None)
         self.spend(step.label, step.epsilon, step.delta, **details, **released)
+
+    def mark_unsafe(self, reason: str) -> None:
+        """Record an unsafe debugging switch: the run is then not a normal release."""
+        self.unsafe_debug.append(reason)
 
     def note(self, sentence: str) -> None:
         """Append one plain sentence describing a step that ran."""
@@ -173,8 +186,13 @@ class PrivacyReport:
         }
         if self.mechanism:
             privacy["mechanism"] = self.mechanism
+        release: dict[str, Any] = {"id": self.release_id, "kind": "normal"}
+        if self.unsafe_debug:
+            release["kind"] = "debug: NOT a normal release"
+            release["unsafe_debug"] = list(self.unsafe_debug)
         out: dict[str, Any] = {
             "job": self.job,
+            "release": release,
             "algorithm": self.algorithm,
             "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "parameters": self.parameters,
@@ -184,7 +202,6 @@ class PrivacyReport:
         }
         out.update(self.extra)
         out["notes"] = self.notes
-        out["timings_seconds"] = self.timings
         out["software"] = software_versions()
         if self.spark:
             out["spark"] = self.spark
@@ -193,9 +210,11 @@ class PrivacyReport:
     def write(self, path: str | None, *, spark: SparkSession | None = None) -> None:
         """Write the report atomically to ``path``, or to stdout when ``path`` is ``None``."""
         if path is None:
-            import json
-
-            sys.stdout.write(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+            sys.stdout.write(self.to_json())
             sys.stdout.flush()
             return
         write_json_atomic(self.to_dict(), path, overwrite=True, spark=spark)
+
+    def to_json(self) -> str:
+        """The report as indented JSON text."""
+        return json_text(self.to_dict())

@@ -7,7 +7,10 @@ Rules:
   overrides them. Settings from ``conf/`` files only fill keys spark-submit left unset.
 * A plain ``python jobs/<name>.py`` run gets ``local[*]``, with the workers started by the
   same Python interpreter as the driver (otherwise pandas UDFs would run in whatever ``python3``
-  is first on the PATH).
+  is first on the PATH), and the driver JVM logs through ``spark_dp/log4j2.properties``
+  (:data:`LOG4J2_CONFIG`: one line per Spark warning, no Java traces in the terminal) unless
+  ``spark.driver.extraJavaOptions`` names another log4j2 configuration. Under spark-submit pass
+  it with ``--driver-java-options -Dlog4j2.configurationFile=conf/log4j2.properties``.
 
 Job defaults (:data:`DEFAULT_SPARK_CONF`) enable adaptive query execution and its skew-join
 handling (hot items, hub users) and Arrow transfers. Test-only speed settings live in
@@ -20,12 +23,22 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_SPARK_CONF", "get_session", "graphframes_available", "launched_by_spark_submit"]
+__all__ = [
+    "DEFAULT_SPARK_CONF",
+    "LOG4J2_CONFIG",
+    "get_session",
+    "graphframes_available",
+    "launched_by_spark_submit",
+]
+
+LOG4J2_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
+"""The driver's log4j2 configuration for plain Python runs (see the module docstring)."""
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +59,15 @@ DEFAULT_SPARK_CONF: dict[str, str] = {
     # spark_dp logs its own per-stage progress; Spark's console bar would interleave with it.
     "spark.ui.showConsoleProgress": "false",
 }
+
+
+def with_log4j2_config(java_options: str | None) -> str | None:
+    """``java_options`` plus ``-Dlog4j2.configurationFile`` of :data:`LOG4J2_CONFIG`, unless
+    they name a log4j2 configuration already (or the file is not on disk, e.g. in a zip)."""
+    if (java_options and "log4j2.configurationFile" in java_options) or not LOG4J2_CONFIG.is_file():
+        return java_options
+    option = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
+    return f"{java_options} {option}" if java_options else option
 
 
 def launched_by_spark_submit() -> bool:
@@ -93,6 +115,9 @@ def get_session(
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         builder = SparkSession.builder.appName(app_name)
         builder = builder.master(master or wanted.pop("spark.master", None) or "local[*]")
+        java = with_log4j2_config(wanted.get("spark.driver.extraJavaOptions"))
+        if java:
+            wanted["spark.driver.extraJavaOptions"] = java
         for key, value in wanted.items():
             if key != "spark.master":
                 builder = builder.config(key, value)

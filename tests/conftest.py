@@ -12,12 +12,15 @@ import sys
 
 import pytest
 
+from spark_dp.session import with_log4j2_config
+
 TEST_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    # spark_dp's log4j2 configuration, as jobs use it: the bad-input tests check stderr
+    "spark.driver.extraJavaOptions": with_log4j2_config("-XX:+UseSerialGC -XX:TieredStopAtLevel=1"),
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",

@@ -88,11 +88,15 @@ def test_jobs_append_to_the_ledger(spark, tmp_path):
     src = str(tmp_path / "in")
     spark.createDataFrame([("u", "a")], "user_id string, item string").write.parquet(src)
     led = tmp_path / "ledger.jsonl"
-    spec = JobSpec("ledger_test", "t", P, job, output="none")
+    spec = JobSpec("ledger_test", "t", P, job, output="none", spends_budget=True)
     for _ in range(2):
         assert (
             run_job(
-                spec, ["--input", src, "--ledger", str(led), "--report", str(tmp_path / "r.json")]
+                spec,
+                [
+                    *("--input", src, "--ledger", str(led), "--overwrite"),
+                    *("--report", str(tmp_path / "r.json")),
+                ],
             )
             == 0
         )

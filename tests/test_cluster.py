@@ -77,9 +77,9 @@ def env(tmp_path_factory):
     return {"base": base, "zip": str(zip_path), "jobs": jobs, "env": run_env}
 
 
-def submit(env, master: str, job: str, args: list[str]) -> None:
+def submit(env, master: str, job: str, args: list[str], options: tuple[str, ...] = ()) -> None:
     t0 = time.perf_counter()
-    cmd = [spark_submit(), "--master", master, *SUBMIT_CONF, "--py-files", env["zip"]]
+    cmd = [spark_submit(), "--master", master, *SUBMIT_CONF, *options, "--py-files", env["zip"]]
     cmd += [str(env["jobs"] / f"{job}.py"), *args, "--log-level", "WARNING"]
     done = subprocess.run(
         cmd, env=env["env"], cwd=env["base"], capture_output=True, text=True, timeout=600
@@ -95,9 +95,9 @@ def rows(spark, path: Path) -> list:
 JOBS = {
     "partition_selection": "--input {data}/words --output {out}/items --algorithm mad2r "
     "--epsilon 4 --delta 1e-4 --seed 11 --overwrite",
-    "distinct_count": "--input {data}/words --epsilon 1 --max-contribution 20 "
+    "distinct_count": "--input {data}/words --epsilon 1 --max-contributions 20 "
     "--report {out}/count.json --seed 11",
-    "contribution_bounding": "--input {data}/graph --output {out}/records --capacity 2 "
+    "contribution_bounding": "--input {data}/graph --output {out}/records --max-contributions 2 "
     "--driver-threshold-rows 0 --finish continue --seed 11 --overwrite",
 }
 
@@ -127,12 +127,24 @@ def test_jobs_from_the_zip_give_the_same_outputs_on_local_and_on_a_standalone_cl
     # local[2] under spark-submit for one job; the others in this session's local mode (the
     # cluster runs below submit all three from the zip)
     run_all(env, "local[2]", local, data, in_process=("distinct_count", "contribution_bounding"))
+    shipped = env["base"] / "conf_elsewhere" / "shipped.yaml"  # not in the driver's cwd
+    shipped.parent.mkdir()
+    shipped.write_text("algorithm: mad2r\nepsilon: 4\ndelta: 1.0e-4\n")
     with StandaloneCluster(workers=2, cores=1, memory="1g") as cluster:
         run_all(env, cluster.master_url, remote, data)
+        # issue 16: the config reaches the driver by spark-submit --files only (client mode)
+        argv = ["--input", f"{data}/words", "--output", f"{remote}/items_conf", "--seed", "11"]
+        options = ("--files", str(shipped))
+        submit(env, cluster.master_url, "partition_selection", [*argv, "--config", "shipped.yaml"],
+               options)  # fmt: skip
         apps = cluster.status().get("completedapps", [])
         procs = list(cluster.procs)
     assert all(p.poll() is not None for p in procs), "cluster processes left running"
-    assert len(apps) == 3, "the three jobs did not run on the standalone master"
+    assert len(apps) == 4, "the four submissions did not run on the standalone master"
+    assert not (env["base"] / "shipped.yaml").exists()
+    assert rows(spark, remote / "items_conf") == rows(spark, local / "items")
+    shipped_report = json.loads((remote / "items_conf.report.json").read_text())
+    assert shipped_report["parameters"]["epsilon"] == 4
 
     assert rows(spark, local / "items") == rows(spark, remote / "items")
     assert len(rows(spark, local / "items")) > 0

@@ -27,7 +27,8 @@ def test_generate_job_writes_data_and_report(spark, tmp_path):
     assert report["job"] == "generate"
     assert report["dataset"]["seed"] == 3 and report["dataset"]["rows"] > 300
     assert report["parameters"]["users"] == 300
-    assert "total" in report["timings_seconds"]
+    assert report["release"]["kind"] == "normal"
+    assert "timings_seconds" not in report  # wall seconds depend on the data: logged only
     first = sorted(map(tuple, spark.read.parquet(out).collect()))
 
     assert generate.main(argv) == 2  # output exists, nothing touched
@@ -128,9 +129,11 @@ def test_input_errors_exit_2_and_crashes_exit_1(spark, tmp_path, capsys):
         run_job(SPEC, ["--input", src, "--output", out, "--user-col", "uid", "--factor", "13"]) == 1
     )
     assert not os.path.exists(out)
+    assert sorted(os.listdir(tmp_path)) == ["in"]  # the failure left no staged files
     assert run_job(SPEC, ["--input", src, "--output", out, "--user-col", "uid"]) == 0
     rep = json.loads(Path(out + ".report.json").read_text())
     assert rep["outputs"] == {"rows": 1} and rep["randomness"]["mode"] == "entropy"
+    assert sorted(os.listdir(tmp_path)) == ["in", "out", "out.report.json"]
 
 
 def test_report_goes_to_stdout_without_output(spark, tmp_path, capsys):
@@ -172,3 +175,23 @@ def test_job_file_runs_as_a_plain_python_script(tmp_path):
     assert (out.parent / "plain.report.json").exists()
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 2 and "already exists" in again.stderr
+    assert again.stderr.count("\n") == 1  # one line, before any JVM start
+
+
+def test_unsafe_debug_logs_need_confirmation_and_mark_the_report(spark, tmp_path, capsys):
+    src = str(tmp_path / "in")
+    spark.createDataFrame([("u", "a")], "user_id string, item string").write.parquet(src)
+    argv = ["--input", src, "--output", str(tmp_path / "out"), "--unsafe-debug-logs"]
+    assert run_job(SPEC, argv) == 2
+    assert "--allow-unsafe-debug" in capsys.readouterr().err
+    assert run_job(SPEC, [*argv, "--allow-unsafe-debug"]) == 0
+    from spark_dp.logs import unsafe_debug_enabled
+
+    assert unsafe_debug_enabled()
+    release = json.loads((tmp_path / "out.report.json").read_text())["release"]
+    assert release["kind"] == "debug: NOT a normal release"
+    assert release["unsafe_debug"] == [
+        "--unsafe-debug-logs: private counts were written to the logs"
+    ]
+    assert run_job(SPEC, ["--input", src, "--output", str(tmp_path / "o2")]) == 0
+    assert not unsafe_debug_enabled()  # the next run is back to safe logging

@@ -106,7 +106,7 @@ def _proposal_case(capacity: int, with_ilp: bool = False, ilp_limit: float = 120
     def run(spark: SparkSession, data_path: str, work_dir: str) -> dict[str, Any]:
         out = Path(work_dir) / "records"
         flags = [
-            "--capacity",
+            "--max-contributions",
             str(capacity),
             "--finish",
             "continue",
@@ -127,7 +127,7 @@ def _proposal_case(capacity: int, with_ilp: bool = False, ilp_limit: float = 120
 def _default_case(capacity: int) -> CaseRun:
     def run(spark: SparkSession, data_path: str, work_dir: str) -> dict[str, Any]:
         seconds, report = _run_job(
-            data_path, Path(work_dir) / "records", ["--capacity", str(capacity)]
+            data_path, Path(work_dir) / "records", ["--max-contributions", str(capacity)]
         )
         finish = report["contribution_bounding"]["finish"]
         return {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_dp.checks import check_choice, check_int_at_least, check_positive
+from spark_dp.checks import check_at_most, check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
 from spark_dp.contribution_bounding.orders import ORDERS, canonical_order
 from spark_dp.contribution_bounding.plan import BoundingPlan
@@ -23,6 +23,7 @@ from spark_dp.errors import ParameterError
 
 __all__ = [
     "ALGORITHMS",
+    "CAPACITY_LIMIT",
     "FINISH_MODES",
     "BoundingParams",
     "ContributionBoundingParams",
@@ -30,6 +31,10 @@ __all__ = [
 
 ALGORITHMS = REGISTRY.names
 FINISH_MODES = ("driver-greedy", "continue", "none")
+
+CAPACITY_LIMIT = 10**9
+"""Largest per-user bound b: beyond it the bound constrains no real user, and capacities are
+added and compared as 64-bit integers."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,10 @@ class BoundingParams:
     algorithm: str = param("proposal", REGISTRY.summaries(), choices=ALGORITHMS)
     capacity: int | None = param(
         None,
-        "contribution bound b: records per user; users missing from --capacities get it",
+        "the per-user bound b: records per user; users missing from --capacities get it "
+        f"(at most {CAPACITY_LIMIT})",
+        flag="--max-contributions",
+        aliases=("--capacity",),
     )
     order: str = param(
         "size-hash",
@@ -90,6 +98,7 @@ class BoundingParams:
         object.__setattr__(self, "finish", check_choice("finish", finish, FINISH_MODES))
         if self.capacity is not None:
             check_int_at_least("capacity", self.capacity, 0)
+            check_at_most("capacity", self.capacity, CAPACITY_LIMIT, "it would bound nothing")
         check_int_at_least("max_rounds", self.max_rounds, 1)
         check_int_at_least("driver_threshold_rows", self.driver_threshold_rows, 0)
         check_int_at_least("driver_max_rows", self.driver_max_rows, 1)
@@ -124,19 +133,24 @@ class ContributionBoundingParams(BoundingParams):
     """Parameters of the ``contribution_bounding`` job: the algorithm's plus input/output paths."""
 
     capacities: str | None = param(
-        None, "per-user capacities table (user_id, cap); users missing from it get --capacity"
+        None,
+        "per-user capacities table (user_id, cap); users missing from it get --max-contributions",
+        metavar="PATH",
     )
-    capacity_col: str = param("cap", "capacity column of --capacities")
+    capacity_col: str = param("cap", "capacity column of --capacities", metavar="NAME")
     record_weights: str | None = param(
         None,
         "content-free record weights for --order weighted-global (record_id, weight) or "
         "per-user (record_id, user_id, weight); never derive them from record content",
+        metavar="PATH",
     )
     user_state: str | None = param(
-        None, "per-user final degrees (default <output>_user_state); confidential"
+        None, "per-user final degrees (default <output>_user_state); confidential", metavar="PATH"
     )
     work_dir: str | None = param(
-        None, "per-round state for resuming a failed run (default <output>_work)"
+        None,
+        "per-round state for resuming a failed run (default <output>_work)",
+        metavar="PATH",
     )
     keep_work_dir: bool = param(False, "keep --work-dir after success (it is confidential)")
 
@@ -148,6 +162,6 @@ class ContributionBoundingParams(BoundingParams):
                 raise ParameterError(f"{name} must be a path or omitted, got an empty string")
         if self.capacity is None and self.capacities is None and self.plan.capacity_required:
             raise ParameterError(
-                "pass the contribution bound: --capacity B, and/or --capacities PATH with a "
-                "(user_id, cap) table"
+                "pass the contribution bound: --max-contributions B, and/or --capacities PATH "
+                "with a (user_id, cap) table"
             )

@@ -9,30 +9,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spark_dp.checks import check_choice, check_int_at_least, check_probability
+from spark_dp.checks import (
+    EPSILON_MAX,
+    check_at_most,
+    check_choice,
+    check_int_at_least,
+    check_probability,
+)
 from spark_dp.config import param
 from spark_dp.distinct_count.components import METHODS as COMPONENT_METHODS
 from spark_dp.distinct_count.plan import require_epsilon
 from spark_dp.distinct_count.registry import METHODS
-from spark_dp.errors import ParameterError
 
-__all__ = ["DistinctCountParams"]
+__all__ = ["MAX_CONTRIBUTION_LIMIT", "DistinctCountParams"]
+
+MAX_CONTRIBUTION_LIMIT = 100_000
+"""Largest ℓ_max: GEM scores every ℓ in 1..ℓ_max with exact rationals on the driver (measured:
+2 s at 10^4, 23 s at 10^5 candidates), and the curve keeps ℓ_max values per component."""
 
 
 @dataclass(frozen=True)
 class DistinctCountParams:
     """Parameters of the ``distinct_count`` job."""
 
-    epsilon: float | None = param(None, "total privacy budget ε (required): ε/2 GEM + ε/2 Laplace")
-    beta: float = param(0.05, "failure probability of the lower bound, in (0, 0.5)")
+    epsilon: float | None = param(
+        None, "total privacy budget ε (required, at most 100): ε/2 GEM + ε/2 Laplace"
+    )
+    beta: float = param(
+        0.05,
+        "β, the failure probability of the lower bound, in (0, 0.5)",
+        flag="--failure-probability",
+        aliases=("--beta",),
+    )
     method: str = param(
         "exact", "curve: exact max-flow DC(D; ℓ) or the faster greedy (≥ ½ exact)", choices=METHODS
     )
     max_contribution: int = param(
-        100, "ℓ_max: largest per-person bound considered; choose it without looking at the data"
-    )
-    debug_report: str | None = param(
-        None, "also write the NON-PRIVATE curve and true count here (*.NONPRIVATE.json)"
+        100,
+        "the per-user bound ℓ_max: the largest per-person bound GEM considers; choose it "
+        f"without looking at the data (at most {MAX_CONTRIBUTION_LIMIT})",
+        flag="--max-contributions",
+        aliases=("--max-contribution",),
     )
     components: str = param(
         "auto",
@@ -49,14 +66,18 @@ class DistinctCountParams:
     ell_blocks: int = param(2, "deal each component's ℓ values round-robin to this many tasks")
 
     def __post_init__(self) -> None:
-        require_epsilon(self.epsilon)
+        check_at_most("epsilon", require_epsilon(self.epsilon), EPSILON_MAX, "it protects nothing")
         check_probability("beta", self.beta, low=0.0, high=0.5)
         check_choice("method", self.method, METHODS)
         check_int_at_least("max_contribution", self.max_contribution, 1)
+        check_at_most(
+            "max_contribution",
+            self.max_contribution,
+            MAX_CONTRIBUTION_LIMIT,
+            "GEM would score that many candidates on the driver",
+        )
         check_choice("components", self.components, COMPONENT_METHODS)
         check_int_at_least("spark_rounds", self.spark_rounds, 0)
         check_int_at_least("spark_rounds_min_rows", self.spark_rounds_min_rows, 0)
         check_int_at_least("components_min_rows", self.components_min_rows, 0)
         check_int_at_least("ell_blocks", self.ell_blocks, 1)
-        if self.debug_report is not None and not str(self.debug_report).strip():
-            raise ParameterError("debug_report must be a file path or omitted")

@@ -17,8 +17,14 @@ doubles is not an identity.
 * :mod:`.read`: readers and validation. They return ``(DataFrame, InputSummary)``; the summary
   holds *confidential* diagnostics (row counts, duplicates dropped), never written to a privacy
   report.
-* :mod:`.write`: writers that never leave half-written output: they write to a hidden temporary
-  sibling and move it into place; an existing output is replaced only when ``overwrite=True``.
+* :mod:`.probe`: checks of a local input before Spark starts (exists, readable, Parquet magic).
+* :mod:`.fs`: filesystem operations (local disk through ``os``; Hadoop through a classic
+  session's JVM; ``pyarrow.fs`` under Spark Connect).
+* :mod:`.staging`: the commit protocol of a job's outputs and report (report last: its presence
+  marks a complete release; a killed run is rolled back or completed by the next one).
+* :mod:`.write`: writers of single tables and files that never leave half-written output: they
+  write to a hidden temporary sibling and move it into place; an existing output is replaced
+  only when ``overwrite=True``.
 """
 
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
@@ -32,6 +38,7 @@ from spark_dp.io.read import (
 )
 from spark_dp.io.write import (
     check_output_path,
+    json_text,
     output_exists,
     write_json_atomic,
     write_parquet_atomic,
@@ -44,6 +51,7 @@ __all__ = [
     "USER_ID",
     "InputSummary",
     "check_output_path",
+    "json_text",
     "load_capacities",
     "load_incidences",
     "load_pairs",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private
 
 if TYPE_CHECKING:
@@ -66,16 +67,9 @@ class InputSummary:
         )
 
 
-def _input_format(path: str, fmt: str | None) -> str:
-    if fmt:
-        fmt = fmt.lower()
-        if fmt not in ("parquet", "csv"):
-            raise InputContractError(f"input format must be 'parquet' or 'csv', got {fmt!r}")
-        return fmt
-    return "csv" if path.lower().endswith((".csv", ".csv.gz")) else "parquet"
-
-
-def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFrame:
+def read_table(
+    spark: SparkSession, path: str, fmt: str | None = None, *, flag: str = "--input"
+) -> DataFrame:
     """Read a Parquet file or directory (or a CSV file with a header row).
 
     CSV columns are read as strings (no type inference), so ids keep their exact spelling.
@@ -83,33 +77,19 @@ def read_table(spark: SparkSession, path: str, fmt: str | None = None) -> DataFr
     type are reported as an input error instead of failing later.
 
     Raises:
-        InputContractError: the path does not exist, or its files disagree on column types.
+        InputContractError: the path does not exist, is not Parquet (or CSV), or its files
+            disagree on column types; the message names ``flag``.
     """
-    fmt = _input_format(str(path), fmt)
+    fmt = input_format(str(path), fmt)
     try:
         if fmt == "csv":
             return spark.read.option("header", True).option("inferSchema", False).csv(str(path))
         return spark.read.option("mergeSchema", True).parquet(str(path))
     except Exception as exc:
-        msg = str(exc)
-        if "PATH_NOT_FOUND" in msg or "Path does not exist" in msg:
-            raise InputContractError(
-                f"input path {path!r} does not exist; pass --input with a Parquet file or directory"
-            ) from None
-        if "CANNOT_MERGE" in msg or "Failed to merge" in msg or "merge incompatible" in msg:
-            raise InputContractError(
-                f"input {path!r}: part files disagree on a column's type (ids of mixed types); "
-                f"rewrite the input with one type per column. Spark said: {_first_line(msg)}"
-            ) from None
-        if "UNABLE_TO_INFER_SCHEMA" in msg:
-            raise InputContractError(
-                f"input {path!r} holds no readable {fmt} files (empty directory?)"
-            ) from None
-        raise
-
-
-def _first_line(msg: str) -> str:
-    return msg.strip().splitlines()[0][:300] if msg.strip() else msg
+        message = spark_read_error(exc, str(path), fmt, flag)
+        if message is None:
+            raise
+        raise InputContractError(message) from None
 
 
 def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
@@ -290,7 +270,7 @@ def load_capacities(
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    df = read_table(spark, path, fmt)
+    df = read_table(spark, path, fmt, flag="--capacities")
     user = _check_id_column(df, user_col, "user id of the capacities table", str(path))
     if cap_col not in df.columns:
         raise InputContractError(

@@ -14,18 +14,19 @@ is fixed-graph DP pre-processing and spends no privacy budget; spec contribution
 
 All of them are **confidential** (spec A36): with the hypergraph they reveal who shares
 records with whom. Per-round state lives in ``--work-dir`` (default ``<output>_work``); a job
-that fails resumes from its last finished round when rerun with the same arguments, and the
-directory is removed after success.
+that fails (or is killed) resumes from its last finished round when rerun with the same
+arguments, and the directory is removed once the outputs and the report are committed.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.contribution_bounding.params import ContributionBoundingParams
 from spark_dp.errors import InputContractError
-from spark_dp.jobs.common import JobContext, JobSpec, run_job
+from spark_dp.jobs.common import READ, STATE, WRITE, JobContext, JobSpec, PathSpec, run_job
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,17 +34,18 @@ if TYPE_CHECKING:
 __all__ = ["SPEC", "main"]
 
 
-def _read_weights(ctx: JobContext, path: str) -> DataFrame:
+def _read_weights(ctx: JobContext) -> DataFrame:
     """The record-weights table with the job's id columns renamed to record_id, user_id."""
     from pyspark.sql import functions as F
 
-    from spark_dp.io import RECORD_ID, USER_ID, read_table
+    from spark_dp.io import RECORD_ID, USER_ID
 
-    df = read_table(ctx.spark, path)
+    df = ctx.read_table("record_weights", "--record-weights")
     rename = {ctx.args.record_col: RECORD_ID, ctx.args.user_col: USER_ID}
     if ctx.args.record_col not in df.columns:
         raise InputContractError(
-            f"record weights {path!r} have no column {ctx.args.record_col!r}; columns: {df.columns}"
+            f"--record-weights {ctx.params.record_weights} has no column "
+            f"{ctx.args.record_col!r}; columns: {df.columns}"
         )
     weights = df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
     # -> (record_id[, user_id], weight, ...)
@@ -53,22 +55,22 @@ def _read_weights(ctx: JobContext, path: str) -> DataFrame:
 def _execute(ctx: JobContext) -> str:
     from spark_dp.contribution_bounding import bound_contributions
     from spark_dp.contribution_bounding.state_store import StateStore
-    from spark_dp.io import check_output_path, load_capacities
+    from spark_dp.io import load_capacities
 
     p: ContributionBoundingParams = ctx.params
-    out = ctx.args.output.rstrip("/")
-    user_state_path = p.user_state or f"{out}_user_state"
-    work_dir = p.work_dir or f"{out}_work"
-    if p.plan.user_state:
-        check_output_path(user_state_path, ctx.args.overwrite)
+    work_dir = ctx.path("work_dir")
+    user_state_path = ctx.path("user_state") if p.plan.user_state else None
     incidences = ctx.load_incidences()
     capacities = None
     if p.capacities:
         with ctx.timer.stage("read capacities"):
             capacities = load_capacities(
-                ctx.spark, p.capacities, user_col=ctx.args.user_col, cap_col=p.capacity_col
+                ctx.spark,
+                ctx.path("capacities"),
+                user_col=ctx.args.user_col,
+                cap_col=p.capacity_col,
             )
-    weights = _read_weights(ctx, p.record_weights) if p.record_weights else None
+    weights = _read_weights(ctx) if p.record_weights else None
     result = bound_contributions(
         incidences,
         p,
@@ -82,14 +84,44 @@ def _execute(ctx: JobContext) -> str:
     )
     rows = ctx.write_output(result.selected)
     outputs: dict[str, Any] = {"selected": {"path": ctx.args.output, "rows": rows}}
-    if result.user_state is not None:
+    if result.user_state is not None and user_state_path is not None:
         n_users = ctx.write_output(result.user_state, user_state_path, name="user_state")
         outputs["user_state"] = {"path": user_state_path, "rows": n_users}
-    if not p.keep_work_dir:
-        StateStore(ctx.spark, work_dir).clear()
+    if not p.keep_work_dir:  # only once the outputs and the report are in place
+        ctx.after_commit.append(StateStore(ctx.spark, work_dir).clear)
     result.fill_report(ctx.report)
     ctx.report.outputs = outputs
     return result.headline()
+
+
+def _paths(args: argparse.Namespace, p: ContributionBoundingParams) -> list[PathSpec]:
+    out = str(args.output).rstrip("/")
+    paths = [
+        PathSpec("work_dir", "--work-dir", p.work_dir or f"{out}_work", STATE),
+    ]
+    if p.plan.user_state:
+        paths.append(
+            PathSpec("user_state", "--user-state", p.user_state or f"{out}_user_state", WRITE)
+        )
+    if p.capacities is not None:
+        paths.append(PathSpec("capacities", "--capacities", p.capacities, READ, table=True))
+    if p.record_weights is not None:
+        paths.append(
+            PathSpec("record_weights", "--record-weights", p.record_weights, READ, table=True)
+        )
+    return paths
+
+
+def _describe(p: ContributionBoundingParams) -> dict[str, Any]:
+    plan = p.plan
+    return {
+        "algorithm": plan.algorithm,
+        "order": plan.order,
+        "on_driver": plan.on_driver,
+        "duplicates": plan.duplicates,
+        "user_state": plan.user_state,
+        "privacy": "none spent: fixed-graph pre-processing",
+    }
 
 
 SPEC = JobSpec(
@@ -100,12 +132,17 @@ SPEC = JobSpec(
     guarantee="none by itself: fixed-graph DP pre-processing ([B] §2, §4) that reads only the "
     "hypergraph and spends no budget; the bound k = max_degree feeds the training's accounting",
     examples=(
-        "python jobs/contribution_bounding.py --input data/graph --output out/records --capacity 4",
+        "python jobs/contribution_bounding.py --input data/graph --output out/records "
+        "--max-contributions 4",
         "spark-submit --py-files dist/spark_dp.zip jobs/contribution_bounding.py --input "
-        "data/graph --output out/records --capacities data/caps --capacity 2 --order hash",
+        "data/graph --output out/records --capacities data/caps --max-contributions 2 "
+        "--order hash",
         "python jobs/contribution_bounding.py --input data/graph --output out/dup "
-        "--capacity 3 --algorithm greedy-dup",
+        "--max-contributions 3 --algorithm greedy-dup",
     ),
+    columns=("record", "user"),
+    paths=_paths,
+    describe=_describe,
 )
 
 

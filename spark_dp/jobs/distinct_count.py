@@ -9,19 +9,22 @@ removing one person with all their items; P[ν̂ ≤ true count] ≥ 1 − β.
 The job writes no Parquet: the JSON report (``--report``, default stdout) holds the release —
 ``estimate``, ``ell``, ``lower_bound``, ``lower_bound_clamped``, ``epsilon``, ``beta``,
 ``max_contribution``, ``method`` — and nothing else about the data. ``--debug-report PATH``
-additionally writes the private curve and true count to a file whose name ends in
-``.NONPRIVATE.json``: never publish it.
+(command line only, with ``--allow-unsafe-debug``) additionally writes the private curve and
+true count to a file whose name ends in ``.NONPRIVATE.json``: never publish it; the report of
+such a run says it is not a normal release.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Any
 
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.registry import REGISTRY
 from spark_dp.distinct_count.result import DistinctCountResult
-from spark_dp.io import ITEM, write_json_atomic
-from spark_dp.jobs.common import JobContext, JobSpec, run_job
+from spark_dp.io import ITEM, json_text
+from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
 
 __all__ = ["NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
 
@@ -56,13 +59,36 @@ def _execute(ctx: JobContext) -> str:
     )
     ctx.report.algorithm = algorithm.summary
     result.fill_report(ctx.report)
-    if p.debug_report:
-        path = debug_report_path(p.debug_report)
+    if ctx.args.debug_report:
+        path = debug_report_path(ctx.args.debug_report)
         true_count = pairs.select(ITEM).distinct().count()
-        write_json_atomic(result.debug_payload(true_count), path, overwrite=True, spark=ctx.spark)
-        ctx.log.warning("wrote a NON-PRIVATE debug report to %s", path)
+        ctx.stage_text("debug_report", path, json_text(result.debug_payload(true_count)))
+        ctx.log.warning("writing a NON-PRIVATE debug report to %s", path)
         ctx.report.outputs["debug_report_NONPRIVATE"] = path
+        ctx.report.mark_unsafe(f"--debug-report: the private curve and true count are in {path}")
     return f"ε={p.epsilon} release with ℓ̂={result.release.ell} ({p.method})"
+
+
+def _add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument_group("unsafe debugging (never on production data)").add_argument(
+        "--debug-report",
+        metavar="PATH",
+        help="also write the NON-PRIVATE curve and true count to PATH (*.NONPRIVATE.json); "
+        "needs --allow-unsafe-debug; the run is then not a normal release",
+    )
+
+
+def _paths(args: argparse.Namespace, params: DistinctCountParams) -> list[PathSpec]:
+    raw = args.debug_report
+    if raw is None:
+        return []
+    path = debug_report_path(raw) if str(raw).strip() else str(raw)
+    return [PathSpec("debug_report", "--debug-report", path, WRITE, file=True)]
+
+
+def _describe(p: DistinctCountParams) -> dict[str, Any]:
+    plan = REGISTRY[p.method].plan(p)
+    return {**plan.to_report(), "steps": [s.to_report() for s in plan.steps]}
 
 
 SPEC = JobSpec(
@@ -75,8 +101,14 @@ SPEC = JobSpec(
     examples=(
         "python jobs/distinct_count.py --input data/zipf --epsilon 1 --report out/count.json",
         "spark-submit --py-files dist/spark_dp.zip jobs/distinct_count.py --input data/zipf "
-        "--epsilon 1 --beta 0.05 --method exact --max-contribution 100",
+        "--epsilon 1 --failure-probability 0.05 --method exact --max-contributions 100",
     ),
+    spends_budget=True,
+    required=("epsilon",),
+    paths=_paths,
+    add_flags=_add_flags,
+    describe=_describe,
+    unsafe_flags=(("debug_report", "--debug-report"),),
 )
 
 

@@ -4,7 +4,9 @@ Kinds: ``regular`` and ``skewed`` hypergraphs (record_id, user_id) for contribut
 (spec contribution_bounding.md §5); ``zipf`` and ``heavy-light`` user item sets
 (user_id, item) for partition selection and distinct count (spec partition_selection.md §6.6).
 The data is a deterministic function of the parameters and ``--seed``; without a seed one is
-drawn and written to the report so the data can be regenerated.
+drawn and written to the report (``dataset.seed``) so the data can be regenerated. That seed is
+public metadata of public synthetic data, never a noise key: it is the one seed a report may
+hold (the job reads no private data and spends no budget).
 """
 
 from __future__ import annotations
@@ -79,12 +81,12 @@ def _execute(ctx: JobContext) -> str:
     desc["seed"] = seed
     desc["rows"] = rows
     if p.kind in ("regular", "skewed") and "empty_records" not in desc:
-        kept = ctx.spark.read.parquet(ctx.args.output).select("record_id").distinct().count()
+        kept = ctx.read_staged().select("record_id").distinct().count()
         desc["empty_records"] = p.records - kept
     ctx.report.guarantee = "none: synthetic public data"
     ctx.report.algorithm = f"generate {desc.get('generator', p.kind)}"
     ctx.report.extra["dataset"] = desc
-    ctx.report.randomness = {"mode": "data seed", "seed": seed}
+    ctx.report.randomness = {"mode": "none: public synthetic data (its seed is dataset.seed)"}
     return f"{rows} rows of {p.kind} data written to {ctx.args.output}"
 
 
@@ -94,6 +96,8 @@ SPEC = JobSpec(
     params_cls=GenerateParams,
     execute=_execute,
     needs_input=False,
+    columns=(),
+    uses_key=False,
     examples=(
         "python jobs/generate.py --kind zipf --users 100000 --output data/zipf --seed 1",
         "spark-submit --py-files dist/spark_dp.zip jobs/generate.py --kind skewed "

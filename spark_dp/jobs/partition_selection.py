@@ -12,9 +12,14 @@ per-item counts, the union of items or input sizes.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
-from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+from spark_dp.partition_selection import (
+    PartitionSelectionParams,
+    calibration_table,
+    select_partitions,
+)
 
 __all__ = ["SPEC", "main"]
 
@@ -31,6 +36,10 @@ def _execute(ctx: JobContext) -> str:
     return f"{rows} items selected by {p.algorithm}, written to {ctx.args.output}"
 
 
+def _describe(p: PartitionSelectionParams) -> dict[str, Any]:
+    return {"rounds": calibration_table(p, [p.algorithm])}
+
+
 SPEC = JobSpec(
     name="partition_selection",
     description=__doc__.split("\n\n")[0],
@@ -43,7 +52,12 @@ SPEC = JobSpec(
         "--input data/zipf --output out/items --algorithm mad2r --epsilon 1 --delta 1e-5",
         "python jobs/partition_selection.py --config conf/partition_selection.yaml "
         "--input data/zipf --output out/items --algorithm dp-sips --split 0.05,0.15,0.8",
+        "spark-dp partition-selection --input data/zipf --output out/items --epsilon 1 "
+        "--max-contributions 50 --dry-run",
     ),
+    spends_budget=True,
+    required=("epsilon",),
+    describe=_describe,
 )
 
 

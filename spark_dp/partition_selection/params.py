@@ -14,20 +14,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spark_dp.checks import (
+    check_at_most,
     check_choice,
-    check_delta,
-    check_epsilon,
     check_fractions,
     check_int_at_least,
     check_nonnegative,
+    check_release_delta,
+    check_release_epsilon,
 )
 from spark_dp.config import param
 from spark_dp.partition_selection.mad_constants import check_bias_bounds
 from spark_dp.partition_selection.registry import REGISTRY
 
-__all__ = ["ALGORITHMS", "PartitionSelectionParams"]
+__all__ = ["ALGORITHMS", "MAX_ITEMS_PER_USER_LIMIT", "PartitionSelectionParams"]
 
 ALGORITHMS = REGISTRY.names
+
+MAX_ITEMS_PER_USER_LIMIT = 1_000_000
+"""Largest Δ0: the calibrations hold arrays of Δ0 floats (8 MB and about 4 s at the limit;
+10^7 takes 0.5 GB and 20 s, 10^12 would need 7 TiB)."""
 
 
 @dataclass(frozen=True)
@@ -43,18 +48,24 @@ class PartitionSelectionParams:
         f"selection algorithm: {REGISTRY.summaries()}",
         choices=ALGORITHMS,
     )
-    epsilon: float = param(1.0, "total privacy loss ε of the selection")
+    epsilon: float = param(1.0, "total privacy loss ε of the selection (at most 100)")
     delta: float = param(1e-5, "total δ; keep it well below 1/(number of users)")
     max_items_per_user: int = param(
         100,
-        "Δ0: each user keeps a uniform random subset of at most this many items (k of the "
-        "classic strategies); larger values raise the threshold, smaller ones drop data",
+        "the per-user bound Δ0: each user keeps a uniform random subset of at most this many "
+        "items (k of the classic strategies); larger values raise the threshold, smaller ones "
+        f"drop data (at most {MAX_ITEMS_PER_USER_LIMIT})",
+        flag="--max-contributions",
+        aliases=("--max-items-per-user",),
     )
     max_adaptive_degree: int = param(
         50, "d_max of MAD/MAD2R: users with more items do not reroute excess weight (>= 4)"
     )
     beta: float = param(
-        2.0, "β of MAD/MAD2R: truncation level τ = ρ + β·σ in noise standard deviations"
+        2.0,
+        "β of MAD/MAD2R: truncation level τ = ρ + β·σ in noise standard deviations",
+        flag="--truncation-beta",
+        aliases=("--beta",),
     )
     split: tuple[float, ...] = param(
         (0.1, 0.9),
@@ -77,9 +88,15 @@ class PartitionSelectionParams:
 
     def __post_init__(self) -> None:
         check_choice("algorithm", self.algorithm, ALGORITHMS)
-        check_epsilon(self.epsilon)
-        check_delta(self.delta)
+        check_release_epsilon(self.epsilon)
+        check_release_delta(self.delta)
         check_int_at_least("max_items_per_user", self.max_items_per_user, 1)
+        check_at_most(
+            "max_items_per_user",
+            self.max_items_per_user,
+            MAX_ITEMS_PER_USER_LIMIT,
+            "the calibration would hold arrays of that many floats",
+        )
         check_int_at_least("max_adaptive_degree", self.max_adaptive_degree, 4)
         check_nonnegative("beta", self.beta)
         split = check_fractions("split", self.split)

@@ -46,7 +46,7 @@ def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_pat
     inp = _write_incidences(spark, tmp_path / "inc", records)
     out = str(tmp_path / "out" / "records")
     argv = [
-        "--input", inp, "--output", out, "--capacity", "2",
+        "--input", inp, "--output", out, "--max-contributions", "2",
         "--seed", "0", "--order", "hash", "--finish", "none", "--max-rounds", "2",
     ]  # fmt: skip
     assert main(argv) == 0
@@ -86,7 +86,12 @@ def test_job_with_duplicates_writes_multiplicities(spark: SparkSession, tmp_path
     records = as_records(TOY52)
     inp = _write_incidences(spark, tmp_path / "inc", records, content=False)
     out = str(tmp_path / "dup")
-    assert main(["--input", inp, "--output", out, "--capacity", "3", "--algorithm", "ilp-dup"]) == 0
+    assert (
+        main(
+            ["--input", inp, "--output", out, "--max-contributions", "3", "--algorithm", "ilp-dup"]
+        )
+        == 0
+    )
     selected = spark.read.parquet(out)
     assert selected.columns == ["record_id", "multiplicity"]
     mult = {r["record_id"]: r["multiplicity"] for r in selected.collect()}
@@ -108,13 +113,21 @@ def test_only_id_columns_are_read(spark: SparkSession, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("make", "args", "message"),
     [
-        ("good", ["--capacity", "-1"], "capacity must be an integer >= 0, got -1"),
+        (
+            "good",
+            ["--max-contributions", "-1"],
+            "--max-contributions (capacity) must be an integer >= 0, got -1",
+        ),
         ("good", [], "pass the contribution bound"),
-        ("good", ["--capacity", "2", "--order", "per-user", "--algorithm", "greedy"], "per-user"),
-        ("renamed", ["--capacity", "2"], "has no column 'record_id'"),
-        ("empty", ["--capacity", "2"], "is empty"),
-        ("float", ["--capacity", "2"], "floating-point"),
-        ("good", ["--capacities", "CAPS_NEG", "--capacity", "1"], "negative capacities"),
+        (
+            "good",
+            ["--max-contributions", "2", "--order", "per-user", "--algorithm", "greedy"],
+            "per-user",
+        ),
+        ("renamed", ["--max-contributions", "2"], "has no column 'record_id'"),
+        ("empty", ["--max-contributions", "2"], "is empty"),
+        ("float", ["--max-contributions", "2"], "floating-point"),
+        ("good", ["--capacities", "CAPS_NEG", "--max-contributions", "1"], "negative capacities"),
         ("good", ["--capacities", "CAPS_PART"], "missing from the capacities table"),
     ],
 )

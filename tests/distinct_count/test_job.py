@@ -54,9 +54,10 @@ def test_job_writes_the_release_and_nothing_private(
     try:
         code = job.main(
             [
-                "--input", input_path, "--epsilon", "1", "--beta", "0.05", "--method", method,
-                "--max-contribution", "50", "--seed", "11", "--report", str(report_path),
-                "--debug-report", str(debug), "--config", str(ROOT / "conf/distinct_count.yaml"),
+                "--input", input_path, "--epsilon", "1", "--failure-probability", "0.05",
+                "--method", method, "--max-contributions", "50", "--seed", "11",
+                "--report", str(report_path), "--debug-report", str(debug),
+                "--allow-unsafe-debug", "--config", str(ROOT / "conf/distinct_count.yaml"),
             ]
         )  # fmt: skip
     finally:
@@ -89,6 +90,23 @@ def test_job_writes_the_release_and_nothing_private(
     assert len(dbg["curve"]) == 50 and dbg["curve"][-1] <= TRUE_COUNT
     assert dbg["release"]["ell"] == report["ell"]
     assert report["outputs"]["debug_report_NONPRIVATE"] == str(written)
+    # A run with the debug curve is marked as not a normal release.
+    assert report["release"]["kind"].startswith("debug: NOT a normal release")
+    assert "--debug-report" in report["release"]["unsafe_debug"][0]
+
+
+def test_debug_report_needs_confirmation_and_the_command_line(
+    input_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    debug = tmp_path / "d.json"
+    args = ["--input", input_path, "--epsilon", "1", "--report", str(tmp_path / "r.json")]
+    assert job.main([*args, "--debug-report", str(debug)]) == 2
+    assert "--allow-unsafe-debug" in capsys.readouterr().err
+    conf = tmp_path / "c.yaml"
+    conf.write_text(f"debug_report: {debug}\n")
+    assert job.main([*args, "--config", str(conf), "--allow-unsafe-debug"]) == 2
+    assert "unknown parameter 'debug_report'" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
 
 
 def test_same_seed_same_release(input_path: str, tmp_path: Path) -> None:
@@ -106,8 +124,11 @@ def test_same_seed_same_release(input_path: str, tmp_path: Path) -> None:
     [
         ([], "epsilon is required"),
         (["--epsilon", "0"], "epsilon must be a finite number > 0"),
-        (["--epsilon", "1", "--beta", "0.5"], "beta must lie strictly between 0.0 and 0.5"),
-        (["--epsilon", "1", "--max-contribution", "0"], "max_contribution must be an integer >= 1"),
+        (["--epsilon", "1", "--failure-probability", "0.5"], "--failure-probability (beta) must"),
+        (
+            ["--epsilon", "1", "--max-contributions", "0"],
+            "--max-contributions (max_contribution) must be an integer >= 1",
+        ),
         (["--epsilon", "1", "--ell-blocks", "0"], "ell_blocks must be an integer >= 1"),
     ],
 )

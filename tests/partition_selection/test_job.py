@@ -37,7 +37,7 @@ def test_mad2r_job_writes_items_and_a_public_report(tmp_path, input_path, spark)
     # up to the rows read back, so no noise was redrawn.
     code, out = run(
         tmp_path, input_path, "--config", str(ROOT / "conf" / "partition_selection.yaml"),
-        "--max-items-per-user", "10",
+        "--max-contributions", "10",
     )  # fmt: skip
     assert code == 0
     df = spark.read.parquet(str(out))
@@ -69,7 +69,7 @@ def test_repeated_input_rows_change_nothing(tmp_path, input_path, spark, algorit
     tripled = str(tmp_path / "tripled")
     df = spark.read.parquet(input_path)
     df.unionByName(df).unionByName(df).repartition(4).write.parquet(tripled)
-    flags = ("--algorithm", algorithm, "--seed", "5", "--epsilon", "2", "--max-items-per-user", "2")
+    flags = ("--algorithm", algorithm, "--seed", "5", "--epsilon", "2", "--max-contributions", "2")
     items = []
     for path, sub in ((input_path, "once"), (tripled, "thrice")):
         (tmp_path / sub).mkdir()
@@ -82,7 +82,7 @@ def test_repeated_input_rows_change_nothing(tmp_path, input_path, spark, algorit
 def test_classic_strategy_via_flags(tmp_path, input_path, spark):
     code, out = run(
         tmp_path, input_path, "--algorithm", "truncated-geometric", "--epsilon", "0.5",
-        "--delta", "1e-6", "--max-items-per-user", "1", "--seed", "5",
+        "--delta", "1e-6", "--max-contributions", "1", "--seed", "5",
     )  # fmt: skip
     assert code == 0
     report = json.loads(Path(f"{out}.report.json").read_text())
@@ -95,8 +95,8 @@ def test_classic_strategy_via_flags(tmp_path, input_path, spark):
     ("flags", "message"),
     [
         (["--epsilon", "0"], "epsilon must be a finite number > 0"),
-        (["--algorithm", "mad2r", "--split", "0.05,0.15,0.8"], "exactly two shares for mad2r"),
-        (["--b-min", "0.2"], "b_min must lie in [0.5, 1]"),
+        (["--epsilon", "1", "--algorithm", "mad2r", "--split", "0.05,0.15,0.8"], "two shares"),
+        (["--epsilon", "1", "--b-min", "0.2"], "b_min must lie in [0.5, 1]"),
     ],
 )
 def test_bad_parameters_exit_2_with_a_message(tmp_path, input_path, capsys, flags, message):
@@ -109,10 +109,10 @@ def test_bad_parameters_exit_2_with_a_message(tmp_path, input_path, capsys, flag
 def test_bad_input_exits_2(tmp_path, spark, capsys):
     empty = tmp_path / "empty"
     spark.createDataFrame([], "user_id string, item string").write.parquet(str(empty))
-    assert main(["--input", str(empty), "--output", str(tmp_path / "o1")]) == 2
+    assert main(["--input", str(empty), "--output", str(tmp_path / "o1"), "--epsilon", "1"]) == 2
     assert "is empty" in capsys.readouterr().err
     nulls = tmp_path / "nulls"
     spark.createDataFrame([("u", None)], "user_id string, item string").write.parquet(str(nulls))
-    assert main(["--input", str(nulls), "--output", str(tmp_path / "o2")]) == 2
+    assert main(["--input", str(nulls), "--output", str(tmp_path / "o2"), "--epsilon", "1"]) == 2
     assert "--drop-nulls" in capsys.readouterr().err
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()

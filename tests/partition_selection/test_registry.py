@@ -87,10 +87,11 @@ def test_calibrate_command_reads_the_parameter_flags(capsys):
     assert cli.main(["calibrate", "--epsilon", "1", "--delta", "1e-5", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert rows == calibration_table(PartitionSelectionParams(algorithm="basic"))
-    assert cli.main(["calibrate", "--split", "0.05,0.15,0.8"]) == 0
+    assert cli.main(["calibrate", "--epsilon", "1", "--split", "0.05,0.15,0.8"]) == 0
     assert capsys.readouterr().out.count("dp-sips") == 3
-    assert cli.main(["calibrate", "--algorithm", "mad", "--beta", "3", "--json"]) == 0
+    argv = ["calibrate", "--epsilon", "1", "--algorithm", "mad", "--truncation-beta", "3"]
+    assert cli.main([*argv, "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["tau"] == pytest.approx(row["rho"] + 3 * row["sigma"])
-    assert cli.main(["calibrate", "--delta", "2"]) == 2
+    assert cli.main(["calibrate", "--epsilon", "1", "--delta", "2"]) == 2
     assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err

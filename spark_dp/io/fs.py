@@ -1,0 +1,288 @@
+"""Filesystem operations of the job runner, with the JVM only where nothing else works.
+
+Three backends behind one small interface (:class:`FileSystem`), chosen per path by
+:func:`filesystem`:
+
+* :class:`LocalFS`: paths without a scheme that are local (see :func:`is_local`) and ``file:``
+  URIs, through Python's ``os`` and ``shutil``. No Spark needed, so it works before Spark starts
+  and under Spark Connect (where the client and a local server share the disk).
+* :class:`HadoopFS`: any other URI (``hdfs://``, ``s3a://``, ``abfss://``, ...) and cluster paths
+  without a scheme, through the Hadoop ``FileSystem`` of a **classic** session's JVM gateway.
+* :class:`ArrowFS`: other URIs under **Spark Connect** (no JVM on the client), through
+  ``pyarrow.fs`` (``s3://``, ``gs://``, ``hdfs://``; ``s3a://`` and ``s3n://`` are read as
+  ``s3://``). The runner uses it only for small files (the report, the commit journal).
+
+Renames are atomic on local disks and HDFS (and the commit protocol of
+:mod:`spark_dp.io.staging` relies on that); on object stores a rename of a directory is a copy,
+which the protocol tolerates because the report is written last.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+from typing import TYPE_CHECKING, Any, Protocol
+
+from spark_dp.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "ArrowFS",
+    "FileSystem",
+    "HadoopFS",
+    "LocalFS",
+    "filesystem",
+    "is_connect",
+    "is_local",
+    "local_path",
+    "parent_and_name",
+    "scheme",
+]
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
+
+
+def scheme(path: str) -> str | None:
+    """The URI scheme of ``path`` in lower case (``None`` for a plain path)."""
+    m = _SCHEME.match(str(path))
+    return m.group(1).lower() if m else None
+
+
+def is_local(path: str, *, plain_is_local: bool = True) -> bool:
+    """True for ``file:`` URIs, and for plain paths when they resolve to the local disk.
+
+    ``plain_is_local`` says how a path without a scheme resolves: on the local disk for a
+    local master, through Hadoop's default filesystem (often HDFS) on a cluster.
+    """
+    s = scheme(path)
+    return s == "file" or (s is None and plain_is_local)
+
+
+def local_path(path: str) -> str:
+    """The plain local path of a ``file:`` URI or a plain path (``~`` expanded)."""
+    p = str(path)
+    if scheme(p) == "file":
+        p = re.sub(r"^file:(//localhost)?", "", p, flags=re.I)
+        p = "/" + p.lstrip("/") if p.startswith("//") else p
+    return os.path.expanduser(p)
+
+
+def parent_and_name(path: str) -> tuple[str, str]:
+    """(parent, last component) of a path or URI, ignoring a trailing slash."""
+    p = str(path).rstrip("/") or "/"
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.\-]+://[^/]*)(/.*)?$", p)
+    if m:
+        head, rest = m.group(1), m.group(2) or "/"
+        parent, name = posixpath.split(rest)
+        return head + (parent or "/"), name
+    parent, name = posixpath.split(p)
+    return parent or ".", name
+
+
+def is_connect(spark: SparkSession | None) -> bool:
+    """True for a Spark Connect session (no JVM gateway on this side)."""
+    return spark is not None and type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+class FileSystem(Protocol):
+    """What the runner needs from a filesystem. Paths are strings as the user gave them."""
+
+    def exists(self, path: str) -> bool: ...
+
+    def is_dir(self, path: str) -> bool: ...
+
+    def mkdirs(self, path: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None: ...
+
+    def delete(self, path: str) -> None: ...
+
+    def list_names(self, directory: str) -> list[str]: ...
+
+    def write_text(self, path: str, text: str) -> None: ...
+
+    def read_text(self, path: str) -> str: ...
+
+
+class LocalFS:
+    """The local disk through ``os`` and ``shutil``."""
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(local_path(path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(local_path(path))
+
+    def mkdirs(self, path: str) -> None:
+        os.makedirs(local_path(path), exist_ok=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.rename(local_path(src), local_path(dst))
+
+    def delete(self, path: str) -> None:
+        p = local_path(path)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p, ignore_errors=False)
+        elif os.path.lexists(p):
+            os.remove(p)
+
+    def list_names(self, directory: str) -> list[str]:
+        try:
+            return os.listdir(local_path(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def write_text(self, path: str, text: str) -> None:
+        p = local_path(path)
+        os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
+        with open(p, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def read_text(self, path: str) -> str:
+        with open(local_path(path), encoding="utf-8") as fh:
+            return fh.read()
+
+
+class HadoopFS:
+    """Hadoop ``FileSystem`` through a classic session's JVM gateway."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        sc: Any = spark.sparkContext
+        self._jvm: Any = sc._jvm
+        self._conf: Any = sc._jsc.hadoopConfiguration()
+
+    def _fs(self, path: str) -> tuple[Any, Any]:
+        jpath = self._jvm.org.apache.hadoop.fs.Path(str(path))
+        return jpath.getFileSystem(self._conf), jpath
+
+    def qualify(self, path: str) -> str:
+        """The fully qualified URI of ``path`` (scheme, authority, absolute path)."""
+        fs, jpath = self._fs(path)
+        return str(fs.makeQualified(jpath).toString())
+
+    def exists(self, path: str) -> bool:
+        fs, jpath = self._fs(path)
+        return bool(fs.exists(jpath))
+
+    def is_dir(self, path: str) -> bool:
+        fs, jpath = self._fs(path)
+        return bool(fs.exists(jpath) and fs.getFileStatus(jpath).isDirectory())
+
+    def mkdirs(self, path: str) -> None:
+        fs, jpath = self._fs(path)
+        if not fs.mkdirs(jpath):
+            raise OSError(f"cannot create directory {path!r}")
+
+    def rename(self, src: str, dst: str) -> None:
+        fs, jsrc = self._fs(src)
+        _, jdst = self._fs(dst)
+        if not fs.rename(jsrc, jdst):
+            raise OSError(f"cannot rename {src!r} to {dst!r}")
+
+    def delete(self, path: str) -> None:
+        fs, jpath = self._fs(path)
+        if fs.exists(jpath):
+            fs.delete(jpath, True)
+
+    def list_names(self, directory: str) -> list[str]:
+        fs, jpath = self._fs(directory)
+        if not fs.exists(jpath):
+            return []
+        return [str(st.getPath().getName()) for st in fs.listStatus(jpath)]
+
+    def write_text(self, path: str, text: str) -> None:
+        fs, jpath = self._fs(path)
+        out = fs.create(jpath, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def read_text(self, path: str) -> str:
+        fs, jpath = self._fs(path)
+        stream = fs.open(jpath)
+        try:
+            return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
+
+class ArrowFS:
+    """``pyarrow.fs`` for URIs under Spark Connect (small files only)."""
+
+    def __init__(self, uri: str) -> None:
+        from pyarrow import fs as pafs
+
+        self._pafs = pafs
+        try:
+            self._fs, _ = pafs.FileSystem.from_uri(self._arrow_uri(uri))
+        except Exception as exc:  # unknown scheme, missing library, bad authority
+            raise ConfigError(
+                f"{uri!r}: under Spark Connect spark_dp writes the report itself and cannot "
+                f"reach this filesystem ({str(exc).splitlines()[0][:120]}); pass a local --report"
+            ) from None
+
+    @staticmethod
+    def _arrow_uri(uri: str) -> str:
+        return re.sub(r"^s3[an]://", "s3://", str(uri), flags=re.I)
+
+    def _p(self, path: str) -> str:
+        return str(self._pafs.FileSystem.from_uri(self._arrow_uri(path))[1])
+
+    def _info(self, path: str) -> Any:
+        return self._fs.get_file_info(self._p(path))
+
+    def exists(self, path: str) -> bool:
+        return bool(self._info(path).type != self._pafs.FileType.NotFound)
+
+    def is_dir(self, path: str) -> bool:
+        return bool(self._info(path).type == self._pafs.FileType.Directory)
+
+    def mkdirs(self, path: str) -> None:
+        self._fs.create_dir(self._p(path), recursive=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        self._fs.move(self._p(src), self._p(dst))
+
+    def delete(self, path: str) -> None:
+        info = self._info(path)
+        if info.type == self._pafs.FileType.Directory:
+            self._fs.delete_dir(self._p(path))
+        elif info.type != self._pafs.FileType.NotFound:
+            self._fs.delete_file(self._p(path))
+
+    def list_names(self, directory: str) -> list[str]:
+        selector = self._pafs.FileSelector(self._p(directory), allow_not_found=True)
+        return [posixpath.basename(i.path) for i in self._fs.get_file_info(selector)]
+
+    def write_text(self, path: str, text: str) -> None:
+        with self._fs.open_output_stream(self._p(path)) as out:
+            out.write(text.encode("utf-8"))
+
+    def read_text(self, path: str) -> str:
+        with self._fs.open_input_stream(self._p(path)) as stream:
+            return bytes(stream.read()).decode("utf-8")
+
+
+def filesystem(
+    path: str, spark: SparkSession | None = None, *, plain_is_local: bool = True
+) -> FileSystem:
+    """The backend for ``path``: local disk, Hadoop (classic session) or pyarrow (Connect).
+
+    Raises:
+        ConfigError: a non-local path with no session to reach it, or under Connect a
+            filesystem pyarrow cannot reach.
+    """
+    if is_local(path, plain_is_local=plain_is_local):
+        return LocalFS()
+    if spark is None:
+        raise ConfigError(f"{path!r} is not a local path and no Spark session is running")
+    if is_connect(spark):
+        return ArrowFS(path)
+    return HadoopFS(spark)

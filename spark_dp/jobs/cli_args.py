@@ -1,0 +1,184 @@
+"""The command-line vocabulary every job shares, and each job's parser.
+
+Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec` says which)::
+
+    --input PATH          Parquet file or directory (or CSV with --input-format csv)
+    --input-format F      parquet | csv (default: from the file name)
+    --output PATH         the job's Parquet result (staged, moved into place at the commit)
+    --report PATH         JSON report (default <output>.report.json, or stdout)
+    --overwrite           replace existing outputs (never a path the job also reads)
+    --noise-key-file PATH the release key: a file of at least 32 random bytes
+    --seed INT            a key derived from a seed: tests only (generate: the data seed)
+    --config FILE         YAML/JSON defaults: a local file, a Hadoop URI, or a file shipped
+                          with spark-submit --files (give its name)
+    --user-col/--item-col/--record-col NAME   input column names (the job's id columns only)
+    --drop-nulls          drop rows with null ids instead of failing
+    --spark-conf K=V      extra Spark settings (never override spark-submit's)
+    --master URL          master for a plain `python jobs/...` run (default local[*])
+    --log-level LEVEL     DEBUG | INFO | WARNING | ERROR (default INFO)
+    --dry-run             print the resolved configuration, paths and calibration; no Spark
+    --ledger PATH         budget ledger (jobs that spend privacy budget)
+    --dataset-id ID       dataset name in the ledger
+    --unsafe-debug-logs   log private counts (needs --allow-unsafe-debug; in the report)
+    --allow-unsafe-debug  confirm an unsafe debugging flag (never on production data)
+
+The per-user bound is ``--max-contributions`` in every job (``--max-items-per-user``,
+``--max-contribution`` and ``--capacity`` are deprecated aliases for one release); the two
+betas are ``--truncation-beta`` (partition selection) and ``--failure-probability`` (distinct
+count); ``--epsilon`` is required by every job that spends budget (from the command line or
+the config file). Usage errors print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+from spark_dp.config import add_param_arguments
+from spark_dp.io import ITEM, RECORD_ID, USER_ID
+
+if TYPE_CHECKING:
+    from spark_dp.jobs.spec import JobSpec
+
+__all__ = ["LOG_LEVELS", "OneLineParser", "build_parser"]
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+_COLUMNS = {
+    "user": ("--user-col", USER_ID, "user/person id column"),
+    "item": ("--item-col", ITEM, "item column"),
+    "record": ("--record-col", RECORD_ID, "record id column"),
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the full usage is ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
+def _log_level(value: str) -> str:
+    level = value.strip().upper()
+    if level == "WARN":
+        level = "WARNING"
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"choose one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentParser:
+    """The parser of a job: the common flags it uses, then its parameters."""
+    epilog = ""
+    if spec.examples:
+        epilog = "examples:\n" + "\n".join(f"  {e}" for e in spec.examples)
+    parser = OneLineParser(
+        prog=prog or f"spark-dp {spec.command}",
+        description=spec.description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    files = parser.add_argument_group("input and output")
+    if spec.needs_input:
+        files.add_argument("--input", required=True, metavar="PATH", help="input Parquet (or CSV)")
+        files.add_argument(
+            "--input-format",
+            choices=["parquet", "csv"],
+            default=None,
+            help="input format (default: csv for *.csv, else parquet)",
+        )
+    if spec.output != "none":
+        files.add_argument(
+            "--output",
+            required=spec.output == "required",
+            metavar="PATH",
+            help="output Parquet path (staged, moved into place with the report)",
+        )
+    files.add_argument(
+        "--report",
+        metavar="PATH",
+        help="JSON report, written last: its presence marks a complete release "
+        "(default: <output>.report.json, or stdout without --output)",
+    )
+    files.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace existing outputs (never a path the job also reads)",
+    )
+    for col in spec.columns:
+        flag, default, what = _COLUMNS[col]
+        files.add_argument(flag, default=default, help=f"{what} (default {default})")
+    if spec.needs_input:
+        files.add_argument("--drop-nulls", action="store_true", help="drop rows with null ids")
+    if spec.uses_key:
+        keys = parser.add_argument_group("release key").add_mutually_exclusive_group()
+        keys.add_argument(
+            "--noise-key-file",
+            metavar="PATH",
+            help="file with the release's secret key (>= 32 random bytes, e.g. from a secret "
+            "store); a re-run with the same key, input and parameters is the same release "
+            "(default: a fresh key from OS entropy)",
+        )
+        keys.add_argument(
+            "--seed", type=int, default=None, help="derive the key from a seed: NOT for production"
+        )
+    else:
+        parser.add_argument(
+            "--seed",
+            type=int,
+            default=None,
+            help="seed of the synthetic data (public; default: drawn and written to the report)",
+        )
+    run = parser.add_argument_group("configuration and run")
+    run.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML/JSON defaults: a local file (e.g. conf/<job>.yaml), a Hadoop URI, or the "
+        "name of a file shipped with spark-submit --files",
+    )
+    run.add_argument(
+        "--spark-conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="extra Spark setting (repeatable); spark-submit's own settings win",
+    )
+    run.add_argument("--master", default=None, help="master for a plain python run (local[*])")
+    run.add_argument(
+        "--log-level",
+        type=_log_level,
+        default="INFO",
+        metavar="{" + ",".join(LOG_LEVELS) + "}",
+        help="spark_dp log level (default INFO)",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check everything, print the resolved configuration, paths and calibration as "
+        "JSON, and exit without starting Spark",
+    )
+    if spec.spends_budget:
+        budget = parser.add_argument_group("privacy budget")
+        budget.add_argument("--ledger", metavar="PATH", help="append this release to a ledger")
+        budget.add_argument(
+            "--dataset-id", metavar="ID", help="dataset name in the ledger (default: --input)"
+        )
+    if spec.needs_input:
+        debug = parser.add_argument_group("unsafe debugging (never on production data)")
+        debug.add_argument(
+            "--unsafe-debug-logs",
+            action="store_true",
+            help="also log private counts of the input and intermediate data; the report "
+            "records it (needs --allow-unsafe-debug)",
+        )
+        debug.add_argument(
+            "--allow-unsafe-debug",
+            action="store_true",
+            help="confirm an unsafe debugging flag; a config file cannot set either",
+        )
+    if spec.add_flags is not None:
+        spec.add_flags(parser)
+    add_param_arguments(parser, spec.params_cls)
+    return parser

@@ -1,0 +1,252 @@
+"""The path plan: every path a job reads or writes, resolved and checked before Spark starts.
+
+Rules (a violation is exit code 2 with a message naming the flags and paths involved):
+
+1. No path is empty.
+2. No path the job writes (output, report, user state, work directory, ledger, debug file)
+   equals, contains or lies inside a path it reads (input, capacities, record weights, config,
+   key file) or another path it writes. ``--overwrite`` never applies to a path that is also
+   read: ``--report data.parquet --input data.parquet`` and ``--output words --input words
+   --overwrite`` are refused, the input untouched.
+3. The directory a written path goes into exists and is writable, or can be created (its
+   nearest existing ancestor is a writable directory, not a file).
+4. An existing output, report, user state or debug file is refused unless ``--overwrite``; a
+   report, ledger or debug file must not be an existing directory, nor a work directory a file.
+5. Local inputs exist, can be read and are Parquet (or CSV with ``--input-format csv``):
+   :func:`spark_dp.io.probe.probe_local_input`.
+
+Local paths (plain paths on a local master, ``file:`` URIs) are checked completely before
+Spark starts, after :func:`spark_dp.io.staging.recover` has finished or undone a commit a
+killed run left behind. Other URIs are compared as strings first and checked through Hadoop
+once the session exists (:meth:`PathPlan.check_with_session`), still before any data is read.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from spark_dp.errors import InputContractError, OutputExistsError, PathConflictError
+from spark_dp.io.fs import FileSystem, HadoopFS, LocalFS, is_connect, is_local, local_path
+from spark_dp.io.probe import probe_local_input
+from spark_dp.io.staging import clean_stale, journal_path, recover
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["PathPlan", "PathSpec"]
+
+READ, WRITE, APPEND, STATE = "read", "write", "append", "state"
+"""How a job uses a path: reads it; writes it at the commit (staged, refused if present
+without --overwrite); appends to it (a ledger); keeps state in it (a work directory)."""
+
+
+@dataclass(frozen=True)
+class PathSpec:
+    """One path of a job.
+
+    Attributes:
+        role: what it is (``input``, ``output``, ``report``, ``user_state``, ...).
+        flag: the flag (or config key) that named it, for messages.
+        path: as given.
+        access: :data:`READ`, :data:`WRITE`, :data:`APPEND` or :data:`STATE`.
+        file: True when it must be a file (not a directory) if it exists.
+        fmt: input format of a table that is read (``parquet``, ``csv`` or None).
+    """
+
+    role: str
+    flag: str
+    path: str
+    access: str
+    file: bool = False
+    fmt: str | None = None
+    table: bool = False
+
+    @property
+    def writes(self) -> bool:
+        """True unless the job only reads the path."""
+        return self.access != READ
+
+    def shown(self) -> str:
+        return f"{self.flag} {self.path}"
+
+
+def _normal_uri(path: str) -> str:
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.\-]+)://([^/]*)(/.*)?$", path)
+    if not m:
+        return posixpath.normpath(path)
+    return f"{m.group(1).lower()}://{m.group(2)}{posixpath.normpath(m.group(3) or '/')}"
+
+
+def _writable(directory: str) -> bool:
+    """True if a file can be created in ``directory``: asked of the filesystem itself (a
+    probe file, removed at once), as permissions alone mislead for root and read-only mounts."""
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".spark_dp-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.remove(probe)
+    return True
+
+
+def _relation(a: str, b: str) -> str | None:
+    """How resolved path ``a`` relates to ``b``: equals, contains, inside or None."""
+    if a == b:
+        return "is the same path as"
+    if b.startswith(a.rstrip("/") + "/"):
+        return "contains"
+    if a.startswith(b.rstrip("/") + "/"):
+        return "lies inside"
+    return None
+
+
+class PathPlan:
+    """The resolved paths of one run and their checks.
+
+    Args:
+        specs: every path of the run.
+        plain_is_local: paths without a scheme are on the local disk (a local master).
+    """
+
+    def __init__(self, specs: Iterable[PathSpec], *, plain_is_local: bool = True) -> None:
+        self.plain_is_local = plain_is_local
+        self.specs = [s for s in specs if s.path is not None]
+        self.resolved: dict[PathSpec, str] = {}
+        for s in self.specs:
+            if not str(s.path).strip():
+                raise PathConflictError(f"{s.flag} is an empty string; pass a path")
+            self.resolved[s] = self._resolve(s.path)
+
+    def _local(self, path: str) -> bool:
+        return is_local(path, plain_is_local=self.plain_is_local)
+
+    def _resolve(self, path: str) -> str:
+        if self._local(path):
+            return os.path.realpath(local_path(path))
+        return _normal_uri(str(path))
+
+    def get(self, role: str) -> str | None:
+        """The path (as given) of ``role``, or None."""
+        for s in self.specs:
+            if s.role == role:
+                return s.path
+        return None
+
+    def for_spark(self, role: str) -> str | None:
+        """The path of ``role`` as Spark must see it: local paths made absolute (the JVM's
+        working directory is not Python's once a notebook or test changed directory)."""
+        for s in self.specs:
+            if s.role == role:
+                if self._local(s.path):
+                    return os.path.abspath(local_path(s.path))
+                return s.path
+        return None
+
+    @property
+    def committed(self) -> list[PathSpec]:
+        """The paths written at the commit (staged first)."""
+        return [s for s in self.specs if s.access == WRITE]
+
+    def to_dict(self) -> list[dict[str, Any]]:
+        """The plan for ``--dry-run``."""
+        keys = ("role", "flag", "path", "access")
+        return [
+            {**{k: getattr(s, k) for k in keys}, "resolved": self.resolved[s]} for s in self.specs
+        ]
+
+    # ------------------------------------------------------------------ checks
+    def check_conflicts(self) -> None:
+        """Rules 1 and 2 on the resolved paths."""
+        writes = [s for s in self.specs if s.writes]
+        reads = [s for s in self.specs if not s.writes]
+        for w in writes:
+            for other in reads + [x for x in writes if x is not w]:
+                rel = _relation(self.resolved[w], self.resolved[other])
+                if rel is None:
+                    continue
+                why = (
+                    "a job never writes where it reads, with or without --overwrite"
+                    if not other.writes
+                    else "each output needs its own path"
+                )
+                raise PathConflictError(f"{w.shown()} {rel} {other.shown()}: {why}")
+
+    def prepare_local(self, *, overwrite: bool, recover_commits: bool = True) -> list[str]:
+        """Rules 3-5 for local paths, after recovering a killed run's commit.
+
+        Returns:
+            one sentence per interrupted commit recovered or stale file removed (to log).
+        """
+        notes: list[str] = []
+        fs = LocalFS()
+        local = [s for s in self.specs if self._local(s.path)]
+        if recover_commits:
+            notes += self._recover([s for s in local if s.access == WRITE], fs)
+        for s in local:
+            if s.writes:
+                self._check_parent(s)
+                self._check_target(s, fs, overwrite)
+            elif s.table:
+                probe_local_input(s.path, s.fmt, flag=s.flag)
+            elif not os.path.isfile(local_path(s.path)):
+                raise InputContractError(f"{s.shown()} is not a readable file")
+        return notes
+
+    def _recover(self, targets: list[PathSpec], fs: FileSystem) -> list[str]:
+        notes = []
+        for s in targets:
+            done = recover(journal_path(s.path), lambda _p: fs)
+            if done:
+                notes.append(f"{s.shown()}: {done} the commit of an interrupted run")
+        for s in targets:
+            for stale in clean_stale(s.path, fs):
+                notes.append(f"{s.shown()}: removed {stale}, left by an interrupted run")
+        return notes
+
+    def _check_parent(self, s: PathSpec) -> None:
+        p = os.path.dirname(os.path.abspath(local_path(s.path).rstrip("/") or "/"))
+        while not os.path.lexists(p):
+            p = os.path.dirname(p)
+        if not os.path.isdir(p):
+            raise PathConflictError(f"{s.shown()}: {p} is a file, not a directory")
+        if not _writable(p):
+            raise PathConflictError(f"{s.shown()}: directory {p} is not writable")
+
+    def _check_target(self, s: PathSpec, fs: FileSystem, overwrite: bool) -> None:
+        if not fs.exists(s.path):
+            return
+        if s.file and fs.is_dir(s.path):
+            raise PathConflictError(f"{s.shown()} is a directory; pass a file path")
+        if s.access == STATE and not fs.is_dir(s.path):
+            raise PathConflictError(f"{s.shown()} is a file; pass a directory")
+        if s.access == WRITE and not overwrite:
+            raise OutputExistsError(
+                f"{s.shown()} already exists; pass --overwrite to replace it, or choose "
+                "another path"
+            )
+
+    def check_with_session(self, spark: SparkSession, *, overwrite: bool) -> list[str]:
+        """Rules 2-4 for the paths not on the local disk, through Hadoop (classic sessions);
+        under Spark Connect only the string comparison of :meth:`check_conflicts` applies."""
+        remote = [s for s in self.specs if not self._local(s.path)]
+        if not remote or is_connect(spark):
+            return []
+        hadoop = HadoopFS(spark)
+        for s in remote:
+            self.resolved[s] = _normal_uri(hadoop.qualify(s.path))
+        self.check_conflicts()
+        notes = self._recover([s for s in remote if s.access == WRITE], hadoop)
+        for s in remote:
+            if s.writes:
+                self._check_target(s, hadoop, overwrite)
+            elif not hadoop.exists(s.path):
+                raise InputContractError(f"{s.shown()} does not exist")
+        return notes

@@ -1,0 +1,185 @@
+"""The phases of a job run that come before Spark starts: config, parameters, path plan, key.
+
+A failure here is one line on stderr and exit code 2, without a JVM (see
+:mod:`spark_dp.jobs.runner` for the whole sequence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+from spark_dp.checks import privacy_warnings
+from spark_dp.config import (
+    cli_overrides,
+    deprecation_warnings,
+    params_to_dict,
+    parse_spark_conf_overrides,
+    resolve_params,
+)
+from spark_dp.errors import ConfigError
+from spark_dp.io.write import plain_paths_local
+from spark_dp.jobs.config_source import locate_config
+from spark_dp.jobs.paths import APPEND, READ, WRITE, PathPlan, PathSpec
+from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.spec import JobSpec
+from spark_dp.randomness import Randomness
+
+__all__ = [
+    "check_unsafe_flags",
+    "dry_run",
+    "load_config",
+    "make_key",
+    "plain_paths_local_before_spark",
+    "plan_paths",
+    "resolve_run_params",
+    "split_spark_conf",
+]
+
+
+def load_config(run: Run) -> None:
+    """Phase 2: the config file (local now, or through Spark once the session exists)."""
+    if run.args.config is None:
+        return
+    run.config = locate_config(run.args.config)
+    if not run.config.deferred:
+        run.file_conf = run.config.load()
+
+
+def split_spark_conf(run: Run) -> None:
+    spark_conf = run.file_conf.pop("spark", {}) or {}
+    if not isinstance(spark_conf, dict):
+        raise ConfigError("the 'spark' section of the config file must be a mapping")
+    run.spark_conf = {str(k): str(v) for k, v in spark_conf.items()}
+    run.spark_conf.update(parse_spark_conf_overrides(run.args.spark_conf))
+
+
+def resolve_run_params(run: Run) -> None:
+    """Phase 3: defaults < config file < command line, validated; required values present."""
+    spec, args = run.spec, run.args
+    given = cli_overrides(args, spec.params_cls)
+    for name in spec.required:
+        flag_key = _flag_of(spec, name).lstrip("-").replace("-", "_")
+        in_file = any(str(k).replace("-", "_") in (name, flag_key) for k in run.file_conf)
+        if given.get(name) is None and not in_file:
+            raise ConfigError(
+                f"{_flag_of(spec, name)} is required: pass it on the command line or set "
+                f"{name} in the config file (no default is assumed for it)"
+            )
+    for sentence in deprecation_warnings(args):
+        run.log.warning("%s", sentence)
+    run.params = resolve_params(spec.params_cls, run.file_conf, given)
+    for sentence in privacy_warnings(
+        getattr(run.params, "epsilon", None), getattr(run.params, "delta", None)
+    ):
+        run.log.warning("%s", sentence)
+
+
+def _flag_of(spec: JobSpec, name: str) -> str:
+
+    for f in dataclasses.fields(spec.params_cls):
+        if f.name == name:
+            return str(f.metadata.get("flag") or "--" + name.replace("_", "-"))
+    return "--" + name.replace("_", "-")
+
+
+def check_unsafe_flags(spec: JobSpec, args: argparse.Namespace) -> None:
+    used = [f for dest, f in spec.unsafe_flags if getattr(args, dest, None)]
+    if getattr(args, "unsafe_debug_logs", False):
+        used.insert(0, "--unsafe-debug-logs")
+    if used and not getattr(args, "allow_unsafe_debug", False):
+        raise ConfigError(
+            f"{used[0]} exposes private data: add --allow-unsafe-debug to confirm (test data "
+            "only; the report marks the run as not a normal release)"
+        )
+
+
+def plain_paths_local_before_spark(run: Run) -> bool:
+    """Whether plain paths are on the local disk, judged before Spark starts: a local master
+    and no Hadoop configuration (else they are resolved by Hadoop once the session exists)."""
+    if run.spark is not None:
+        return plain_paths_local(run.spark)
+    if os.environ.get("SPARK_REMOTE") or "spark.remote" in run.spark_conf:
+        remote = os.environ.get("SPARK_REMOTE") or run.spark_conf["spark.remote"]
+        return remote.startswith("local") or "://localhost" in remote or "127.0.0.1" in remote
+    if os.environ.get("HADOOP_CONF_DIR") or os.environ.get("YARN_CONF_DIR"):
+        return False
+    master = run.args.master or run.spark_conf.get("spark.master") or "local[*]"
+    from spark_dp.session import launched_by_spark_submit
+
+    if launched_by_spark_submit():
+        try:
+            from pyspark import SparkConf, SparkContext
+
+            SparkContext._ensure_initialized()
+            master = SparkConf().get("spark.master", "local[*]") or "local[*]"
+        except Exception:
+            return False
+    return bool(master.startswith(("local", "spark://")))
+
+
+def _path_specs(run: Run) -> list[PathSpec]:
+    spec, args = run.spec, run.args
+    out = []
+    if spec.needs_input:
+        fmt = args.input_format
+        out.append(PathSpec("input", "--input", args.input, READ, fmt=fmt, table=True))
+    if run.config is not None and run.config.local is not None:
+        out.append(PathSpec("config", "--config", run.config.local, READ, file=True))
+    if getattr(args, "noise_key_file", None) is not None:
+        out.append(PathSpec("key", "--noise-key-file", args.noise_key_file, READ, file=True))
+    if getattr(args, "output", None) is not None:
+        out.append(PathSpec("output", "--output", args.output, WRITE))
+    if spec.paths is not None:
+        out += spec.paths(args, run.params)
+    report = report_path(args)
+    if report is not None:
+        flag = "--report" if args.report is not None else "--report (default)"
+        out.append(PathSpec("report", flag, report, WRITE, file=True))
+    if getattr(args, "ledger", None) is not None:
+        out.append(PathSpec("ledger", "--ledger", args.ledger, APPEND, file=True))
+    return out
+
+
+def plan_paths(run: Run) -> None:
+    """Phase 4: every path resolved and checked (local ones completely) before Spark."""
+    run.plan = PathPlan(_path_specs(run), plain_is_local=plain_paths_local_before_spark(run))
+    run.plan.check_conflicts()
+    args = run.args
+    notes = run.plan.prepare_local(overwrite=args.overwrite, recover_commits=not args.dry_run)
+    for note in notes:
+        run.log.warning("%s", note)
+
+
+def dry_run(run: Run) -> int:
+    assert run.plan is not None
+    doc: dict[str, Any] = {
+        "job": run.spec.name,
+        "parameters": params_to_dict(run.params),
+        "paths": run.plan.to_dict(),
+        "spark_conf": run.spark_conf,
+    }
+    if run.spec.describe is not None:
+        doc["calibration"] = run.spec.describe(run.params)
+    sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def make_key(run: Run) -> None:
+    """Phase 5: the release key (never logged: its fingerprint only)."""
+    args = run.args
+    if not run.spec.uses_key:
+        run.randomness = Randomness.create()
+        return
+    if getattr(args, "noise_key_file", None):
+        run.randomness = Randomness.from_key_file(args.noise_key_file)
+    else:
+        run.randomness = Randomness.create(args.seed)
+    if run.randomness.seeded:
+        run.log.warning("key derived from a seed: reproducible noise, NOT for production")
+    run.log.info("release key %s, fingerprint %s", run.randomness.mode, run.randomness.fingerprint)

@@ -1,0 +1,230 @@
+"""The job runner: one run of a job, in explicit phases.
+
+::
+
+    parse → config → params → path plan → key → [budget reserve] → session → execute (staged)
+          → commit (outputs, user state, report last) → [budget commit]
+    on failure: the staging is removed (or a half-done commit rolled back) → [budget release]
+
+Everything up to the key runs before Spark starts (:mod:`.phases`), so a bad flag, value,
+config file or path is one line on stderr and exit code 2 without a JVM. The budget hooks
+(:mod:`.budget_hooks`: :func:`budget_reserve`, :func:`budget_commit`, :func:`budget_release`)
+are where the privacy-budget store reserves the
+release's (ε, δ) before any data is read, commits it once the report is in place, and releases
+it when nothing was committed; today they keep ``--ledger``'s behaviour (append at commit).
+
+Exit codes: 0 success; 2 bad arguments, configuration, paths or input (one line says what to
+fix); 3 privacy budget refused; 1 anything else (the traceback is logged).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from spark_dp.config import name_flags, params_to_dict
+from spark_dp.errors import SparkDPUserError
+from spark_dp.io.fs import is_connect, is_local
+from spark_dp.io.staging import Staging
+from spark_dp.io.write import plain_paths_local, session_filesystems
+from spark_dp.jobs.budget_hooks import budget_commit, budget_release, budget_reserve
+from spark_dp.jobs.cli_args import build_parser
+from spark_dp.jobs.config_source import read_deferred
+from spark_dp.jobs.phases import (
+    check_unsafe_flags,
+    dry_run,
+    load_config,
+    make_key,
+    plan_paths,
+    resolve_run_params,
+    split_spark_conf,
+)
+from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.spec import JobContext, JobSpec
+from spark_dp.logs import StageTimer, configure_logging, get_logger
+from spark_dp.report import PrivacyReport
+
+__all__ = [
+    "EXIT_BUDGET",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "budget_commit",
+    "budget_release",
+    "budget_reserve",
+    "last_stage_seconds",
+    "report_path",
+    "run_job",
+]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
+
+_LAST_STAGE_SECONDS: dict[str, float] = {}
+
+
+def last_stage_seconds() -> dict[str, float]:
+    """Wall seconds per stage of the last run in this process (for the benchmark harness;
+    timings depend on the data, so they are logged, never written to a report)."""
+    return dict(_LAST_STAGE_SECONDS)
+
+
+def _start_session(run: Run) -> None:
+    """Phase 6: the SparkSession (and a config file only Spark can read)."""
+    if run.spark is not None:
+        return
+    from pyspark.sql import SparkSession
+
+    from spark_dp.session import get_session
+
+    run.created_session = SparkSession.getActiveSession() is None
+    run.spark = get_session(f"spark_dp.{run.spec.name}", run.spark_conf, master=run.args.master)
+
+
+def _apply_deferred_config(run: Run) -> None:
+    assert run.config is not None
+    run.file_conf = read_deferred(run.config, run.spark)
+    section = run.file_conf.pop("spark", {}) or {}
+    for key, value in dict(section).items():
+        if str(key) in run.spark_conf:
+            continue  # --spark-conf wins
+        try:
+            run.spark.conf.set(str(key), str(value))
+        except Exception:
+            run.log.warning("config: Spark setting %s applies only at start-up", key)
+
+
+def _new_report(run: Run) -> PrivacyReport:
+    assert run.randomness is not None and run.spark is not None
+    report = PrivacyReport(run.spec.name, run.spec.guarantee)
+    report.parameters = params_to_dict(run.params)
+    report.randomness = run.randomness.to_report()
+    conf = run.spark.conf  # classic or Spark Connect alike
+    report.spark = {
+        "version": run.spark.version,
+        "master": conf.get("spark.master", None),
+        "application_id": conf.get("spark.app.id", None),
+    }
+    if getattr(run.args, "unsafe_debug_logs", False):
+        report.mark_unsafe("--unsafe-debug-logs: private counts were written to the logs")
+    return report
+
+
+def _execute(run: Run) -> str:
+    """Phase 7: the job, writing into the staging."""
+    assert run.plan is not None and run.randomness is not None
+    notes = run.plan.check_with_session(run.spark, overwrite=run.args.overwrite)
+    for note in notes:
+        run.log.warning("%s", note)
+    fs_for = session_filesystems(run.spark)
+    plain = plain_paths_local(run.spark)
+    direct = is_connect(run.spark) and any(
+        not is_local(s.path, plain_is_local=plain) for s in run.plan.committed
+    )
+    run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct)
+    run.report = _new_report(run)
+    timer = StageTimer(run.log)
+    ctx = JobContext(
+        spec=run.spec,
+        args=run.args,
+        params=run.params,
+        spark=run.spark,
+        randomness=run.randomness,
+        report=run.report,
+        timer=timer,
+        log=run.log,
+        plan=run.plan,
+        staging=run.staging,
+    )
+    summary = run.spec.execute(ctx)
+    _LAST_STAGE_SECONDS.clear()
+    _LAST_STAGE_SECONDS.update(timer.seconds)
+    run.after_commit = ctx.after_commit
+    return summary
+
+
+def _commit(run: Run) -> None:
+    """Phase 8: outputs into place, the report last (its presence marks the release)."""
+    assert run.staging is not None and run.report is not None
+    path = report_path(run.args)
+    run.staging.commit(path, run.report.to_json() if path is not None else None)
+    run.committed = True
+    if path is None:
+        sys.stdout.write(run.report.to_json())
+        sys.stdout.flush()
+    for hook in run.after_commit:
+        hook()
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    parser = build_parser(spec, prog)
+    try:
+        args = parser.parse_args(argv)  # phase 1
+    except SystemExit as exc:  # --help (0) or a one-line usage error (2)
+        return int(exc.code or 0)
+    configure_logging(args.log_level, unsafe_debug=getattr(args, "unsafe_debug_logs", False))
+    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"))
+    t0 = time.perf_counter()
+    try:
+        check_unsafe_flags(spec, args)
+        load_config(run)
+        split_spark_conf(run)
+        if run.config is not None and run.config.deferred:
+            _start_session(run)  # the config file is where only Spark can read it
+            _apply_deferred_config(run)
+        resolve_run_params(run)
+        plan_paths(run)
+        if args.dry_run:
+            return dry_run(run)
+        make_key(run)
+        budget_reserve(run)  # before any data is read
+        _start_session(run)
+        summary = _execute(run)
+        _commit(run)
+        budget_commit(run)
+        run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
+        return EXIT_OK
+    except SparkDPUserError as exc:
+        message = name_flags(_one_line(exc), spec.params_cls)
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        return int(getattr(exc, "exit_code", EXIT_USAGE))
+    except BrokenPipeError:
+        _silence_stdout()
+        message = "stdout was closed before the report was written"
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        run.log.error("interrupted")
+        return EXIT_FAILURE
+    except Exception:
+        run.log.exception("%s failed", spec.name)
+        return EXIT_FAILURE
+    finally:
+        _finish(run)
+
+
+def _finish(run: Run) -> None:
+    if not run.committed:
+        if run.staging is not None:
+            run.staging.abort()
+        budget_release(run)
+    if run.created_session and run.spark is not None:
+        run.spark.stop()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _silence_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's exit flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,174 @@
+"""What a job is (:class:`JobSpec`) and what a running job sees (:class:`JobContext`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from spark_dp.io import load_incidences, load_pairs, read_table
+from spark_dp.io.staging import Staging
+from spark_dp.jobs.paths import PathPlan, PathSpec
+from spark_dp.logs import StageTimer
+from spark_dp.randomness import Randomness
+from spark_dp.report import PrivacyReport
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["JobContext", "JobSpec"]
+
+
+@dataclass
+class JobSpec:
+    """What a job is: its name, parameters, flags, paths and the function that runs it.
+
+    Attributes:
+        name: job name (``jobs/<name>.py``; the ``spark-dp`` command is :attr:`command`).
+        description: first paragraph of ``--help``.
+        params_cls: parameter dataclass (see :mod:`spark_dp.config`).
+        execute: ``execute(ctx) -> one-line summary``; writes outputs through ``ctx``.
+        needs_input: the job reads ``--input``.
+        output: ``"required"``, ``"optional"`` or ``"none"``.
+        guarantee: DP guarantee sentence for the report.
+        examples: lines shown at the end of ``--help``.
+        columns: the id columns the job reads (``user``, ``item``, ``record``): one
+            ``--<col>-col`` flag each, and no other.
+        spends_budget: the job releases with ε > 0 (``--ledger``, ``--dataset-id``).
+        uses_key: ``--noise-key-file``/``--seed`` make the release key (else ``--seed`` is
+            the job's own public seed).
+        required: parameters the user must give (command line or config file), e.g. ε.
+        paths: ``paths(args, params) -> [PathSpec]``: the job's own paths beyond input,
+            output, report and ledger (all of them, so the path plan checks them).
+        add_flags: adds job-only flags that are not parameters (never set by a config file).
+        describe: ``describe(params) -> dict``: the calibration shown by ``--dry-run``.
+        unsafe_flags: (dest, flag) of job flags that expose private data: refused without
+            ``--allow-unsafe-debug`` (like ``--unsafe-debug-logs``).
+    """
+
+    name: str
+    description: str
+    params_cls: type
+    execute: Callable[[JobContext], str]
+    needs_input: bool = True
+    output: str = "required"
+    guarantee: str = ""
+    examples: Sequence[str] = ()
+    columns: tuple[str, ...] = ("user", "item")
+    spends_budget: bool = False
+    uses_key: bool = True
+    required: tuple[str, ...] = ()
+    paths: Callable[[argparse.Namespace, Any], list[PathSpec]] | None = None
+    add_flags: Callable[[argparse.ArgumentParser], None] | None = None
+    describe: Callable[[Any], dict[str, Any]] | None = None
+    unsafe_flags: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def command(self) -> str:
+        """The ``spark-dp`` subcommand (``partition-selection``)."""
+        return self.name.replace("_", "-")
+
+
+@dataclass
+class JobContext:
+    """Everything a running job needs; built by :func:`spark_dp.jobs.runner.run_job`.
+
+    Outputs go through :meth:`write_output` and :meth:`stage_text`: they are staged and
+    become visible only at the commit, together with the report.
+    """
+
+    spec: JobSpec
+    args: argparse.Namespace
+    params: Any
+    spark: Any
+    randomness: Randomness
+    report: PrivacyReport
+    timer: StageTimer
+    log: logging.Logger
+    plan: PathPlan
+    staging: Staging
+    outputs: dict[str, str] = field(default_factory=dict)
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+
+    # ---------------------------------------------------------------- input helpers
+    def load_pairs(self, *, dedupe: bool = True, persist: bool = True) -> DataFrame:
+        """(user_id, item) pairs from ``--input``: validated; deduplicated and cached unless
+        the job's first step does that itself (see :func:`spark_dp.io.validate_edges`)."""
+        with self.timer.stage("read"):
+            df, summary = load_pairs(
+                self.spark,
+                self.path("input"),
+                user_col=self.args.user_col,
+                item_col=self.args.item_col,
+                fmt=self.args.input_format,
+                drop_nulls=self.args.drop_nulls,
+                dedupe=dedupe,
+                persist=persist,
+            )
+        summary.log(self.log)
+        return df
+
+    def load_incidences(self) -> DataFrame:
+        """(record_id, user_id) incidences from ``--input`` (validated, deduplicated, cached)."""
+        with self.timer.stage("read"):
+            df, summary = load_incidences(
+                self.spark,
+                self.path("input"),
+                record_col=self.args.record_col,
+                user_col=self.args.user_col,
+                fmt=self.args.input_format,
+                drop_nulls=self.args.drop_nulls,
+            )
+        summary.log(self.log)
+        return df
+
+    def path(self, role: str) -> str:
+        """The path of ``role`` (``input``, ``output``, ``capacities``, ...) for Spark: local
+        paths absolute. Raises ``KeyError`` if the job has no such path."""
+        path = self.plan.for_spark(role)
+        if path is None:
+            raise KeyError(role)
+        return path
+
+    def read_table(self, role: str, flag: str) -> DataFrame:
+        """Another input table of the job (capacities, weights), errors naming ``flag``."""
+        return read_table(self.spark, self.path(role), flag=flag)
+
+    # ---------------------------------------------------------------- output helpers
+    def write_output(self, df: DataFrame, path: str | None = None, *, name: str = "output") -> int:
+        """Stage ``df`` as Parquet for ``path`` (``ctx.path("output")`` by default); return its
+        rows.
+
+        The count is read back from the staged files, so the DataFrame is computed exactly
+        once (a second computation could draw fresh noise). The path must be in the plan.
+        """
+        target = path or self.path("output")
+        with self.timer.stage(f"write {name}") as info:
+            staged = self.staging.stage(name, target)
+            mode = "overwrite" if self.staging.direct and self.args.overwrite else "error"
+            df.write.mode(mode).parquet(staged)
+            rows = self.read_staged(name).count()
+            info["rows"] = rows
+        self.outputs[name] = target
+        return rows
+
+    def read_staged(self, name: str = "output") -> DataFrame:
+        """Output ``name`` read back from where it is staged, before the commit.
+
+        Reads its part files by name: Spark warns about a hidden directory or a glob.
+        """
+        entry = next(e for e in self.staging.entries if e.name == name)
+        if self.staging.direct:
+            return self.spark.read.parquet(entry.staged)
+        names = self.staging.fs_for(entry.target).list_names(entry.staged)
+        parts = sorted(f"{entry.staged}/{n}" for n in names if n.startswith("part-"))
+        if not parts:
+            return self.spark.createDataFrame([], "empty string")  # nothing was written
+        return self.spark.read.parquet(*parts)
+
+    def stage_text(self, name: str, path: str, text: str) -> None:
+        """Stage a small text file (a debug file) for ``path``; the path must be in the plan."""
+        self.staging.stage_text(name, path, text)
+        self.outputs[name] = path

@@ -1,0 +1,155 @@
+"""A driver killed (SIGKILL) during the write or the commit leaves no release or a complete
+one, and the next run on the same target succeeds; contribution bounding resumes its rounds.
+
+Real jobs in subprocesses. ``SPARK_DP_TEST_COMMIT_DELAY`` slows each commit step to a second, so
+the test can kill the driver at a chosen moment: while the outputs are staged, right after the
+commit journal appeared, and after the output was moved into place but before the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
+FAST = [
+    "--master", "local[2]",
+    "--spark-conf", "spark.ui.enabled=false",
+    "--spark-conf", "spark.sql.shuffle.partitions=2",
+    "--spark-conf", "spark.sql.codegen.wholeStage=false",
+    "--spark-conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+]  # fmt: skip
+
+
+def _env(delay: float | None = None) -> dict[str, str]:
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+    env.pop("SPARK_DP_TEST_COMMIT_DELAY", None)
+    if delay is not None:
+        env["SPARK_DP_TEST_COMMIT_DELAY"] = str(delay)
+    return env
+
+
+def _run(job: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool]) -> str:
+    """Start the job with slow commit steps, SIGKILL it when ``moment()`` holds; its stderr."""
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
+        cwd=cwd,
+        env=_env(delay=1.0),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,  # the JVM dies with the driver's process group
+    )
+    deadline = time.monotonic() + 900
+    try:
+        while not moment():
+            assert proc.poll() is None, f"the job ended before the moment: {proc.stderr.read()}"
+            assert time.monotonic() < deadline, "the moment never came"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return proc.stderr.read()
+
+
+def _hidden(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith("."))
+
+
+def _release(root: Path, name: str, rows: Callable[[dict], int]) -> dict | None:
+    """The release at ``name``: None without a report; with one, its output must match it."""
+    report = root / f"{name}.report.json"
+    if not report.exists():
+        return None
+    doc = json.loads(report.read_text())
+    assert pq.read_table(root / name).num_rows == rows(doc)
+    return doc
+
+
+def _items(doc: dict) -> int:
+    return int(doc["outputs"]["output_items"])
+
+
+def test_partition_selection_killed_at_every_moment(tmp_path: Path) -> None:
+    users = [f"u{i}" for i in range(400) for _ in range(3)]
+    items = [f"w{(i * 7 + k) % 40}" for i in range(400) for k in range(3)]
+    pq.write_table(pa.table({"user_id": users, "item": items}), tmp_path / "words.parquet")
+    before = (tmp_path / "words.parquet").read_bytes()
+    args = ["--input", "words.parquet", "--output", "out", "--epsilon", "2", "--overwrite"]
+
+    def staged() -> bool:
+        return any(n.startswith(".out.tmp-") for n in _hidden(tmp_path))
+
+    def journal() -> bool:
+        return (tmp_path / ".out.report.json.journal").exists()
+
+    def output_moved() -> bool:
+        return (
+            journal()
+            and (tmp_path / "out").exists()
+            and not any(n.startswith(".out.tmp-") for n in _hidden(tmp_path))
+        )
+
+    first = _run("partition_selection", [*args, "--seed", "1"], tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    old = _release(tmp_path, "out", _items)
+    assert old is not None
+    for k, moment in enumerate((staged, journal, output_moved)):
+        _kill_when("partition_selection", [*args, "--seed", str(k + 2)], tmp_path, moment)
+        left = _release(tmp_path, "out", _items)  # no report, or a complete release
+        assert left is None or left["release"]["id"] == old["release"]["id"], k
+        assert (tmp_path / "words.parquet").read_bytes() == before
+    final = _run("partition_selection", [*args, "--seed", "9"], tmp_path)
+    assert final.returncode == 0, final.stderr[-3000:]
+    assert "the commit of an interrupted run" in final.stderr  # recovered, then ran
+    new = _release(tmp_path, "out", _items)
+    assert new is not None and new["release"]["id"] != old["release"]["id"]
+    assert _hidden(tmp_path) == []
+    assert (tmp_path / "words.parquet").read_bytes() == before
+
+
+def test_contribution_bounding_resumes_after_a_kill(tmp_path: Path) -> None:
+    records = [f"r{i}" for i in range(3000) for _ in range(2)]
+    owners = [f"u{(i * 13 + k * 7) % 700}" for i in range(3000) for k in range(2)]
+    pq.write_table(pa.table({"record_id": records, "user_id": owners}), tmp_path / "graph.parquet")
+    args = [
+        *("--input", "graph.parquet", "--output", "out", "--max-contributions", "2"),
+        *("--seed", "4", "--driver-threshold-rows", "0", "--order", "hash"),
+    ]
+    work = tmp_path / "out_work"
+
+    def some_round_saved() -> bool:  # os.walk skips directories that vanish while it looks
+        return (work / "meta.json").exists() and any("round-0001" in d for d, _, _ in os.walk(work))
+
+    _kill_when("contribution_bounding", args, tmp_path, some_round_saved)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.report.json").exists()
+    assert (work / "meta.json").exists()
+    again = _run("contribution_bounding", args, tmp_path)  # no --overwrite: resumes
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming" in again.stderr
+    doc = _release(tmp_path, "out", lambda d: int(d["outputs"]["selected"]["rows"]))
+    assert doc is not None and doc["selected"] > 0
+    assert not work.exists() and _hidden(tmp_path) == []
+    assert pq.read_table(tmp_path / "out_user_state").num_rows == 700
