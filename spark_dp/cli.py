@@ -6,6 +6,7 @@
     spark-dp distinct-count --input data/zipf --epsilon 1 --report out/count.json
     spark-dp calibrate --epsilon 1 --delta 1e-5 --max-items-per-user 100
     spark-dp budget --ledger ledger.jsonl --max-epsilon 4
+    spark-dp audit --mechanism mad2r --fast
 
 Each job subcommand takes exactly the flags of ``jobs/<name>.py`` (``spark-dp <job> --help``);
 ``python -m spark_dp`` is the same command. Under spark-submit use ``jobs/<name>.py`` or
@@ -46,6 +47,7 @@ JOBS: dict[str, tuple[str, str]] = {
 TOOLS = {
     "calibrate": "print σ, ρ and thresholds for (ε, δ, Δ0) without touching data",
     "budget": "sum the ε, δ a ledger records per dataset (basic composition)",
+    "audit": "empirical privacy audit of a mechanism (spark-dp audit --help)",
 }
 
 
@@ -84,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _calibrate(rest)
     if command == "budget":
         return _budget(rest)
+    if command == "audit":
+        from spark_dp.audit.cli import main as audit_main
+
+        return audit_main(rest)
     print(f"spark-dp: error: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
     return 2
 
