@@ -18,7 +18,7 @@ from typing import Any
 
 from spark_dp.audit.api import AUDITED, audit, default_runs, self_test
 from spark_dp.audit.broken import BROKEN
-from spark_dp.audit.report import markdown_table, plot_results, write_json
+from spark_dp.audit.report import markdown_table, plot_results, write_json, write_markdown
 from spark_dp.audit.runner import AuditResult
 from spark_dp.audit.targets import MECHANISMS
 from spark_dp.errors import SparkDPUserError
@@ -91,11 +91,9 @@ def _parameters(ns: argparse.Namespace) -> dict[str, Any]:
 
 
 def _outputs(ns: argparse.Namespace, results: Sequence[AuditResult]) -> None:
-    table = markdown_table(results)
-    print(table)
+    print(markdown_table(results))
     if ns.markdown:
-        with open(ns.markdown, "w", encoding="utf-8") as fh:
-            fh.write(table)
+        write_markdown(results, ns.markdown)
     if ns.json:
         write_json(results, ns.json)
     if ns.plot:

@@ -15,7 +15,7 @@ from spark_dp import __version__
 from spark_dp.audit.runner import AuditResult
 from spark_dp.io import write_json_atomic
 
-__all__ = ["audit_document", "markdown_table", "plot_results", "write_json"]
+__all__ = ["audit_document", "markdown_table", "plot_results", "write_json", "write_markdown"]
 
 
 def audit_document(results: Sequence[AuditResult]) -> dict[str, Any]:
@@ -34,6 +34,12 @@ def write_json(results: Sequence[AuditResult], path: str) -> None:
     """Write :func:`audit_document` to ``path`` atomically."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(audit_document(results), path)
+
+
+def write_markdown(results: Sequence[AuditResult], path: str) -> None:
+    """Write :func:`markdown_table` to ``path``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(markdown_table(results), encoding="utf-8")
 
 
 def _fmt(x: float) -> str:
