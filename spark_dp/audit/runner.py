@@ -23,8 +23,8 @@ from spark_dp.audit.placement import place_count_event, place_epsilon_item
 from spark_dp.audit.scenario import (
     EPSILON_ITEM,
     NOVEL_PREFIX,
+    Copies,
     Scenario,
-    disjoint_union,
     distinct_count_datasets,
     split_by_copy,
 )
@@ -241,7 +241,8 @@ def _session(spark: SparkSession | None) -> SparkSession:
         return spark
     from spark_dp.session import get_session
 
-    return get_session("spark_dp audit")
+    # a few partitions suit the audit's small data (AQE coalesces further)
+    return get_session("spark_dp audit", {"spark.sql.shuffle.partitions": "8"})
 
 
 def _selection_audit(
@@ -252,8 +253,9 @@ def _selection_audit(
         target.release_probability, claim.delta_event, runs, confidence.per_bound
     )
     scenario = Scenario(fillers=fillers, novel_items=target.novel_items())
-    rows = disjoint_union(scenario.copies(runs))
-    released = split_by_copy(target.released(rows, randomness.child("audit"), spark))
+    released = split_by_copy(
+        target.released(scenario.copies(runs), randomness.child("audit"), spark)
+    )
     items = [released.get(k, set()) for k in range(2 * runs)]
     novel_hits = sum(_has_novel(s) for s in items)
     on_base = sum(EPSILON_ITEM in s for s in items[:runs])
@@ -286,8 +288,8 @@ def novel_item_test(
     confidence = confidence or Confidence()
     spark = _session(spark)
     scenario = Scenario(fillers=0, novel_items=target.novel_items())
-    rows = disjoint_union([scenario.base() for _ in range(runs)])
-    released = split_by_copy(target.released(rows, randomness.child("audit"), spark))
+    copies = Copies(((scenario.base(), runs),))
+    released = split_by_copy(target.released(copies, randomness.child("audit"), spark))
     hits = sum(_has_novel(released.get(k, set())) for k in range(runs))
     share = target.claim.delta_novel
     if share is None:

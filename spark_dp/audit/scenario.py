@@ -29,11 +29,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "EPSILON_ITEM",
     "NOVEL_PREFIX",
     "SEPARATOR",
+    "Copies",
     "Scenario",
     "copy_of",
     "disjoint_union",
@@ -73,9 +78,9 @@ class Scenario:
         sets["canary-x"] = [EPSILON_ITEM]
         return sets
 
-    def copies(self, runs: int) -> list[dict[str, list[str]]]:
-        """``runs`` copies of D, then ``runs`` copies of D' (copy index = position)."""
-        return [self.base() for _ in range(runs)] + [self.neighbour() for _ in range(runs)]
+    def copies(self, runs: int) -> Copies:
+        """``runs`` copies of D (indices 0..runs−1), then ``runs`` copies of D'."""
+        return Copies(((self.base(), runs), (self.neighbour(), runs)))
 
     def to_report(self) -> dict[str, object]:
         """Public description of the canaries."""
@@ -84,6 +89,51 @@ class Scenario:
             "epsilon_item_fillers": self.fillers,
             "epsilon_canary": "one user of degree 1 on the epsilon item (D' copies only)",
         }
+
+
+@dataclass(frozen=True)
+class Copies:
+    """Groups of identical copies, numbered in order: (dataset, number of copies) per group.
+
+    :meth:`rows` lists the disjoint union on the driver (for the in-memory oracles);
+    :meth:`frame` builds the same rows in Spark from the small per-copy datasets, so the
+    union is never shipped from the driver.
+    """
+
+    groups: tuple[tuple[Sets, int], ...]
+
+    @property
+    def total(self) -> int:
+        """The number of copies."""
+        return sum(n for _, n in self.groups)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(user_id, item) rows of the union, names prefixed by copy index."""
+        return disjoint_union([sets for sets, n in self.groups for _ in range(n)])
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """The same rows as a DataFrame (user_id, item): each group's dataset cross-joined
+        with its range of copy indices."""
+        from pyspark.sql import functions as F
+
+        parts = []
+        start = 0
+        for sets, n in self.groups:
+            rows = [(u, i) for u, items in sets.items() for i in items]
+            template = spark.createDataFrame(rows, "u string, i string")
+            index = spark.range(start, start + n).select(F.col("id").cast("string").alias("k"))
+            prefix = F.concat(F.col("k"), F.lit(SEPARATOR))
+            parts.append(
+                index.crossJoin(template).select(
+                    F.concat(prefix, F.col("u")).alias("user_id"),
+                    F.concat(prefix, F.col("i")).alias("item"),
+                )
+            )
+            start += n
+        out = parts[0]
+        for part in parts[1:]:
+            out = out.unionByName(part)
+        return out
 
 
 def copy_of(index: int, name: str) -> str:

@@ -23,6 +23,7 @@ import pandas as pd
 from numpy.typing import NDArray
 from scipy import stats
 
+from spark_dp.audit.scenario import Copies
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.plan import DistinctCountPlan
 from spark_dp.distinct_count.registry import CurveMethod, curve_method
@@ -223,11 +224,9 @@ class SparkSelection:
         dominant = max(range(len(steps)), key=lambda k: (steps[k].epsilon, k))
         return release_model(steps[dominant].calibration)(weight)
 
-    def released(
-        self, rows: list[tuple[str, str]], randomness: Randomness, spark: SparkSession
-    ) -> set[str]:
-        """The items released by one run on ``rows`` (the audit's synthetic data)."""
-        pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
+    def released(self, copies: Copies, randomness: Randomness, spark: SparkSession) -> set[str]:
+        """The items released by one run on the union of ``copies`` (the audit's data)."""
+        pairs = copies.frame(spark)
         # validate=False: the audit builds its rows itself (non-null strings, no bad input)
         with select_partitions(
             pairs, self.params, randomness, validate=False, algorithm=self.entry
@@ -271,10 +270,11 @@ class OracleSelection:
         return release_model(self.calibration)(min(weight, self.gamma))
 
     def released(
-        self, rows: list[tuple[str, str]], randomness: Randomness, spark: SparkSession | None
+        self, copies: Copies, randomness: Randomness, spark: SparkSession | None
     ) -> set[str]:
-        """The items released by one run on ``rows`` (in memory; ``spark`` is unused)."""
-        pairs = pd.DataFrame(rows, columns=[USER_ID, ITEM])
+        """The items released by one run on the union of ``copies`` (in memory; ``spark`` is
+        unused)."""
+        pairs = pd.DataFrame(copies.rows(), columns=[USER_ID, ITEM])
         kwargs: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
         if self.max_items is not None:
             kwargs["max_items"] = self.max_items

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spark_dp.audit.scenario import copy_of, disjoint_union, split_by_copy
+from spark_dp.audit.scenario import Copies, split_by_copy
 from spark_dp.audit.targets import Settings, build_target
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.randomness import Randomness
@@ -30,11 +30,12 @@ def test_union_run_equals_the_runs_on_each_copy(spark, name):
     target = build_target(name, Settings(fast=True, overrides={"max_items_per_user": 3}))
     copies = [dataset(s) for s in range(2)]
     key = Randomness.create(5)
-    union = split_by_copy(target.released(disjoint_union(copies), key, spark))
+    union = split_by_copy(target.released(Copies(tuple((c, 1) for c in copies)), key, spark))
     for k, sets in enumerate(copies):
-        rows = [(copy_of(k, u), copy_of(k, i)) for u, items in sets.items() for i in items]
-        alone = split_by_copy(target.released(rows, key, spark)).get(k, set())
-        assert union.get(k, set()) == alone, (name, k)
+        # copy k alone, with the names it has in the union (index k)
+        before = tuple(({}, 1) for _ in range(k))
+        alone = split_by_copy(target.released(Copies((*before, (sets, 1))), key, spark))
+        assert union.get(k, set()) == alone.get(k, set()), (name, k)
     released = set().union(*union.values())
     union_items = {i for sets in copies for items in sets.values() for i in items}
     assert released and len(released) < len(union_items) * len(copies)  # a real selection
