@@ -24,6 +24,7 @@ from spark_dp.distinct_count.plan import DistinctCountPlan
 __all__ = [
     "MAX_FILLERS",
     "CountEvent",
+    "count_event_probabilities",
     "dlap_sf",
     "place_count_event",
     "place_epsilon_item",
@@ -107,8 +108,8 @@ def place_count_event(
 ) -> CountEvent:
     """The event {ℓ̂ = ℓ (or any), ν̂ ≥ c} with the largest plug-in bound (δ = 0)."""
     cuts = _cuts(plan, curve_d, curve_neighbour)
-    q_rows = _on_cuts(plan, curve_d, cuts)
-    p_rows = _on_cuts(plan, curve_neighbour, cuts)
+    q_rows = count_event_probabilities(plan, curve_d, cuts)
+    p_rows = count_event_probabilities(plan, curve_neighbour, cuts)
     options: list[tuple[int | None, NDArray, NDArray]]
     options = [(k + 1, p_rows[k], q_rows[k]) for k in range(plan.ell_max)]
     options.append((None, p_rows.sum(axis=0), q_rows.sum(axis=0)))
@@ -121,7 +122,9 @@ def place_count_event(
     return event
 
 
-def _on_cuts(plan: DistinctCountPlan, curve: NDArray[np.int64], cuts: NDArray) -> NDArray:
+def count_event_probabilities(
+    plan: DistinctCountPlan, curve: NDArray[np.int64], cuts: NDArray
+) -> NDArray:
     """P[ℓ̂ = ℓ and ν̂ ≥ c] for every ℓ (rows) and cut c (columns): GEM's exact
     probabilities times the discrete Laplace tail of ν̂ = q_ℓ + X, X of scale ℓ/ε_count."""
     if not isinstance(plan.count, DiscreteLaplaceRelease):

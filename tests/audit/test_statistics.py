@@ -29,7 +29,11 @@ from scipy import stats
 
 from spark_dp.audit.api import DEFAULT_RUNS, default_runs
 from spark_dp.audit.broken import BROKEN, build_broken
-from spark_dp.audit.placement import place_count_event, place_epsilon_item
+from spark_dp.audit.placement import (
+    count_event_probabilities,
+    place_count_event,
+    place_epsilon_item,
+)
 from spark_dp.audit.scenario import distinct_count_datasets
 from spark_dp.audit.statistics import (
     Confidence,
@@ -152,15 +156,16 @@ def local_curve(sets: dict, ell_max: int) -> np.ndarray:
 
 
 def count_4eps_power() -> float:
-    from spark_dp.audit.placement import _on_cuts
-
     target = build_broken("broken-distinct-count-4eps")
     plan, runs = target.plan, default_runs("broken-distinct-count-4eps")
     base, neighbour = distinct_count_datasets(plan.ell_max)
     c_d, c_n = local_curve(base, plan.ell_max), local_curve(neighbour, plan.ell_max)
     event = place_count_event(plan, c_d, c_n, runs, Confidence().per_bound)
     cut = np.array([float(event.cut)])
-    p_rows, q_rows = _on_cuts(plan, c_n, cut), _on_cuts(plan, c_d, cut)
+    p_rows, q_rows = (
+        count_event_probabilities(plan, c_n, cut),
+        count_event_probabilities(plan, c_d, cut),
+    )
     pick = slice(None) if event.ell is None else slice(event.ell - 1, event.ell)
     p, q = float(p_rows[pick].sum()), float(q_rows[pick].sum())
     return best_comparison_power(p, q, 0.0, target.claim.epsilon, runs)
