@@ -227,7 +227,7 @@ class SparkSelection:
     def released(self, copies: Copies, randomness: Randomness, spark: SparkSession) -> set[str]:
         """The items released by one run on the union of ``copies`` (the audit's data)."""
         pairs = copies.frame(spark)
-        # validate=False: the audit builds its rows itself (non-null strings, no bad input)
+        # as the job calls it (the job validates in load_pairs; the audit builds valid rows)
         with select_partitions(
             pairs, self.params, randomness, validate=False, algorithm=self.entry
         ) as result:
