@@ -87,15 +87,17 @@ class EpsilonTest:
 
     Attributes:
         claimed: the mechanism's claimed ε.
-        delta: the δ share the bound is computed at.
+        delta: the δ share the bound is computed at (what the verdict uses).
         comparisons: the four (event, direction) counts.
         alpha: level of each one-sided bound.
+        total_delta: the mechanism's whole δ, for the (weaker) bound reported beside it.
     """
 
     claimed: float
     delta: float
     comparisons: tuple[EventCounts, ...]
     alpha: float
+    total_delta: float = 0.0
 
     @property
     def bounds(self) -> list[float]:
@@ -106,6 +108,11 @@ class EpsilonTest:
     def lower_bound(self) -> float:
         """The empirical ε lower bound: the largest of the comparisons' bounds."""
         return max(self.bounds)
+
+    @property
+    def lower_bound_at_total_delta(self) -> float:
+        """The same bound at the mechanism's whole δ (the DP definition's, reported only)."""
+        return max(c.epsilon_lower_bound(self.total_delta, self.alpha) for c in self.comparisons)
 
     @property
     def passed(self) -> bool:
@@ -119,6 +126,8 @@ class EpsilonTest:
             "delta": self.delta,
             "alpha_per_bound": self.alpha,
             "epsilon_lower_bound": self.lower_bound,
+            "total_delta": self.total_delta,
+            "epsilon_lower_bound_at_total_delta": self.lower_bound_at_total_delta,
             "comparisons": [
                 {**asdict(c), "epsilon_lower_bound": b}
                 for c, b in zip(self.comparisons, self.bounds, strict=True)
@@ -264,7 +273,9 @@ def _selection_audit(
         raise TypeError(f"{target.name}: a selection mechanism claims a novel-item share")
     novel = NovelTest.from_counts(novel_hits, 2 * runs, claim.delta_novel, confidence.per_test)
     comparisons = two_ways("ε item released", on_neighbour, on_base, runs)
-    epsilon = EpsilonTest(claim.epsilon, claim.delta_event, comparisons, confidence.per_bound)
+    epsilon = EpsilonTest(
+        claim.epsilon, claim.delta_event, comparisons, confidence.per_bound, claim.delta
+    )
     return novel, epsilon, scenario.to_report()
 
 

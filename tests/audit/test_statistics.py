@@ -11,9 +11,9 @@ broken-rho-full-delta           novel       rate 0.200 vs share 0.100      1.000
 broken-full-delta               novel       rate 0.200 vs share 0.100      1.000
 broken-double-singletons        novel       rate 0.300 vs share 0.100      1.000
 broken-no-cap                   novel       rate 0.317 vs share 0.100      1.000
-broken-sigma-2eps               ε           ε at the event ≈ 1.8 vs 1      ≥ 0.99
+broken-sigma-2eps               ε           σ for 2ε at the chosen event   0.998
 broken-greedy-update-prefix     novel       rate 0.813 vs share 0.200      1.000
-broken-distinct-count-4eps      ε           see test                       ≥ 0.95
+broken-distinct-count-4eps      ε           noise for 4·ε_count            1.000
 ==============================  ==========  =============================  =======
 
 (``test_power_table`` recomputes and prints it; the assertions are the ≥ 0.95 requirement.)
