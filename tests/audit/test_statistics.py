@@ -16,7 +16,9 @@ broken-greedy-update-prefix     novel       rate 0.813 vs share 0.200      1.000
 broken-distinct-count-4eps      ε           noise for 4·ε_count            1.000
 ==============================  ==========  =============================  =======
 
-(``test_power_table`` recomputes and prints it; the assertions are the ≥ 0.95 requirement.)
+(``test_power_table`` recomputes and prints it; the assertions are the ≥ 0.95 requirement.) The
+distinct-count audit has less reach: count noise for 3·ε_count is caught with power 1.0, for
+2·ε_count with power ≈ 0 (its best event shows the count step's ε and almost none of GEM's).
 """
 
 from __future__ import annotations
