@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 
 DEMO := demo_output
 
-.PHONY: help setup bench-setup airflow-venv test lint format demo bench bench-quick package clean
+.PHONY: help setup bench-setup airflow-venv test lint format demo bench bench-quick audit package clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -73,6 +73,11 @@ bench: setup bench-setup ## full benchmark, about 75 minutes here (bench/results
 
 bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
+
+# Fresh keys each run (no seed): the table is one random audit, as a user would run it.
+audit: setup ## privacy audit of every mechanism and broken variant (docs/audit/; ~5 minutes)
+	$(PY) -m spark_dp audit --self-test --json docs/audit/audit.json \
+	    --markdown docs/audit/audit.md --plot docs/audit/audit.png $(ARGS)
 
 package: setup ## build dist/spark_dp.zip for spark-submit --py-files
 	$(PY) -m spark_dp.packaging dist/spark_dp.zip

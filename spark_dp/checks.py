@@ -46,9 +46,11 @@ exact samplers' integer arithmetic grow with e^ε."""
 EPSILON_WARN = 10.0
 """A job warns above this ε (a likelihood ratio above e^10 ≈ 22026)."""
 
-DELTA_MAX = 0.1
-"""Largest total δ a job releases with: a δ this large lets a mechanism publish a random tenth
-of the users' data outright."""
+DELTA_MAX = 0.5
+"""Largest total δ a mechanism accepts: with δ ≥ ½ the guarantee allows publishing any one
+user's data with probability ½, which protects nothing. δ between :data:`DELTA_WARN` and this
+bound is allowed with a warning: the privacy audit (``spark-dp audit --fast``) runs the real
+mechanisms at δ = 0.2, where its statistics have power; releases want δ well below 1/n."""
 
 DELTA_WARN = 1e-4
 """A job warns above this δ: it exceeds 1/n for every dataset of fewer than 10^4 users, and δ

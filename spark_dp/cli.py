@@ -7,6 +7,7 @@
     spark-dp calibrate --epsilon 1 --delta 1e-5 --max-contributions 100
     spark-dp budget set-cap --store sqlite:///var/spark_dp/budget.db --dataset words --epsilon 4
     spark-dp budget --store sqlite:///var/spark_dp/budget.db
+    spark-dp audit --mechanism mad2r --fast
 
 Each job subcommand takes exactly the flags of ``jobs/<name>.py`` (``spark-dp <job> --help``);
 ``python -m spark_dp`` is the same command. Under spark-submit use ``jobs/<name>.py`` or
@@ -48,6 +49,7 @@ JOBS: dict[str, tuple[str, str]] = {
 TOOLS = {
     "calibrate": "print σ, ρ and thresholds for (ε, δ, Δ0) without touching data",
     "budget": "list or set the caps and spending of a budget store (set-cap, set-accountant)",
+    "audit": "empirical privacy audit of a mechanism (spark-dp audit --help)",
 }
 
 
@@ -106,6 +108,10 @@ def _dispatch(args: list[str]) -> int:
         return _calibrate(rest)
     if command == "budget":
         return _budget(rest)
+    if command == "audit":
+        from spark_dp.audit.cli import main as audit_main
+
+        return audit_main(rest)
     print(
         f"spark-dp: error: unknown command {args[0]!r} (see spark-dp --help)",
         file=sys.stderr,

@@ -98,7 +98,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["epsilon", "at most 100"]),
     ("ps-epsilon-50-sampler", ps(eps="50"), ["delta", "sampler"]),
     ("ps-epsilon-text", ps(eps="one"), ["--epsilon"]),
-    ("ps-delta-huge", ps("--delta", "0.999999"), ["delta", "at most 0.1"]),
+    ("ps-delta-huge", ps("--delta", "0.999999"), ["delta", "at most 0.5"]),
     ("ps-delta-zero", ps("--delta", "0"), ["delta"]),
     ("ps-bound-1e12", ps("--max-contributions", "1000000000000"), ["max_items_per_user"]),
     ("ps-bound-zero", ps("--max-contributions", "0"), ["max_items_per_user"]),

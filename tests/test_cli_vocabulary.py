@@ -168,3 +168,10 @@ def test_a_closed_pipe_is_no_traceback() -> None:
 def test_prog_names_in_errors(capsys) -> None:
     assert cli.main(["distinct-count", "--bogus"]) == 2
     assert capsys.readouterr().err.startswith("spark-dp distinct-count: error: ")
+
+
+def test_audit_speaks_the_shared_vocabulary(capsys) -> None:
+    flat = " ".join(_help(capsys, "audit").split())
+    assert flat.startswith("usage: spark-dp audit ")
+    for flag in ("--max-contributions", "--truncation-beta", "--failure-probability"):
+        assert flag in flat, flag

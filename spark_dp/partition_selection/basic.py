@@ -7,6 +7,7 @@ Basic-Laplace: Gopi et al. 2020's ℓ1 variant; spec §2.3.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
@@ -48,6 +49,7 @@ def run(
     *,
     timer: StageTimer | None = None,
     cache: CacheScope | None = None,
+    weighting: Callable[[DataFrame], DataFrame] = basic_weights,
 ) -> Selection:
     """Basic: cap at Δ0, w(i) = Σ 1/√d_u, Gaussian noise, keep w̃ ≥ ρ.
 
@@ -57,6 +59,9 @@ def run(
         randomness: the job's randomness (capping and noise use their own child streams).
         timer: stage logger.
         cache: where the run keeps what it reuses (handed to the :class:`Selection`).
+        weighting: capped pairs → (item, weight_private). Always :func:`basic_weights`
+            except in the privacy audit's self-test, whose deliberately broken variant
+            (:mod:`spark_dp.audit.broken`) must run through this same code.
 
     Returns:
         the :class:`Selection` (one round).
@@ -69,7 +74,7 @@ def run(
         randomness=randomness,
         timer=timer,
         cache=cache,
-        run=lambda capped, noise: gaussian_round(step, basic_weights(capped), noise, cache),
+        run=lambda capped, noise: gaussian_round(step, weighting(capped), noise, cache),
     )
     return Selection(plan, round_.items, [round_], cache=cache)
 

@@ -12,7 +12,25 @@ Inputs above :data:`MAX_ORACLE_PAIRS` pairs are refused.
 * GreedyUpdate (Carvalho et al. 2022): Laplace noise of scale 1/ε, ρ_GW = 1 + ln(1/(2δ))/ε,
   Γ = ρ_GW + β/ε (β in units of the Laplace scale, spec A16), no Δ0 cap. In a random user
   order, each user fills its items below Γ in decreasing order of their count in the user's
-  multiset, spending an ℓ1 budget of 1. Then Laplace noise and w̃ ≥ ρ_GW. Spec §2.8.
+  multiset, spending an ℓ1 budget of 1. Then Laplace noise on the items with positive weight
+  only, and w̃ ≥ ρ_GW. Spec §2.8.
+
+GreedyUpdate's noise domain (issue 14 item 7). The prior authors' code, like this module's first
+version, noised every item of the union. Without a Δ0 cap that is not (ε, δ)-DP: a user with t
+items nobody else holds puts its budget on one of them and leaves t − 1 at weight 0, and each of
+those crosses ρ_GW with probability δ·e^(−ε), so the chance of releasing one of them grows with
+t (measured: 171 of 300 runs at δ = 1e-3, ε = 1 for a user with 2,000 unique items). With noise
+on the positive weights only, a new user v spends its budget of 1 along its own order and a
+novel item costs Γ > 1, so at most one novel item gets positive weight, at most 1, and it
+crosses ρ_GW with probability ≤ ½·e^(−ε(ρ_GW − 1)) = δ: the whole δ, since the Laplace part is
+pure ε-DP. That is the spec's threshold. Caveat, not in the spec or the paper: each user's
+update is monotone and ℓ1 non-expansive, so for a fixed user order adding v raises the weights
+by at most 1 in ℓ1, but it can also give positive weight to items of *other* users that had
+none (a user whose first items v filled reaches further down its list). Those items are not
+noised without v, and the Laplace argument needs the same noised items on both sides; for a
+fixed order each costs up to δ·e^(−ε). The random user order is part of the mechanism, and
+exhaustive enumeration of the orders of small instances found no case above δ, but there is no
+proof: GreedyUpdate is a comparison oracle here, not a release mechanism.
 
 The user order and the subsample come from non-privacy streams of ``randomness``; the noise
 from its ``noise`` stream, through the library's driver-side threshold step.
@@ -40,7 +58,9 @@ __all__ = [
     "MAX_ORACLE_PAIRS",
     "OracleResult",
     "greedy_update",
+    "greedy_update_histogram",
     "greedy_update_weights",
+    "laplace_release",
     "policy_gaussian",
     "policy_gaussian_weights",
 ]
@@ -196,24 +216,21 @@ def greedy_update_weights(
     return w
 
 
-def greedy_update(
+def greedy_update_histogram(
     pairs: pd.DataFrame,
     *,
     epsilon: float,
     delta: float,
     beta: float = 4.0,
     randomness: Randomness,
-) -> OracleResult:
-    """GreedyUpdate on in-memory pairs (NOT SCALABLE; see the module docstring).
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """GreedyUpdate's weights before noise, the item names, and its public constants.
 
     ρ_GW = 1 + ln(1/(2δ))/ε equals Laplace count thresholding's threshold with k = 1.
 
-    Args:
-        pairs: pandas (user_id, item); repeated rows of a user raise that item's priority.
-        epsilon: ε.
-        delta: δ.
-        beta: Γ = ρ_GW + β/ε (the paper uses 4).
-        randomness: order and noise streams.
+    Returns:
+        (weights, names, calibration): the weight of every item of the union (private),
+        their names, and {mechanism, scale, rho, gamma}.
     """
     check_nonnegative("beta", beta)
     scale = laplace_scale(epsilon)
@@ -224,13 +241,54 @@ def greedy_update(
     w = greedy_update_weights(
         lists, len(names), gamma=gamma, rng=randomness.child("order").numpy_generator()
     )
+    calibration = {"mechanism": "laplace", "scale": scale, "rho": rho, "gamma": gamma}
+    return w, names, calibration
+
+
+def greedy_update(
+    pairs: pd.DataFrame,
+    *,
+    epsilon: float,
+    delta: float,
+    beta: float = 4.0,
+    randomness: Randomness,
+) -> OracleResult:
+    """GreedyUpdate on in-memory pairs (NOT SCALABLE; see the module docstring).
+
+    Laplace noise goes to the items with positive weight only (see the module docstring for
+    why, and for what remains unproven).
+
+    Args:
+        pairs: pandas (user_id, item); repeated rows of a user raise that item's priority.
+        epsilon: ε.
+        delta: δ.
+        beta: Γ = ρ_GW + β/ε (the paper uses 4).
+        randomness: order and noise streams.
+    """
+    w, names, calibration = greedy_update_histogram(
+        pairs, epsilon=epsilon, delta=delta, beta=beta, randomness=randomness
+    )
+    support = w > 0.0
+    items = laplace_release(w[support], names[support], calibration, randomness)
+    return OracleResult("greedy-update", items, float(epsilon), float(delta), calibration)
+
+
+def laplace_release(
+    weights: np.ndarray, names: np.ndarray, calibration: dict[str, Any], randomness: Randomness
+) -> list[str]:
+    """The names whose weight + Laplace(scale) noise reaches ρ (GreedyUpdate's last step).
+
+    Args:
+        weights: the noised items' weights (private).
+        names: their names.
+        calibration: {scale, rho} from :func:`greedy_update_histogram`.
+        randomness: the run's randomness (noise from its ``noise`` stream).
+    """
     keep = noisy_threshold_mask(
-        w,
+        weights,
         distribution="laplace",
-        scale=scale,
-        threshold=rho,
+        scale=calibration["scale"],
+        threshold=calibration["rho"],
         noise=randomness.child("noise", 1).driver(),
     )
-    items = sorted(names[keep].tolist())
-    calibration = {"mechanism": "laplace", "scale": scale, "rho": rho, "gamma": gamma}
-    return OracleResult("greedy-update", items, float(epsilon), float(delta), calibration)
+    return sorted(names[keep].tolist())

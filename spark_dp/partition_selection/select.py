@@ -21,6 +21,7 @@ from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.randomness import Randomness
+from spark_dp.registry import Algorithm
 
 __all__ = ["calibration_table", "plan_selection", "select_partitions"]
 
@@ -45,6 +46,7 @@ def select_partitions(
     validate: bool = True,
     user_col: str = USER_ID,
     item_col: str = ITEM,
+    algorithm: Algorithm[PartitionSelectionParams, SelectionPlan] | None = None,
 ) -> Selection:
     """Privately select items from user-item pairs with ``params.algorithm``.
 
@@ -58,6 +60,9 @@ def select_partitions(
             pairs need no separate pass: every algorithm's cap drops them.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
+        algorithm: run this registry entry instead of ``REGISTRY[params.algorithm]``. Only
+            for the privacy audit (:mod:`spark_dp.audit`), whose deliberately broken variants
+            are entries that are not registered; they run through this same path.
 
     Returns:
         the :class:`Selection`: ``items`` (one column ``item``, cached), the per-round public
@@ -75,7 +80,7 @@ def select_partitions(
             pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
         )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
         summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
-    algorithm = REGISTRY[params.algorithm]
+    algorithm = algorithm or REGISTRY[params.algorithm]
     cache = CacheScope()
     try:
         selection: Selection = algorithm.run(

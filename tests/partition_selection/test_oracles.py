@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection import greedy_update, oracles, policy_gaussian
@@ -82,3 +83,43 @@ def test_oracles_refuse_large_or_malformed_input(monkeypatch):
     with pytest.raises(InputContractError, match="null"):
         greedy_update(nulls, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1))
     assert math.isfinite(oracles.MAX_ORACLE_PAIRS)
+
+
+def victim_pairs() -> pd.DataFrame:
+    """200 users on a small Zipf vocabulary and a victim with 2,000 items nobody else holds."""
+    rng = np.random.default_rng(7)
+    rows = [(f"u{u}", f"w{int(k) % 40}") for u in range(200) for k in rng.zipf(1.5, size=6)]
+    rows += [("victim", f"victim-{k}") for k in range(2000)]
+    return pd.DataFrame(rows, columns=["user_id", "item"])
+
+
+def victim_releases(run, runs: int = 300) -> int:
+    pairs = victim_pairs()
+    return sum(
+        any(
+            i.startswith("victim-")
+            for i in run(pairs, epsilon=1.0, delta=1e-3, randomness=Randomness.create(s)).items
+        )
+        for s in range(runs)
+    )
+
+
+# P[Bin(300, δ = 1e-3) > 4] < 1e-5: a victim-only item may be released in at most 4 of 300 runs.
+VICTIM_BOUND = int(stats.binom.ppf(1 - 1e-4, 300, 1e-3))
+
+
+@pytest.mark.slow
+def test_greedy_update_releases_victim_only_items_within_delta():
+    # Issue 14 item 7: noise only on positive weights. The victim's budget lands on one of its
+    # items (weight 1, released with probability exactly δ); the other 1,999 are not noised.
+    assert VICTIM_BOUND == 4
+    assert victim_releases(greedy_update) <= VICTIM_BOUND
+
+
+@pytest.mark.slow
+def test_the_victim_check_fails_greedy_update_before_the_fix():
+    # Noising every item of the union (the old code) releases one of the victim's 1,999
+    # zero-weight items with probability ≈ 1 − (1 − δ·e^−1)^1999 ≈ 0.52 per run.
+    from spark_dp.audit.broken import greedy_update_prefix
+
+    assert victim_releases(greedy_update_prefix) > 100

@@ -1,0 +1,179 @@
+"""The audit's neighbouring datasets: worst-case canaries, and many copies in one dataset.
+
+Selection mechanisms (Chen et al. 2025's weight-and-threshold family, count thresholding and the
+sequential oracles) are audited on D and D' = D + one canary user, per copy:
+
+* **novel canary** (every copy): one user whose items nobody else holds, more than Δ0 of them
+  (or exactly the t that attains the threshold's maximum, when that t is below Δ0). After the
+  cap it holds t novel items of weight h(t): the case the threshold ρ is calibrated for, where
+  the chance that one of them is released equals the claimed δ share exactly;
+* **ε item** "x", held by ``fillers`` users of degree 1 (its base weight or count is
+  ``fillers``), placed just below the threshold where the release probability moves most;
+* **ε canary** (only in the D' copies): a user of degree 1 holding x, which adds the whole
+  sensitivity (1) to x's weight.
+
+A copy's names are prefixed with its index (``17/x``), so copies share no user and no item.
+Every per-user step of these mechanisms (cap, degree, weights) reads only the user's items,
+every per-item step (noise, threshold, MAD's truncation, MAD2R's and DP-SIPS' later-round
+decisions) only the item's users, and the noise of an item is a keyed pseudorandom function of
+its name: so one run on the disjoint union of R copies gives, copy by copy, what R runs on the
+copies alone would give with the same key (``tests/audit/test_union.py`` checks this item by
+item), and the copies' outcomes are independent because their names differ.
+
+Distinct count is audited on D (a few persons sharing items) and D' = D + a person holding
+ℓ_max items nobody else holds, which raises c(D; ℓ) by ℓ for every ℓ: the largest change the
+sensitivity allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "EPSILON_ITEM",
+    "NOVEL_PREFIX",
+    "SEPARATOR",
+    "Copies",
+    "Scenario",
+    "copy_of",
+    "disjoint_union",
+    "distinct_count_datasets",
+    "split_by_copy",
+]
+
+Sets = Mapping[str, Sequence[str]]
+"""A dataset: user → items (a list; GreedyUpdate reads repeats as priorities)."""
+
+SEPARATOR = "/"
+EPSILON_ITEM = "x"
+NOVEL_PREFIX = "novel"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """D and D' of a selection audit, for one copy (names without the copy prefix).
+
+    Attributes:
+        fillers: users of degree 1 holding the ε item (its base weight).
+        novel_items: items of the novel canary (none of them held by anyone else).
+    """
+
+    fillers: int
+    novel_items: int
+
+    def base(self) -> dict[str, list[str]]:
+        """D: the fillers of the ε item and the novel canary."""
+        sets: dict[str, list[str]] = {f"filler{k}": [EPSILON_ITEM] for k in range(self.fillers)}
+        sets["canary-novel"] = [f"{NOVEL_PREFIX}{k}" for k in range(self.novel_items)]
+        return sets
+
+    def neighbour(self) -> dict[str, list[str]]:
+        """D' = D + the ε canary (one user of degree 1 on the ε item)."""
+        sets = self.base()
+        sets["canary-x"] = [EPSILON_ITEM]
+        return sets
+
+    def copies(self, runs: int) -> Copies:
+        """``runs`` copies of D (indices 0..runs−1), then ``runs`` copies of D'."""
+        return Copies(((self.base(), runs), (self.neighbour(), runs)))
+
+    def to_report(self) -> dict[str, object]:
+        """Public description of the canaries."""
+        return {
+            "novel_canary_items": self.novel_items,
+            "epsilon_item_fillers": self.fillers,
+            "epsilon_canary": "one user of degree 1 on the epsilon item (D' copies only)",
+        }
+
+
+@dataclass(frozen=True)
+class Copies:
+    """Groups of identical copies, numbered in order: (dataset, number of copies) per group.
+
+    :meth:`rows` lists the disjoint union on the driver (for the in-memory oracles);
+    :meth:`frame` builds the same rows in Spark from the small per-copy datasets, so the
+    union is never shipped from the driver.
+    """
+
+    groups: tuple[tuple[Sets, int], ...]
+
+    @property
+    def total(self) -> int:
+        """The number of copies."""
+        return sum(n for _, n in self.groups)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(user_id, item) rows of the union, names prefixed by copy index."""
+        return disjoint_union([sets for sets, n in self.groups for _ in range(n)])
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """The same rows as a DataFrame (user_id, item): each group's dataset cross-joined
+        with its range of copy indices."""
+        from pyspark.sql import functions as F
+
+        parts = []
+        start = 0
+        for sets, n in self.groups:
+            rows = [(u, i) for u, items in sets.items() for i in items]
+            template = spark.createDataFrame(rows, "u string, i string")
+            index = spark.range(start, start + n).select(F.col("id").cast("string").alias("k"))
+            prefix = F.concat(F.col("k"), F.lit(SEPARATOR))
+            parts.append(
+                index.crossJoin(template).select(
+                    F.concat(prefix, F.col("u")).alias("user_id"),
+                    F.concat(prefix, F.col("i")).alias("item"),
+                )
+            )
+            start += n
+        out = parts[0]
+        for part in parts[1:]:
+            out = out.unionByName(part)
+        return out
+
+
+def copy_of(index: int, name: str) -> str:
+    """The name ``name`` takes in copy ``index``."""
+    return f"{index}{SEPARATOR}{name}"
+
+
+def disjoint_union(copies: Sequence[Sets]) -> list[tuple[str, str]]:
+    """(user_id, item) rows of the disjoint union of ``copies`` (names prefixed by index)."""
+    return [
+        (copy_of(k, user), copy_of(k, item))
+        for k, sets in enumerate(copies)
+        for user, items in sets.items()
+        for item in items
+    ]
+
+
+def split_by_copy(items: Iterable[str]) -> dict[int, set[str]]:
+    """Released items of a union run, per copy index (names without the prefix)."""
+    out: dict[int, set[str]] = {}
+    for name in items:
+        index, _, item = name.partition(SEPARATOR)
+        out.setdefault(int(index), set()).add(item)
+    return out
+
+
+def distinct_count_datasets(ell_max: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(D, D') of the distinct-count audit: D' adds a person with ℓ_max novel items.
+
+    D is six persons with overlapping items (so c(D; ℓ) grows with ℓ and GEM has a real
+    choice); the canary's items are new, so c(D'; ℓ) = c(D; ℓ) + ℓ for ℓ ≤ ℓ_max.
+    """
+    base = {
+        "p0": ["a", "b", "c", "d", "e", "f"],
+        "p1": ["a", "b", "g"],
+        "p2": ["c", "h", "i", "j"],
+        "p3": ["a"],
+        "p4": ["k", "l", "m", "n", "o"],
+        "p5": ["b", "k"],
+    }
+    neighbour = dict(base)
+    neighbour["canary"] = [f"{NOVEL_PREFIX}{k}" for k in range(ell_max)]
+    return base, neighbour

@@ -1,0 +1,392 @@
+"""What the audit runs: each mechanism through its real code path, with its own calibration.
+
+A target knows four things: how to run the mechanism on the audit's datasets (the registry's
+``plan``/``run`` through :func:`~spark_dp.partition_selection.select_partitions`, the in-memory
+oracle, or the distinct-count curve and release), the guarantee its calibration claims
+(:class:`Claim`), a model of one item's release probability (only to place the ε item before
+any run), and its public parameters for the report.
+
+Claims are read from the calibration objects, never restated: the novel-item share is the sum
+of the rounds' ``delta_threshold``; the share of an event on an item others also hold is the
+δ of the noise (δ/2 of a Gaussian round, 0 of pure-ε Laplace noise, the per-item δ' of the
+truncated-geometric keep probabilities, Desfontaines et al. 2022 Thm. 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+from scipy import stats
+
+from spark_dp.audit.scenario import Copies
+from spark_dp.distinct_count.params import DistinctCountParams
+from spark_dp.distinct_count.plan import DistinctCountPlan
+from spark_dp.distinct_count.registry import CurveMethod, curve_method
+from spark_dp.distinct_count.release import DPResult, release_curve
+from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
+from spark_dp.partition_selection.classic import (
+    GaussianThresholding,
+    LaplaceThresholding,
+    TruncatedGeometric,
+)
+from spark_dp.partition_selection.columns import ITEM, USER_ID
+from spark_dp.partition_selection.mad_constants import MadRound
+from spark_dp.partition_selection.oracles import OracleResult, greedy_update, policy_gaussian
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.partition_selection.result import SelectionPlan
+from spark_dp.randomness import Randomness
+from spark_dp.registry import Algorithm
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "FAST_PARAMETERS",
+    "MECHANISMS",
+    "NOVEL_CAP_FACTOR",
+    "Claim",
+    "CountTarget",
+    "OracleSelection",
+    "SparkSelection",
+    "Target",
+    "build_target",
+]
+
+NOVEL_CAP_FACTOR = 10
+"""The novel canary holds this many times Δ0 items, so the cap itself is exercised."""
+
+ORACLES = ("policy-gaussian", "greedy-update")
+DISTINCT_COUNT = "distinct-count"
+MECHANISMS: tuple[str, ...] = (*REGISTRY.names, *ORACLES, DISTINCT_COUNT)
+"""Every real mechanism the audit knows, in report order."""
+
+_WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_items_per_user": 2}
+_COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_items_per_user": 1}
+FAST_PARAMETERS: dict[str, dict[str, Any]] = {
+    **{name: _WEIGHTED for name in REGISTRY.names},
+    "truncated-geometric": _COUNTED,
+    "laplace-thresholding": _COUNTED,
+    "gaussian-thresholding": _COUNTED,
+    "policy-gaussian": _WEIGHTED,
+    "greedy-update": {"epsilon": 1.0, "delta": 0.2},
+    DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contribution": 4},
+}
+"""``--fast``: a large δ and small Δ0 make the claimed δ shares measurable in a few thousand
+runs (count thresholding uses k = 1 so that one canary item carries the whole ε)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The guarantee a mechanism's calibration claims, as the audit tests it.
+
+    Attributes:
+        epsilon: total ε.
+        delta: total δ.
+        delta_novel: bound on P[some item of a new user that nobody else holds is released]
+            (None for the distinct count, which has no such event).
+        delta_event: δ share of an event on one item that other users also hold.
+    """
+
+    epsilon: float
+    delta: float
+    delta_novel: float | None
+    delta_event: float
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def novel_share(calibration: Any) -> float:
+    """δ share of the novel-item threshold of one round (every selection calibration has it)."""
+    return float(calibration.delta_threshold)
+
+
+def event_share(calibration: Any) -> float:
+    """δ share of an event on an item other users also hold, for one round.
+
+    Gaussian noise spends δ/2 on the Gaussian mechanism (the other δ/2 is the threshold's);
+    Laplace noise is pure ε-DP; the truncated-geometric keep probabilities satisfy
+    p(n + 1) ≤ e^(ε')·p(n) + δ' per item, so its share is δ'.
+    """
+    if isinstance(calibration, WeightAndThreshold | GaussianThresholding):
+        return float(calibration.delta_noise)
+    if isinstance(calibration, MadRound):
+        return float(calibration.gaussian.delta_noise)
+    if isinstance(calibration, LaplaceWeightAndThreshold | LaplaceThresholding):
+        return 0.0
+    if isinstance(calibration, TruncatedGeometric):
+        return float(calibration.adjusted_delta)
+    raise TypeError(f"the audit has no δ share for {type(calibration).__name__}; add it here")
+
+
+def release_model(calibration: Any) -> Callable[[float], float]:
+    """P[an item of weight (or user count) w is released] in one round of this calibration."""
+    if isinstance(calibration, WeightAndThreshold | MadRound):
+        sigma, rho = calibration.sigma, calibration.rho
+        return lambda w: float(stats.norm.sf((rho - w) / sigma))
+    if isinstance(calibration, GaussianThresholding):
+        sigma, threshold = calibration.sigma, calibration.threshold
+        return lambda w: float(stats.norm.sf((threshold - w) / sigma))
+    if isinstance(calibration, LaplaceWeightAndThreshold):
+        scale, rho = calibration.scale, calibration.rho
+        return lambda w: float(stats.laplace.sf((rho - w) / scale))
+    if isinstance(calibration, LaplaceThresholding):
+        scale, threshold = calibration.scale, calibration.threshold
+        return lambda w: float(stats.laplace.sf((threshold - w) / scale))
+    if isinstance(calibration, TruncatedGeometric):
+        return lambda w: float(calibration.keep_probability(w))
+    raise TypeError(f"the audit has no release model for {type(calibration).__name__}")
+
+
+def selection_claim(plan: SelectionPlan) -> Claim:
+    """The plan's total (ε, δ) and its two δ shares, summed over the rounds."""
+    return Claim(
+        epsilon=plan.epsilon,
+        delta=plan.delta,
+        delta_novel=sum(novel_share(s.calibration) for s in plan.steps),
+        delta_event=sum(event_share(s.calibration) for s in plan.steps),
+    )
+
+
+def claimed_cap(calibration: Any) -> int:
+    """The Δ0 (k) a round's threshold is calibrated for: the claimed cap, whatever the run
+    does (a run without the cap must face a canary with more items than that)."""
+    if isinstance(calibration, MadRound):
+        return int(calibration.gaussian.max_items)
+    if isinstance(calibration, WeightAndThreshold | LaplaceWeightAndThreshold):
+        return int(calibration.max_items)
+    return int(calibration.max_partitions)
+
+
+def argmax_t(calibration: Any) -> int | None:
+    """The number of novel items t that attains a round's threshold maximum, if it has one."""
+    if isinstance(calibration, MadRound):
+        return calibration.gaussian.argmax_t
+    if isinstance(calibration, WeightAndThreshold | LaplaceWeightAndThreshold):
+        return calibration.argmax_t
+    return None
+
+
+def novel_canary_items(max_items: int | None, argmax_t: int | None) -> int:
+    """Items of the novel canary: the t attaining ρ's maximum when it is below Δ0 (the cap
+    would not bring a larger canary there), else NOVEL_CAP_FACTOR·Δ0 (capped to Δ0)."""
+    cap = max_items if max_items is not None else 2
+    if argmax_t is not None and argmax_t < cap:
+        return argmax_t
+    return NOVEL_CAP_FACTOR * cap
+
+
+@dataclass(frozen=True)
+class SparkSelection:
+    """A partition-selection registry entry, run by ``select_partitions`` on Spark."""
+
+    name: str
+    entry: Algorithm[PartitionSelectionParams, SelectionPlan]
+    params: PartitionSelectionParams
+    change: str | None = None
+
+    @property
+    def plan(self) -> SelectionPlan:
+        """The entry's data-free calibration."""
+        return self.entry.plan(self.params)
+
+    @property
+    def claim(self) -> Claim:
+        """What the plan's calibration claims."""
+        return selection_claim(self.plan)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """Public parameters for the report."""
+        p = self.params
+        out: dict[str, Any] = {"epsilon": p.epsilon, "delta": p.delta}
+        out["max_items_per_user"] = p.max_items_per_user
+        if self.entry.name in ("dp-sips", "mad2r"):
+            out["split"] = list(p.split)
+        return out
+
+    def novel_items(self) -> int:
+        """The novel canary's number of items, from the claimed cap and threshold."""
+        steps = self.plan.steps
+        known = [t for t in (argmax_t(s.calibration) for s in steps) if t]
+        cap = max(claimed_cap(s.calibration) for s in steps)
+        return novel_canary_items(cap, max(known) if known else None)
+
+    def release_probability(self, weight: float) -> float:
+        """Model of the round with the largest ε share (the last such round)."""
+        steps = self.plan.steps
+        dominant = max(range(len(steps)), key=lambda k: (steps[k].epsilon, k))
+        return release_model(steps[dominant].calibration)(weight)
+
+    def released(self, copies: Copies, randomness: Randomness, spark: SparkSession) -> set[str]:
+        """The items released by one run on the union of ``copies`` (the audit's data)."""
+        pairs = copies.frame(spark)
+        # as the job calls it (the job validates in load_pairs; the audit builds valid rows)
+        with select_partitions(
+            pairs, self.params, randomness, validate=False, algorithm=self.entry
+        ) as result:
+            return {str(r[ITEM]) for r in result.items.collect()}
+
+
+# --------------------------------------------------------------------------- oracles
+
+OracleRun = Callable[..., OracleResult]
+
+
+@dataclass(frozen=True)
+class OracleSelection:
+    """A sequential in-memory oracle (PolicyGaussian, GreedyUpdate) on pandas pairs."""
+
+    name: str
+    run: OracleRun
+    claim: Claim
+    calibration: WeightAndThreshold | LaplaceThresholding
+    gamma: float
+    max_items: int | None
+    beta: float
+    change: str | None = None
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """Public parameters for the report."""
+        out: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
+        if self.max_items is not None:
+            out["max_items_per_user"] = self.max_items
+        out["beta"] = self.beta
+        return out
+
+    def novel_items(self) -> int:
+        """The novel canary's number of items (GreedyUpdate has no cap: 20, like Δ0 = 2)."""
+        return novel_canary_items(self.max_items, argmax_t(self.calibration))
+
+    def release_probability(self, weight: float) -> float:
+        """Both oracles fill an item at most to Γ before the noise."""
+        return release_model(self.calibration)(min(weight, self.gamma))
+
+    def released(
+        self, copies: Copies, randomness: Randomness, spark: SparkSession | None
+    ) -> set[str]:
+        """The items released by one run on the union of ``copies`` (in memory; ``spark`` is
+        unused)."""
+        pairs = pd.DataFrame(copies.rows(), columns=[USER_ID, ITEM])
+        kwargs: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
+        if self.max_items is not None:
+            kwargs["max_items"] = self.max_items
+        return set(self.run(pairs, beta=self.beta, randomness=randomness, **kwargs).items)
+
+
+def policy_gaussian_target(
+    epsilon: float, delta: float, max_items_per_user: int = 100, beta: float = 4.0
+) -> OracleSelection:
+    """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ (spec §2.8)."""
+    cal = WeightAndThreshold.for_budget(epsilon, delta, max_items_per_user)
+    claim = Claim(epsilon, delta, cal.delta_threshold, cal.delta_noise)
+    gamma = cal.rho + beta * cal.sigma
+    return OracleSelection(
+        "policy-gaussian", policy_gaussian, claim, cal, gamma, max_items_per_user, beta
+    )
+
+
+def greedy_update_target(
+    epsilon: float, delta: float, beta: float = 4.0, run: OracleRun = greedy_update
+) -> OracleSelection:
+    """GreedyUpdate: Laplace(1/ε) noise, ρ_GW for one novel item with the whole δ, no Δ0 cap,
+    Γ = ρ_GW + β/ε (spec §2.8); ρ_GW is Laplace count thresholding's threshold at k = 1."""
+    cal = LaplaceThresholding.for_budget(epsilon, delta, 1)
+    claim = Claim(epsilon, delta, cal.delta_threshold, 0.0)
+    gamma = cal.threshold + beta * cal.scale
+    return OracleSelection("greedy-update", run, claim, cal, gamma, None, beta)
+
+
+# --------------------------------------------------------------------------- distinct count
+
+
+@dataclass(frozen=True)
+class CountTarget:
+    """The distinct count: the method's curve on Spark, then the driver-side release."""
+
+    name: str
+    method: CurveMethod
+    plan: DistinctCountPlan
+    change: str | None = None
+
+    @property
+    def claim(self) -> Claim:
+        """Pure ε-DP: no δ, no novel-item event."""
+        return Claim(self.plan.epsilon, 0.0, None, 0.0)
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """Public parameters for the report."""
+        return {
+            "epsilon": self.claim.epsilon,
+            "beta": self.plan.beta,
+            "max_contribution": self.plan.ell_max,
+            "method": self.plan.method,
+        }
+
+    def curve(self, sets: Mapping[str, list[str]], spark: SparkSession) -> NDArray[np.int64]:
+        """c(D; ℓ), ℓ = 1..ℓ_max, by the method's own Spark path (the job's curve step)."""
+        rows = [(u, i) for u, items in sets.items() for i in items]
+        pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
+        return self.method.curve(pairs, self.plan.ell_max)
+
+    def release(self, curve: NDArray[np.int64], randomness: Randomness) -> DPResult:
+        """One release (GEM and the noisy count) from the curve, as the job's run does it."""
+        return release_curve(curve, self.plan, randomness)
+
+
+Target = SparkSelection | OracleSelection | CountTarget
+
+
+# --------------------------------------------------------------------------- catalogue
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Parameters of one target: the fast set or the family's defaults, then overrides."""
+
+    fast: bool = True
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def values(self, name: str) -> dict[str, Any]:
+        """The parameter values for mechanism ``name``."""
+        base = dict(FAST_PARAMETERS.get(name, _WEIGHTED)) if self.fast else {}
+        base.update({k: v for k, v in self.overrides.items() if v is not None})
+        return base
+
+
+def build_target(name: str, settings: Settings | None = None) -> Target:
+    """The target of a real mechanism (see :data:`MECHANISMS`).
+
+    Raises:
+        ParameterError: unknown name or bad parameters (from the family's own checks).
+    """
+    values = (settings or Settings()).values(name)
+    if name == DISTINCT_COUNT:
+        keys = ("epsilon", "max_contribution", "method")
+        given = {k: values[k] for k in keys if k in values}
+        if "failure_probability" in values:  # the distinct count's β (not MAD's truncation β)
+            given["beta"] = values["failure_probability"]
+        count_params = DistinctCountParams(**given)
+        method = curve_method(count_params.method)
+        return CountTarget(name, method, method.plan(count_params))
+    if name in ORACLES:
+        eps, delta = float(values.get("epsilon", 1.0)), float(values.get("delta", 1e-5))
+        beta = float(values.get("beta", 4.0))
+        if name == "policy-gaussian":
+            cap = int(values.get("max_items_per_user", 100))
+            return policy_gaussian_target(eps, delta, cap, beta)
+        return greedy_update_target(eps, delta, beta)
+    entry = REGISTRY[name]
+    fields = set(PartitionSelectionParams.__dataclass_fields__)
+    params = PartitionSelectionParams(
+        algorithm=name, **{k: v for k, v in values.items() if k in fields and k != "algorithm"}
+    )
+    return SparkSelection(name, entry, params)
