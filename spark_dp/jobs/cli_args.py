@@ -17,8 +17,9 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --master URL          master for a plain `python jobs/...` run (default local[*])
     --log-level LEVEL     DEBUG | INFO | WARNING | ERROR (default INFO)
     --dry-run             print the resolved configuration, paths and calibration; no Spark
-    --ledger PATH         budget ledger (jobs that spend privacy budget)
-    --dataset-id ID       dataset name in the ledger
+    --budget-store URL    the privacy-budget store (sqlite:///budget.db, postgresql://...):
+                          (ε, δ) reserved before any data is read, refused with exit 3
+    --dataset-id ID       the privacy unit charged (default: the resolved --input)
     --unsafe-debug-logs   log private counts (needs --allow-unsafe-debug; in the report)
     --allow-unsafe-debug  confirm an unsafe debugging flag (never on production data)
 
@@ -58,6 +59,20 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
         raise SystemExit(2)
+
+
+class _Replaced(argparse.Action):
+    """``--ledger``: the JSONL ledger was replaced by the budget store (one clear error)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=1, **kw)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.error(
+            "--ledger was replaced by the budget store: pass --budget-store "
+            "sqlite:///PATH/budget.db (set a cap first: spark-dp budget set-cap --store URL "
+            "--dataset ID --epsilon E)"
+        )
 
 
 def _log_level(value: str) -> str:
@@ -161,10 +176,20 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
     )
     if spec.spends_budget:
         budget = parser.add_argument_group("privacy budget")
-        budget.add_argument("--ledger", metavar="PATH", help="append this release to a ledger")
         budget.add_argument(
-            "--dataset-id", metavar="ID", help="dataset name in the ledger (default: --input)"
+            "--budget-store",
+            metavar="URL",
+            help="budget store (sqlite:///path/budget.db or any SQLAlchemy URL): reserve this "
+            "release's (ε, δ) before reading data, refuse with exit 3 over the dataset's cap "
+            "(default: the config file's budget_store, else none: nothing is enforced)",
         )
+        budget.add_argument(
+            "--dataset-id",
+            metavar="ID",
+            help="the privacy unit charged in the store: one stable id for the same users "
+            "across runs and dates (default: the resolved --input)",
+        )
+        budget.add_argument("--ledger", action=_Replaced, help=argparse.SUPPRESS)
     if spec.needs_input:
         debug = parser.add_argument_group("unsafe debugging (never on production data)")
         debug.add_argument(

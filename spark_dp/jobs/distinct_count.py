@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from spark_dp.distinct_count.params import DistinctCountParams
@@ -25,6 +26,7 @@ from spark_dp.distinct_count.registry import REGISTRY
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
 from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
+from spark_dp.report import Step
 
 __all__ = ["NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
 
@@ -86,6 +88,11 @@ def _paths(args: argparse.Namespace, params: DistinctCountParams) -> list[PathSp
     return [PathSpec("debug_report", "--debug-report", path, WRITE, file=True)]
 
 
+def _budget_plan(p: DistinctCountParams) -> tuple[str, Sequence[Step]]:
+    """GEM's and the release's steps of the data-free plan (reserved before data is read)."""
+    return p.method, REGISTRY[p.method].plan(p).steps
+
+
 def _describe(p: DistinctCountParams) -> dict[str, Any]:
     plan = REGISTRY[p.method].plan(p)
     return {**plan.to_report(), "steps": [s.to_report() for s in plan.steps]}
@@ -108,6 +115,7 @@ SPEC = JobSpec(
     paths=_paths,
     add_flags=_add_flags,
     describe=_describe,
+    budget_plan=_budget_plan,
     unsafe_flags=(("debug_report", "--debug-report"),),
 )
 

@@ -12,6 +12,7 @@ per-item counts, the union of items or input sizes.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
@@ -20,6 +21,8 @@ from spark_dp.partition_selection import (
     calibration_table,
     select_partitions,
 )
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.report import Step
 
 __all__ = ["SPEC", "main"]
 
@@ -40,6 +43,11 @@ def _describe(p: PartitionSelectionParams) -> dict[str, Any]:
     return {"rounds": calibration_table(p, [p.algorithm])}
 
 
+def _budget_plan(p: PartitionSelectionParams) -> tuple[str, Sequence[Step]]:
+    """The rounds the algorithm's data-free plan spends (reserved before data is read)."""
+    return p.algorithm, REGISTRY[p.algorithm].plan(p).steps
+
+
 SPEC = JobSpec(
     name="partition_selection",
     description=__doc__.split("\n\n")[0],
@@ -58,6 +66,7 @@ SPEC = JobSpec(
     spends_budget=True,
     required=("epsilon",),
     describe=_describe,
+    budget_plan=_budget_plan,
 )
 
 

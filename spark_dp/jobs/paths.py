@@ -3,7 +3,7 @@
 Rules (a violation is exit code 2 with a message naming the flags and paths involved):
 
 1. No path is empty.
-2. No path the job writes (output, report, user state, work directory, ledger, debug file)
+2. No path the job writes (output, report, user state, work directory, budget store, debug file)
    equals, contains or lies inside a path it reads (input, capacities, record weights, config,
    key file) or another path it writes. ``--overwrite`` never applies to a path that is also
    read: ``--report data.parquet --input data.parquet`` and ``--output words --input words
@@ -11,7 +11,8 @@ Rules (a violation is exit code 2 with a message naming the flags and paths invo
 3. The directory a written path goes into exists and is writable, or can be created (its
    nearest existing ancestor is a writable directory, not a file).
 4. An existing output, report, user state or debug file is refused unless ``--overwrite``; a
-   report, ledger or debug file must not be an existing directory, nor a work directory a file.
+   report, budget store or debug file must not be an existing directory, nor a work directory
+   a file.
 5. Local inputs exist, can be read and are Parquet (or CSV with ``--input-format csv``):
    :func:`spark_dp.io.probe.probe_local_input`.
 
@@ -43,7 +44,8 @@ __all__ = ["PathPlan", "PathSpec"]
 
 READ, WRITE, APPEND, STATE = "read", "write", "append", "state"
 """How a job uses a path: reads it; writes it at the commit (staged, refused if present
-without --overwrite); appends to it (a ledger); keeps state in it (a work directory)."""
+without --overwrite); appends to it (an SQLite budget store); keeps state in it (a work
+directory)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,10 @@ class PathPlan:
 
     def _local(self, path: str) -> bool:
         return is_local(path, plain_is_local=self.plain_is_local)
+
+    def is_local(self, spec: PathSpec) -> bool:
+        """Whether ``spec``'s path is on the local disk (else a Hadoop URI)."""
+        return self._local(spec.path)
 
     def _resolve(self, path: str) -> str:
         if self._local(path):

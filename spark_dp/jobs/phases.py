@@ -23,8 +23,9 @@ from spark_dp.config import (
 )
 from spark_dp.errors import ConfigError
 from spark_dp.io.write import plain_paths_local
+from spark_dp.jobs.budget_hooks import budget_path_spec
 from spark_dp.jobs.config_source import locate_config
-from spark_dp.jobs.paths import APPEND, READ, WRITE, PathPlan, PathSpec
+from spark_dp.jobs.paths import READ, WRITE, PathPlan, PathSpec
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
@@ -140,9 +141,7 @@ def _path_specs(run: Run) -> list[PathSpec]:
     if report is not None:
         flag = "--report" if args.report is not None else "--report (default)"
         out.append(PathSpec("report", flag, report, WRITE, file=True))
-    if getattr(args, "ledger", None) is not None:
-        out.append(PathSpec("ledger", "--ledger", args.ledger, APPEND, file=True))
-    return out
+    return out + budget_path_spec(run)
 
 
 def plan_paths(run: Run) -> None:

@@ -44,4 +44,9 @@ class Run:
     report: PrivacyReport | None = None
     committed: bool = False
     after_commit: list[Any] = field(default_factory=list)
+    budget_store: str | None = None  # --budget-store URL (or the config file's budget_store)
+    dataset_id: str | None = None  # the privacy unit the release is charged to
+    release_id: str = ""  # hash of job, algorithm, parameters, input identity, key fingerprint
+    planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan
+    store: Any = None  # the open BudgetStore, closed at the end of the run
     reservation: Any = None  # the budget store's reservation, between reserve and commit

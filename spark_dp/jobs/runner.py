@@ -2,16 +2,17 @@
 
 ::
 
-    parse → config → params → path plan → key → [budget reserve] → session → execute (staged)
-          → commit (outputs, user state, report last) → [budget commit]
-    on failure: the staging is removed (or a half-done commit rolled back) → [budget release]
+    parse → config → params → path plan → key → budget reserve → session → execute (staged)
+          → commit (outputs, user state, report last) → budget commit
+    on failure: the staging is removed (or a half-done commit rolled back) → budget release
 
-Everything up to the key runs before Spark starts (:mod:`.phases`), so a bad flag, value,
-config file or path is one line on stderr and exit code 2 without a JVM. The budget hooks
-(:mod:`.budget_hooks`: :func:`budget_reserve`, :func:`budget_commit`, :func:`budget_release`)
-are where the privacy-budget store reserves the
-release's (ε, δ) before any data is read, commits it once the report is in place, and releases
-it when nothing was committed; today they keep ``--ledger``'s behaviour (append at commit).
+Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a bad flag,
+value, config file or path is one line on stderr and exit code 2 without a JVM, and a refused
+budget is exit code 3 before any data is read. The budget hooks (:mod:`.budget_hooks`) compute
+the release id, reserve the release's (ε, δ) in the budget store (``--budget-store``) from the
+job's data-free plan, commit it once the report is in place, and release it when nothing was
+committed. (A store-less run is reported as "no budget enforced"; when a table is read from a
+Hadoop URI the session starts before the reservation, to list it.)
 
 Exit codes: 0 success; 2 bad arguments, configuration, paths or input (one line says what to
 fix); 3 privacy budget refused; 1 anything else (the traceback is logged).
@@ -29,7 +30,15 @@ from spark_dp.errors import SparkDPUserError
 from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
-from spark_dp.jobs.budget_hooks import budget_commit, budget_release, budget_reserve
+from spark_dp.jobs.budget_hooks import (
+    budget_commit,
+    budget_release,
+    budget_report,
+    budget_reserve,
+    check_spent,
+    needs_session_for_identity,
+    split_budget_conf,
+)
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.config_source import read_deferred
 from spark_dp.jobs.phases import (
@@ -98,7 +107,10 @@ def _apply_deferred_config(run: Run) -> None:
 def _new_report(run: Run) -> PrivacyReport:
     assert run.randomness is not None and run.spark is not None
     report = PrivacyReport(run.spec.name, run.spec.guarantee)
+    report.release_id = run.release_id
     report.parameters = params_to_dict(run.params)
+    if run.spec.spends_budget:
+        report.extra["budget"] = budget_report(run)
     report.randomness = run.randomness.to_report()
     conf = run.spark.conf  # classic or Spark Connect alike
     report.spark = {
@@ -147,6 +159,7 @@ def _execute(run: Run) -> str:
 def _commit(run: Run) -> None:
     """Phase 8: outputs into place, the report last (its presence marks the release)."""
     assert run.staging is not None and run.report is not None
+    check_spent(run)
     path = report_path(run.args)
     run.staging.commit(path, run.report.to_json() if path is not None else None)
     run.committed = True
@@ -174,6 +187,7 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | Non
         check_unsafe_flags(spec, args)
         load_config(run)
         split_spark_conf(run)
+        split_budget_conf(run)
         if run.config is not None and run.config.deferred:
             _start_session(run)  # the config file is where only Spark can read it
             _apply_deferred_config(run)
@@ -182,7 +196,9 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | Non
         if args.dry_run:
             return dry_run(run)
         make_key(run)
-        budget_reserve(run)  # before any data is read
+        if needs_session_for_identity(run):
+            _start_session(run)  # lists a Hadoop input for its identity; reads no data
+        budget_reserve(run)  # before any data is read (exit 3 if refused)
         _start_session(run)
         summary = _execute(run)
         _commit(run)
@@ -209,10 +225,9 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | Non
 
 
 def _finish(run: Run) -> None:
-    if not run.committed:
-        if run.staging is not None:
-            run.staging.abort()
-        budget_release(run)
+    if not run.committed and run.staging is not None:
+        run.staging.abort()
+    budget_release(run)  # frees the reservation unless committed; closes the store
     if run.created_session and run.spark is not None:
         run.spark.stop()
 

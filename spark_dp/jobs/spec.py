@@ -36,12 +36,15 @@ class JobSpec:
         examples: lines shown at the end of ``--help``.
         columns: the id columns the job reads (``user``, ``item``, ``record``): one
             ``--<col>-col`` flag each, and no other.
-        spends_budget: the job releases with ε > 0 (``--ledger``, ``--dataset-id``).
+        spends_budget: the job releases with ε > 0 (``--budget-store``, ``--dataset-id``).
+        budget_plan: ``budget_plan(params) -> (algorithm, steps)``: the data-free plan's
+            budget steps (:class:`spark_dp.report.Step`), reserved before any data is read;
+            required when ``spends_budget``.
         uses_key: ``--noise-key-file``/``--seed`` make the release key (else ``--seed`` is
             the job's own public seed).
         required: parameters the user must give (command line or config file), e.g. ε.
         paths: ``paths(args, params) -> [PathSpec]``: the job's own paths beyond input,
-            output, report and ledger (all of them, so the path plan checks them).
+            output, report and budget store (all of them, so the path plan checks them).
         add_flags: adds job-only flags that are not parameters (never set by a config file).
         describe: ``describe(params) -> dict``: the calibration shown by ``--dry-run``.
         unsafe_flags: (dest, flag) of job flags that expose private data: refused without
@@ -64,6 +67,11 @@ class JobSpec:
     add_flags: Callable[[argparse.ArgumentParser], None] | None = None
     describe: Callable[[Any], dict[str, Any]] | None = None
     unsafe_flags: tuple[tuple[str, str], ...] = ()
+    budget_plan: Callable[[Any], tuple[str | None, Sequence[Any]]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.spends_budget and self.budget_plan is None:
+            raise ValueError(f"job {self.name} spends budget: give its budget_plan")
 
     @property
     def command(self) -> str:

@@ -1,0 +1,163 @@
+"""Jobs against a budget store (issue 14): reserve before any data is read, refuse with exit 3,
+charge a retry with the same key once, free the reservation of a run that wrote nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_dp.budget import BudgetStore, default_dataset_id
+from spark_dp.jobs import distinct_count, partition_selection
+
+
+@pytest.fixture(scope="module")
+def words(spark, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("budget_jobs")
+    rows = [(f"u{u}", f"w{(u * 7 + k) % 40}") for u in range(300) for k in range(3)]
+    spark.createDataFrame(rows, "user_id string, item string").write.parquet(str(root / "words"))
+    return root / "words"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'budget.db'}"
+
+
+def _budget(url: str, dataset: str) -> dict:
+    with BudgetStore.open(url) as s:
+        return next(b.to_dict() for b in s.summary() if b.dataset == dataset)
+
+
+def _set_cap(url: str, dataset: str, epsilon: float, delta: float = 1e-3) -> None:
+    with BudgetStore.open(url) as s:
+        s.set_cap(dataset, epsilon, delta)
+
+
+def _key(tmp_path: Path, name: str = "key") -> str:
+    path = tmp_path / name
+    path.write_bytes(os.urandom(32))
+    return str(path)
+
+
+def _selection(words: Path, out: Path, url: str | None, *extra: str) -> list[str]:
+    store = ("--budget-store", url) if url is not None else ()
+    return [
+        *("--input", str(words), "--output", str(out), *store),
+        *("--algorithm", "basic", "--epsilon", "0.6", "--delta", "1e-5"),
+        *("--log-level", "WARNING", *extra),
+    ]
+
+
+def test_second_release_over_the_cap_is_refused_before_spark_starts(words, store, tmp_path):
+    dataset = default_dataset_id(str(words))
+    _set_cap(store, dataset, 1.0)
+    key = _key(tmp_path)
+    assert (
+        partition_selection.main(_selection(words, tmp_path / "a", store, "--noise-key-file", key))
+        == 0
+    )
+    report = json.loads((tmp_path / "a.report.json").read_text())
+    assert report["budget"] == {
+        "enforced": True,
+        "store": store,
+        "dataset": dataset,
+        "charged": True,
+        "epsilon": 0.6,
+        "delta": 1e-5,
+        "accountant": "basic",
+    }
+    spent = _budget(store, dataset)
+    assert spent["spent_epsilon"] == pytest.approx(0.6) and spent["releases"] == 1
+
+    # A fresh key is a new release: 0.6 + 0.6 > 1. The run gets a JAVA_HOME where no JVM can
+    # start, so exit 3 (not 1) proves it was refused before Spark started, let alone read data.
+    argv = _selection(words, tmp_path / "b", store)
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_dp", "partition-selection", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, JAVA_HOME=str(tmp_path / "no-java")),
+    )
+    assert done.returncode == 3, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "budget refused" in lines[0]
+    for part in (dataset, "ε=0.6", "cap ε=1"):
+        assert part in lines[0], part
+    assert "Traceback" not in done.stderr and not (tmp_path / "b").exists()
+    after = _budget(store, dataset)
+    assert after["spent_epsilon"] == pytest.approx(0.6) and after["reserved_epsilon"] == 0
+
+
+def test_a_retry_with_the_same_key_is_charged_once(spark, words, store, tmp_path):
+    dataset = "words-users"
+    _set_cap(store, dataset, 1.0)
+    key = _key(tmp_path)
+    argv = _selection(
+        words, tmp_path / "o", store, "--noise-key-file", key, "--dataset-id", dataset
+    )
+    assert partition_selection.main(argv) == 0
+    first = sorted(r.item for r in spark.read.parquet(str(tmp_path / "o")).collect())
+    assert partition_selection.main([*argv, "--overwrite"]) == 0  # an Airflow retry
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    assert report["budget"]["charged"] is False
+    assert sorted(r.item for r in spark.read.parquet(str(tmp_path / "o")).collect()) == first
+    # written elsewhere, it is still the same release (paths are not part of its id)
+    assert (
+        partition_selection.main(
+            _selection(
+                words, tmp_path / "p", store, "--noise-key-file", key, "--dataset-id", dataset
+            )
+        )
+        == 0
+    )
+    assert (
+        json.loads((tmp_path / "p.report.json").read_text())["release"]["id"]
+        == report["release"]["id"]
+    )
+    spent = _budget(store, dataset)
+    assert spent["releases"] == 1 and spent["spent_epsilon"] == pytest.approx(0.6)
+
+
+def test_no_cap_is_refused_and_a_failure_before_writing_frees_the_reservation(
+    spark, store, tmp_path
+):
+    bad = tmp_path / "nulls"
+    spark.createDataFrame([("u1", "a"), (None, "b")], "user_id string, item string").write.parquet(
+        str(bad)
+    )
+    argv = [*_selection(bad, tmp_path / "o", store), "--dataset-id", "nulls"]
+    assert partition_selection.main(argv) == 3  # no cap for the dataset: refused
+    _set_cap(store, "nulls", 1.0)
+    assert partition_selection.main(argv) == 2  # null ids: found after the reservation
+    budget = _budget(store, "nulls")
+    assert budget["reserved_epsilon"] == 0 and budget["spent_epsilon"] == 0
+    assert budget["releases"] == 0 and not (tmp_path / "o").exists()
+
+
+def test_distinct_count_reserves_its_whole_plan_and_config_can_name_the_store(
+    words, store, tmp_path
+):
+    _set_cap(store, "counts", 1.5)
+    config = tmp_path / "dc.yaml"
+    config.write_text(f"budget_store: {store}\ndataset_id: counts\nmax_contribution: 4\n")
+    report = tmp_path / "count.json"
+    argv = ["--input", str(words), "--epsilon", "1", "--config", str(config)]
+    assert distinct_count.main([*argv, "--report", str(report), "--log-level", "WARNING"]) == 0
+    doc = json.loads(report.read_text())
+    assert doc["budget"]["dataset"] == "counts" and doc["budget"]["epsilon"] == 1.0
+    assert doc["privacy"]["epsilon_spent"] == pytest.approx(1.0)
+    assert _budget(store, "counts")["spent_epsilon"] == pytest.approx(1.0)
+    again = [*argv, "--report", str(tmp_path / "count2.json"), "--log-level", "WARNING"]
+    assert distinct_count.main(again) == 3  # a fresh key: 1 + 1 > 1.5
+
+
+def test_without_a_store_the_report_says_nothing_was_enforced(words, tmp_path):
+    assert partition_selection.main(_selection(words, tmp_path / "o", None)) == 0
+    budget = json.loads((tmp_path / "o.report.json").read_text())["budget"]
+    assert budget["enforced"] is False and "--budget-store" in budget["note"]
