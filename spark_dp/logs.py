@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from spark_dp.tracking import spark_stage
+
 __all__ = ["StageTimer", "configure_logging", "get_logger"]
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -57,7 +59,8 @@ class StageTimer:
         info: dict[str, Any] = dict(fields)
         t0 = time.perf_counter()
         self.logger.info("stage %s: started", name)
-        yield info
+        with spark_stage(name):  # the Spark UI names the stage (spark_dp.tracking)
+            yield info
         dt = time.perf_counter() - t0
         self.seconds[name] = round(self.seconds.get(name, 0.0) + dt, 3)
         extra = " ".join(f"{k}={v}" for k, v in info.items())

@@ -12,6 +12,13 @@ import sys
 
 import pytest
 
+# Suites that run in their own pytest process, left out of the main run unless
+# SPARK_DP_TEST_SUITE names them: tests/connect (make test-connect: a classic session and a Spark
+# Connect client cannot share a process) and tests/airflow_run (make airflow-test: the DAG's
+# real spark-submits, minutes long).
+SEPARATE_SUITES = ("airflow_run", "connect")
+collect_ignore = [s for s in SEPARATE_SUITES if os.environ.get("SPARK_DP_TEST_SUITE") != s]
+
 TEST_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -25,18 +32,26 @@ TEST_SPARK_CONF = {
 }
 
 
-@pytest.fixture(scope="session")
-def spark():
-    """The one SparkSession of the test run."""
+def session_builder(connect: bool = False):
+    """A session builder for local[2] with the test settings (a Spark Connect server started in
+    this process when ``connect``), the workers on this interpreter."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local[2]").appName("spark_dp-tests")
+    builder = SparkSession.builder
+    builder = builder.remote("local[2]") if connect else builder.master("local[2]")
+    builder = builder.appName("spark_dp-tests")
     for key, value in TEST_SPARK_CONF.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    return builder
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of the test run."""
+    session = session_builder().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
