@@ -52,6 +52,8 @@ setup(
             "ipykernel>=6",
             "matplotlib>=3.6",
         ],
+        # Spark Connect clients (make test-connect starts a local server: pyspark >= 4)
+        "connect": ["pyspark[connect]>=3.5,<5"],
         # running the notebooks by hand
         "notebooks": ["jupyterlab>=4", "matplotlib>=3.6"],
         # `make bench`: the PipelineDP peer comparison and the TPC-H generator

@@ -83,6 +83,9 @@ SPARK_CONF = {
 RUN = DATA + "/runs/{{ ds }}/{{ run_id | pathsafe }}"
 KEY_DIR = KEYS + "/{{ dag.dag_id }}/{{ run_id | pathsafe }}"
 PRIVACY_TASKS = ("contribution_bounding", "partition_selection", "distinct_count")
+# Where each release is booked: one stable dataset id across run dates (the privacy unit is the
+# user, not the day).
+BUDGET_FLAGS = {"--ledger": LEDGER, "--dataset-id": DATASET_ID}
 
 # spark_dp's exit codes that a retry cannot fix (spark_dp/jobs/common.py).
 NO_RETRY_EXIT_CODES = {
@@ -149,12 +152,20 @@ class SparkDPSubmitOperator(SparkSubmitOperator):
             raise
 
 
-def _job(task_id: str, job: str, args: list[str], *, key: bool = False) -> SparkSubmitOperator:
-    """One spark-submit of ``jobs/<job>.py`` with its config shipped and passed by path;
+def _job(
+    task_id: str, job: str, flags: dict[str, str], *, overwrite: bool = True, key: bool = False
+) -> SparkSubmitOperator:
+    """One spark-submit of ``jobs/<job>.py`` with its config shipped and passed by path, then
+    ``flags`` (flag -> value); ``--overwrite`` replaces the task's own output on a retry;
     ``key``: the task's release key from ``release_keys``."""
     config = f"{HOME}/conf/{job}.yaml"
+    args = ["--config", config]
+    for flag, value in flags.items():
+        args += [flag, value]
     if key:
-        args = [*args, "--noise-key-file", f"{KEY_DIR}/{task_id}.key"]
+        args += ["--noise-key-file", f"{KEY_DIR}/{task_id}.key"]
+    if overwrite:
+        args.append("--overwrite")
     return SparkDPSubmitOperator(
         task_id=task_id,
         application=f"{HOME}/jobs/{job}.py",
@@ -163,7 +174,7 @@ def _job(task_id: str, job: str, args: list[str], *, key: bool = False) -> Spark
         conn_id="spark_default",
         conf=SPARK_CONF,
         name=f"spark_dp.{job}",
-        application_args=["--config", config, *args],
+        application_args=args,
     )
 
 
@@ -203,37 +214,38 @@ with DAG(
     generate_pairs = _job(
         "generate_pairs",
         "generate",
-        ["--kind", "zipf", "--users", "{{ params.users }}", "--output", f"{RUN}/pairs"]
-        + ["--seed", "7", "--overwrite"],
+        {"--kind": "zipf", "--users": "{{ params.users }}", "--output": f"{RUN}/pairs"}
+        | {"--seed": "7"},
     )
     generate_graph = _job(
         "generate_hypergraph",
         "generate",
-        ["--kind", "skewed", "--records", "{{ params.records }}", "--output", f"{RUN}/graph"]
-        + ["--seed", "7", "--overwrite"],
+        {"--kind": "skewed", "--records": "{{ params.records }}", "--output": f"{RUN}/graph"}
+        | {"--seed": "7"},
     )
     bound = _job(
         "contribution_bounding",
         "contribution_bounding",
-        ["--input", f"{RUN}/graph", "--output", f"{RUN}/bounded_records"]
-        + ["--capacity", "{{ params.capacity }}", "--overwrite"],
+        {"--input": f"{RUN}/graph", "--output": f"{RUN}/bounded_records"}
+        | {"--capacity": "{{ params.capacity }}"},
         key=True,
     )
     select = _job(
         "partition_selection",
         "partition_selection",
-        ["--input", f"{RUN}/pairs", "--output", f"{RUN}/released_items", "--overwrite"]
-        + ["--epsilon", "{{ params.epsilon }}", "--delta", "{{ params.delta }}"]
-        + ["--ledger", LEDGER, "--dataset-id", DATASET_ID],
+        {"--input": f"{RUN}/pairs", "--output": f"{RUN}/released_items"}
+        | {"--epsilon": "{{ params.epsilon }}", "--delta": "{{ params.delta }}"}
+        | BUDGET_FLAGS,
         key=True,
     )
     count = _job(
         "distinct_count",
         "distinct_count",
-        ["--input", f"{RUN}/pairs", "--report", f"{RUN}/distinct_count.json"]
-        + ["--epsilon", "{{ params.count_epsilon }}"]
-        + ["--max-contribution", "{{ params.max_contribution }}"]
-        + ["--ledger", LEDGER, "--dataset-id", DATASET_ID],
+        {"--input": f"{RUN}/pairs", "--report": f"{RUN}/distinct_count.json"}
+        | {"--epsilon": "{{ params.count_epsilon }}"}
+        | {"--max-contribution": "{{ params.max_contribution }}"}
+        | BUDGET_FLAGS,
+        overwrite=False,
         key=True,
     )
     keys >> [bound, select, count]
