@@ -34,6 +34,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from spark_dp.session import is_classic
+
 if TYPE_CHECKING:
     from pyspark import StorageLevel
     from pyspark.sql import DataFrame, SparkSession
@@ -51,11 +53,10 @@ def checkpoint_dir(spark: SparkSession) -> str | None:
     configured = spark.conf.get("spark.checkpoint.dir", None)
     if configured:
         return configured
-    try:  # a classic session may have one set with SparkContext.setCheckpointDir
-        found: str | None = spark.sparkContext.getCheckpointDir()
-        return found
-    except Exception:  # Spark Connect has no SparkContext
+    if not is_classic(spark):  # Spark Connect: only the configuration says
         return None
+    found: str | None = spark.sparkContext.getCheckpointDir()  # set with setCheckpointDir
+    return found
 
 
 def checkpoint(df: DataFrame) -> DataFrame:
@@ -156,7 +157,7 @@ class CacheScope(_Releasable):
         """``df`` persisted, computed now, and returned as a scan of its cached data (a short
         plan for what reads it next; see the module docstring). Its row count is read and
         discarded: it may be private. On Spark Connect: a checkpoint of the scope."""
-        if getattr(df, "_jdf", None) is None:  # Spark Connect: cut the plan with a checkpoint
+        if not is_classic(df.sparkSession):  # Spark Connect: cut the plan with a checkpoint
             return self.checkpoint(df)
         kept = self.persist(df)
         kept.count()

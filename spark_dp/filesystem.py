@@ -77,9 +77,6 @@ def delete(spark: SparkSession, path: str) -> None:
 
 def read_text(spark: SparkSession, path: str) -> str:
     """The UTF-8 text of the file ``path``."""
-    if "://" not in path or path.startswith("file://"):
-        with open(path.removeprefix("file://"), encoding="utf-8") as f:
-            return f.read()
     if is_classic(spark):
         fs, jpath = _hadoop(spark, path)
         sc: Any = spark.sparkContext

@@ -25,11 +25,14 @@ def job_ids(spark) -> set[int]:
     }
 
 
+def scala_list(collection) -> list:
+    """A Scala collection's elements (Scala 2.12 and 2.13 alike: Spark 3.5 and 4)."""
+    seq = collection.toSeq()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
 def _jobs(spark) -> list:
-    store = spark.sparkContext._jsc.sc().statusStore()
-    return list(
-        spark.sparkContext._jvm.scala.jdk.javaapi.CollectionConverters.asJava(store.jobsList(None))
-    )
+    return scala_list(spark.sparkContext._jsc.sc().statusStore().jobsList(None))
 
 
 def descriptions(spark, ids: set[int]) -> dict[int, tuple[str | None, str | None]]:

@@ -25,9 +25,13 @@ from tests.contribution_bounding.helpers import batch, incidence_rows, key_seed
 from tests.reference import contribution_bounding as ref
 
 
+def scala_list(collection) -> list:
+    seq = collection.toSeq()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
 def server_jobs(server) -> list:
-    store = server._jsc.sc().statusStore()
-    return list(server._jvm.scala.jdk.javaapi.CollectionConverters.asJava(store.jobsList(None)))
+    return scala_list(server._jsc.sc().statusStore().jobsList(None))
 
 
 def job_tags(server, after: int) -> set[str]:
@@ -35,7 +39,7 @@ def job_tags(server, after: int) -> set[str]:
     tags: set[str] = set()
     for job in server_jobs(server):
         if int(job.jobId()) > after:
-            for t in server._jvm.scala.jdk.javaapi.CollectionConverters.asJava(job.jobTags()):
+            for t in scala_list(job.jobTags()):
                 if "_Tag_" in t:
                     tags.add(t.split("_Tag_", 1)[1])
     return tags
@@ -120,3 +124,20 @@ def test_generator_over_connect_equals_numpy(spark):
     got = sorted((int(r["user_id"]), r["item"]) for r in df.collect())
     expected = user_items.zipf_user_items(n_users, mean_items=4, max_items=50, seed=9)
     assert got == sorted(zip(expected["user_id"].tolist(), expected["item"].tolist(), strict=True))
+
+
+def test_filesystem_on_the_client(spark, tmp_path):
+    from spark_dp import filesystem
+
+    folder = tmp_path / "state"
+    folder.mkdir()
+    doc = folder / "meta.json"
+    doc.write_text('{"round": 3}', encoding="utf-8")
+    for path in (str(doc), f"file://{doc}"):
+        assert filesystem.exists(spark, path)
+        assert filesystem.read_text(spark, path) == '{"round": 3}'
+    assert not filesystem.exists(spark, str(folder / "missing"))
+    filesystem.delete(spark, str(doc))
+    assert not doc.exists()
+    filesystem.delete(spark, str(folder))
+    assert not folder.exists()
