@@ -12,6 +12,15 @@ VERSION = re.search(
     r'^__version__ = "([^"]+)"', (HERE / "spark_dp" / "__init__.py").read_text(), re.M
 ).group(1)
 
+TEST_CORE = [
+    "pytest>=7",
+    "chispa>=0.9",
+    "hypothesis>=6.80",
+    "mpmath>=1.3",
+    # an independent discrete-Laplace sampler the exact samplers are tested against
+    "opendp>=0.10",
+]
+
 setup(
     name="spark_dp",
     version=VERSION,
@@ -35,13 +44,10 @@ setup(
         "cryptography>=41",
     ],
     extras_require={
+        # what the tests themselves import (make test-pythons installs only this)
+        "test-core": TEST_CORE,
         "test": [
-            "pytest>=7",
-            "chispa>=0.9",
-            "hypothesis>=6.80",
-            "mpmath>=1.3",
-            # an independent discrete-Laplace sampler the exact samplers are tested against
-            "opendp>=0.10",
+            *TEST_CORE,
             "ruff>=0.5",
             "mypy>=1.10",
             "pandas-stubs",

@@ -198,12 +198,13 @@ class CacheScope(_Releasable):
         self._aliases = {k: v for k, v in self._aliases.items() if any(v is f for f in wanted)}
 
     def drop(self, df: DataFrame) -> None:
-        """Release one DataFrame early (when later steps no longer read it)."""
+        """Release one table early (when later steps no longer read it)."""
         df = self._aliases.pop(id(df), df)
-        for i, kept in enumerate(self._frames):
-            if kept is df:
-                del self._frames[i]
-                break
+        if any(df is c for c in self._checkpoints):
+            self._checkpoints = [c for c in self._checkpoints if c is not df]
+            _drop_checkpoint(df)
+            return
+        self._frames = [f for f in self._frames if f is not df]
         df.unpersist()
 
     def release(self) -> None:
