@@ -8,7 +8,9 @@
   installed). A scheme pyarrow cannot reach is a :class:`~spark_dp.errors.ConfigError` naming the
   path and the way out (a classic session, or a path the client can reach).
 
-Only what spark_dp's own state needs: :func:`exists`, :func:`delete`, :func:`read_text`.
+What spark_dp's state and atomic outputs need: :func:`exists`, :func:`delete`,
+:func:`read_text`, :func:`makedirs` and :func:`rename` (on object stores a rename is a copy, as
+with Hadoop's own S3 connectors).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from spark_dp.session import is_classic
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["delete", "exists", "read_text"]
+__all__ = ["delete", "exists", "makedirs", "read_text", "rename"]
 
 
 def _hadoop(spark: SparkSession, path: str) -> tuple[Any, Any]:
@@ -89,3 +91,32 @@ def read_text(spark: SparkSession, path: str) -> str:
     fs, inner = _arrow(path)
     with fs.open_input_stream(inner) as f:
         return bytes(f.read()).decode("utf-8")
+
+
+def makedirs(spark: SparkSession, path: str) -> None:
+    """Create the directory ``path`` and its parents (no error when it exists)."""
+    if is_classic(spark):
+        fs, jpath = _hadoop(spark, path)
+        fs.mkdirs(jpath)
+        return
+    fs, inner = _arrow(path)
+    fs.create_dir(inner, recursive=True)
+
+
+def rename(spark: SparkSession, source: str, target: str) -> None:
+    """Move ``source`` (a file or a directory) to ``target``, which must not exist.
+
+    Raises:
+        OSError: the move failed (``target`` exists, or the filesystem refused).
+    """
+    if exists(spark, target):
+        raise OSError(f"cannot move {source!r} to {target!r}: the target exists")
+    if is_classic(spark):
+        fs, jsource = _hadoop(spark, source)
+        _, jtarget = _hadoop(spark, target)
+        if not fs.rename(jsource, jtarget):
+            raise OSError(f"could not move {source!r} to {target!r}")
+        return
+    fs, inner_source = _arrow(source)
+    _, inner_target = _arrow(target)
+    fs.move(inner_source, inner_target)

@@ -7,6 +7,7 @@ import pytest
 
 from spark_dp import filesystem
 from spark_dp.errors import ConfigError
+from tests.filesystem_checks import check_makedirs_and_rename
 
 
 def test_exists_read_delete_on_local_paths(spark, tmp_path):
@@ -29,6 +30,10 @@ def test_hadoop_style_uri(spark, tmp_path):
     uri = f"file:{doc}"  # Hadoop's short form of a local URI
     assert filesystem.exists(spark, uri)
     assert filesystem.read_text(spark, uri) == "[1, 2]"
+
+
+def test_makedirs_and_rename(spark, tmp_path):
+    check_makedirs_and_rename(spark, tmp_path)
 
 
 def test_unreachable_scheme_on_the_client_is_a_config_error():

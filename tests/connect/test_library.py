@@ -141,3 +141,9 @@ def test_filesystem_on_the_client(spark, tmp_path):
     assert not doc.exists()
     filesystem.delete(spark, str(folder))
     assert not folder.exists()
+
+
+def test_makedirs_and_rename_on_the_client(spark, tmp_path):
+    from tests.filesystem_checks import check_makedirs_and_rename
+
+    check_makedirs_and_rename(spark, tmp_path)
