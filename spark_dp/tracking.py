@@ -16,7 +16,9 @@ and description, shown on the UI's Jobs page and usable with ``cancelJobGroup``)
 Connect, which has no SparkContext, it is a job tag (``SparkSession.addTag``, shown on the Jobs
 page and usable with ``interruptTag``). The previous group, description or tags are restored
 when the block ends, so the caller's session keeps its own. Descriptions and tags hold names
-only (job, algorithm, stage): never counts, sizes or values of the data.
+only (job, algorithm, stage): never counts, sizes or values of the data. Where the number of
+iterations depends on the data (contribution bounding's rounds), the caller passes
+``hide_numbers=True`` and stage numbers show as ``#`` (``pass-1 round #``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def describe(stage: str | None = None) -> str:
     current = _LABELS.get() or {}
     words = [PREFIX, current.get("job") or current.get("family") or "", current.get("algorithm")]
     head = " ".join(w for w in words if w)
+    if stage and current.get("hide_numbers"):
+        stage = re.sub(r"\d+", "#", stage)
     return f"{head}: {stage}" if stage else head
 
 
@@ -64,11 +68,15 @@ def active_session() -> SparkSession | None:
 
 
 @contextmanager
-def labels(spark: SparkSession | None = None, **values: str | None) -> Iterator[None]:
+def labels(
+    spark: SparkSession | None = None, *, hide_numbers: bool = False, **values: str | None
+) -> Iterator[None]:
     """Name the job, family and algorithm of everything inside the block.
 
     Args:
         spark: the session whose Spark jobs are marked (default: the active session).
+        hide_numbers: stage numbers inside the block count data-dependent iterations: show
+            them as ``#``.
         values: any of ``job``, ``family``, ``algorithm``; None or empty leaves a label as it is
             (an outer job name stays when a library call sets its family).
     """
@@ -77,6 +85,8 @@ def labels(spark: SparkSession | None = None, **values: str | None) -> Iterator[
         raise TypeError(f"unknown tracking labels {sorted(unknown)}; use {list(_KEYS)}")
     merged = dict(_LABELS.get() or {})
     merged.update({k: str(v) for k, v in values.items() if v})
+    if hide_numbers:
+        merged["hide_numbers"] = "1"
     token = _LABELS.set(merged)
     try:
         with spark_stage(None, spark):

@@ -55,6 +55,9 @@ def test_describe_names_job_or_family_algorithm_and_stage():
         with labels(job="partition_selection_job"):  # the job name wins over the family
             assert describe() == "spark_dp partition_selection_job mad2r"
     assert describe() == "spark_dp"
+    with labels(family="contribution_bounding", hide_numbers=True):  # data-dependent rounds
+        assert describe("pass-1 round 17") == "spark_dp contribution_bounding: pass-# round #"
+    assert describe("round 2") == "spark_dp: round 2"
     with pytest.raises(TypeError, match="unknown tracking labels"):
         with labels(stage="x"):
             pass
@@ -105,3 +108,21 @@ def test_spark_info_names_the_application(spark):
     assert info["master"] == spark.sparkContext.master
     assert info["version"] == spark.version
     assert info["connect"] is False
+
+
+def test_bounding_jobs_never_show_the_data_dependent_round_number(spark, incidences_df):
+    from spark_dp.contribution_bounding import BoundingParams, bound_contributions
+
+    graph = incidences_df({f"r{k}": [f"u{k % 5}", f"u{(k * 3) % 7}"] for k in range(30)})
+    before = job_ids(spark)
+    params = BoundingParams(algorithm="proposal", capacity=2, driver_threshold_rows=0)
+    with bound_contributions(graph, params, randomness=Randomness.create(1)) as result:
+        assert result.summary["rounds"] >= 1
+    named = descriptions(spark, job_ids(spark) - before)
+    assert named
+    stages = set()
+    for group, desc in named.values():
+        assert group == "spark_dp contribution_bounding proposal"
+        assert desc is not None and not any(ch.isdigit() for ch in desc), desc
+        stages.add(desc.split(": ", 1)[-1])
+    assert any("round #" in s for s in stages), stages

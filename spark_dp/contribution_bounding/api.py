@@ -100,7 +100,10 @@ def bound_contributions(
     plan = algorithm.plan(params)
     spark = incidences.sparkSession
     cache = CacheScope()
-    with labels(spark, family="contribution_bounding", algorithm=params.algorithm):
+    # the number of rounds depends on the graph: the UI shows "round #", not its number
+    with labels(
+        spark, family="contribution_bounding", algorithm=params.algorithm, hide_numbers=True
+    ):
         try:
             if validate:
                 incidences, _ = validate_edges(
