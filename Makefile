@@ -10,7 +10,29 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 
 DEMO := demo_output
 
-.PHONY: help setup bench-setup airflow-venv test lint format demo bench bench-quick audit package clean
+# pyspark 3.5, the oldest Spark spark_dp supports, runs the Spark tests of each family (and of
+# the shared code) in its own venv; the whole suite runs on the newest pyspark.
+SPARK35_VENV  := .venv-spark35
+SPARK35_TESTS := tests/partition_selection/test_api.py tests/partition_selection/test_mechanisms.py \
+                 tests/contribution_bounding/test_proposal_spark.py \
+                 tests/contribution_bounding/test_passes_spark.py \
+                 tests/distinct_count/test_spark_curves.py tests/distinct_count/test_api.py \
+                 tests/test_io.py tests/test_generators.py tests/test_session_state.py \
+                 tests/test_tracking.py
+# Other Pythons (3.11 is the main one): the driver-side tests (every test without a Spark
+# session: calibration, samplers, GEM, local solvers, ILP, configuration), where found, but the
+# slow ones and the long sampling simulations (their maths does not depend on the Python; the
+# main run keeps them).
+PY_VERSIONS   ?= 3.10 3.12
+PY_DESELECT   := --ignore tests/test_notebook.py \
+                 --deselect tests/test_jobs_common.py::test_job_file_runs_as_a_plain_python_script \
+                 --deselect tests/distinct_count/test_gem.py::test_sampled_frequencies_match_the_distribution \
+                 --deselect tests/distinct_count/test_release.py::test_coverage_of_the_fashion_curve_by_simulation \
+                 -k "not test_coverage_over_4000_seeded_runs"
+
+.PHONY: help setup bench-setup airflow-venv connect-setup spark35-setup test lint format demo \
+        bench bench-quick audit package clean airflow-test test-connect test-spark35 test-pythons \
+        test-compat
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -31,8 +53,49 @@ airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG t
 	.venv-airflow/bin/python -m pip install --quiet apache-airflow apache-airflow-providers-apache-spark
 	touch $@
 
-test: setup airflow-venv lint ## lint and type-check, then run the whole test suite (what CI runs)
+test: setup airflow-venv lint ## lint, the whole suite, the Airflow DAG run and Spark Connect
 	$(PY) -m pytest $(ARGS)
+	$(MAKE) --no-print-directory airflow-test test-connect
+
+airflow-test: setup airflow-venv package ## run the shipped DAG with `airflow dags test` on local Spark
+	SPARK_DP_TEST_SUITE=airflow_run $(PY) -m pytest tests/airflow_run -q
+
+connect-setup: $(VENV)/.connect-installed
+
+$(VENV)/.connect-installed: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[test,connect]"
+	touch $@
+
+test-connect: setup connect-setup ## library calls and a job over Spark Connect (a local server)
+	SPARK_DP_TEST_SUITE=connect $(PY) -m pytest tests/connect -q
+
+spark35-setup: $(SPARK35_VENV)/.installed
+
+$(SPARK35_VENV)/.installed: setup.py pyproject.toml
+	$(PYTHON) -m venv $(SPARK35_VENV)
+	$(SPARK35_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SPARK35_VENV)/bin/python -m pip install --quiet -e ".[test]" "pyspark>=3.5,<3.6"
+	touch $@
+
+test-spark35: spark35-setup ## each family's Spark tests on pyspark 3.5
+	PYSPARK_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
+	PYSPARK_DRIVER_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
+	    $(SPARK35_VENV)/bin/python -m pytest -q $(SPARK35_TESTS)
+
+test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on this machine
+	@for v in $(PY_VERSIONS); do \
+	    py=$$(.ci/find-python $$v); \
+	    if [ -z "$$py" ]; then echo "note: no Python $$v on this machine: its run is left out"; continue; fi; \
+	    echo "== Python $$v ($$py)"; \
+	    [ -f .venv-py$$v/.installed ] || { $$py -m venv .venv-py$$v && \
+	        .venv-py$$v/bin/python -m pip install --quiet --upgrade pip && \
+	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" && \
+	        touch .venv-py$$v/.installed; } || exit 1; \
+	    SPARK_DP_DRIVER_ONLY=1 .venv-py$$v/bin/python -m pytest -q -m "not slow" $(PY_DESELECT) \
+	        || exit 1; \
+	done
+
+test-compat: test-spark35 test-pythons ## pyspark 3.5 and the other Pythons (CI runs it after test)
 
 lint: setup ## ruff lint, ruff format check, mypy type check of spark_dp/
 	$(PY) -m ruff check .
@@ -79,8 +142,10 @@ audit: setup ## privacy audit of every mechanism and broken variant (docs/audit/
 	$(PY) -m spark_dp audit --self-test --json docs/audit/audit.json \
 	    --markdown docs/audit/audit.md --plot docs/audit/audit.png $(ARGS)
 
-package: setup ## build dist/spark_dp.zip for spark-submit --py-files
-	$(PY) -m spark_dp.packaging dist/spark_dp.zip
+package: ## build the wheel and dist/spark_dp.zip (--py-files) with the system Python, no venv
+	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
+	rm -rf build
+	$(PYTHON) -m spark_dp.packaging dist/spark_dp.zip
 
 clean: ## remove build artifacts, caches and demo output
 	rm -rf dist build *.egg-info .pytest_cache .ruff_cache .hypothesis spark-warehouse \

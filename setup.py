@@ -12,6 +12,15 @@ VERSION = re.search(
     r'^__version__ = "([^"]+)"', (HERE / "spark_dp" / "__init__.py").read_text(), re.M
 ).group(1)
 
+TEST_CORE = [
+    "pytest>=7",
+    "chispa>=0.9",
+    "hypothesis>=6.80",
+    "mpmath>=1.3",
+    # an independent discrete-Laplace sampler the exact samplers are tested against
+    "opendp>=0.10",
+]
+
 setup(
     name="spark_dp",
     version=VERSION,
@@ -39,13 +48,10 @@ setup(
         "dp-accounting>=0.4",
     ],
     extras_require={
+        # what the tests themselves import (make test-pythons installs only this)
+        "test-core": TEST_CORE,
         "test": [
-            "pytest>=7",
-            "chispa>=0.9",
-            "hypothesis>=6.80",
-            "mpmath>=1.3",
-            # an independent discrete-Laplace sampler the exact samplers are tested against
-            "opendp>=0.10",
+            *TEST_CORE,
             "ruff>=0.5",
             "mypy>=1.10",
             "pandas-stubs",
@@ -62,6 +68,8 @@ setup(
         ],
         # a PostgreSQL budget store (--budget-store postgresql://...)
         "postgres": ["psycopg[binary]>=3.1"],
+        # Spark Connect clients (make test-connect starts a local server: pyspark >= 4)
+        "connect": ["pyspark[connect]>=3.5,<5"],
         # running the notebooks by hand
         "notebooks": ["jupyterlab>=4", "matplotlib>=3.6"],
         # `make bench`: the PipelineDP peer comparison and the TPC-H generator

@@ -5,9 +5,11 @@ with the same values, noise included (the noise is a keyed function of each row'
 :mod:`spark_dp.randomness`), so a lost executor or an evicted block costs time, never privacy,
 and nothing is checkpointed to pin noise.
 
-A call persists through one scope and releases it when it is done (``with CacheScope() as
-cache:``), or hands it to its result, which releases it on ``release()`` / at the end of a
-``with`` block; the caller's session is left as it was found.
+A call persists (and checkpoints) through one scope and releases it when it is done (``with
+CacheScope() as cache:``), or hands the scope to its result (a :class:`HoldsCache`: a
+partition-selection ``Selection``, a contribution-bounding ``BoundingResult``), which keeps only
+the result's own tables and releases them on ``release()`` / at the end of a ``with`` block. After
+that the caller's session holds nothing spark_dp persisted (``tests/test_session_state.py``).
 
 A table that later steps read many times is *materialized* (:meth:`CacheScope.materialize`):
 persisted, computed once, and handed on as a scan of its cached data, so the query plans of the
@@ -19,18 +21,28 @@ keeps the lineage: a lost executor only costs recomputing its blocks.
 On Spark Connect (no JVM handle to build the scan) the cut falls back to :func:`checkpoint`:
 the session's checkpoint directory when it has one (``spark.checkpoint.dir``, reliable storage),
 else a local checkpoint (then a lost executor fails the query).
+
+A local checkpoint keeps its blocks until they are dropped: :meth:`CacheScope.checkpoint` records
+it, and :meth:`CacheScope.release` drops its blocks (classic sessions; on Spark Connect the
+server drops them when the last DataFrame reading them is garbage-collected). A DataFrame that
+reads a dropped local checkpoint cannot be computed again, so results read their tables before
+they are released.
 """
 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from spark_dp.session import is_classic
 
 if TYPE_CHECKING:
     from pyspark import StorageLevel
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BROADCAST_MAX_ROWS", "CacheScope", "checkpoint", "checkpoint_dir"]
+__all__ = ["BROADCAST_MAX_ROWS", "CacheScope", "HoldsCache", "checkpoint", "checkpoint_dir"]
+
+_H = TypeVar("_H", bound="_Releasable")
 
 BROADCAST_MAX_ROWS = 1_000_000
 """Largest table (rows) :meth:`CacheScope.small_side` marks for broadcast."""
@@ -41,11 +53,10 @@ def checkpoint_dir(spark: SparkSession) -> str | None:
     configured = spark.conf.get("spark.checkpoint.dir", None)
     if configured:
         return configured
-    try:  # a classic session may have one set with SparkContext.setCheckpointDir
-        found: str | None = spark.sparkContext.getCheckpointDir()
-        return found
-    except Exception:  # Spark Connect has no SparkContext
+    if not is_classic(spark):  # Spark Connect: only the configuration says
         return None
+    found: str | None = spark.sparkContext.getCheckpointDir()  # set with setCheckpointDir
+    return found
 
 
 def checkpoint(df: DataFrame) -> DataFrame:
@@ -74,8 +85,43 @@ def _scan_of_cache(df: DataFrame) -> DataFrame | None:
     return SparkDataFrame(scan, df.sparkSession)
 
 
-class CacheScope:
-    """The DataFrames one call persisted, unpersisted together by :meth:`release`.
+def _drop_checkpoint(df: DataFrame) -> None:
+    """Drop the blocks of a local checkpoint on a classic session (no-op elsewhere).
+
+    The checkpointed plan is one leaf over the checkpointed RDD, marked persisted with the
+    local-checkpoint storage level; unpersisting that RDD frees its blocks. A reliable
+    checkpoint's RDD is not persisted (its files stay in the checkpoint directory, which Spark's
+    cleaner owns), and Spark Connect has no JVM handle: the server releases its checkpoints when
+    the DataFrames reading them are garbage-collected.
+    """
+    jdf: Any = getattr(df, "_jdf", None)
+    if jdf is None:
+        return
+    leaf = jdf.queryExecution().logical()
+    if leaf.getClass().getSimpleName() == "LogicalRDD":
+        leaf.rdd().unpersist(False)
+
+
+class _Releasable:
+    """Something with a ``release()``; a ``with`` block releases it at its end."""
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _H) -> _H:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+class CacheScope(_Releasable):
+    """The DataFrames one call persisted or checkpointed, released together by :meth:`release`.
 
     Args:
         level: storage level (default MEMORY_AND_DISK: large tables spill instead of failing).
@@ -84,6 +130,7 @@ class CacheScope:
     def __init__(self, level: StorageLevel | None = None) -> None:
         self._level = level
         self._frames: list[DataFrame] = []
+        self._checkpoints: list[DataFrame] = []
         self._aliases: dict[int, DataFrame] = {}  # id(scan of a cache) -> the persisted frame
 
     def persist(self, df: DataFrame) -> DataFrame:
@@ -94,15 +141,29 @@ class CacheScope:
         self._frames.append(out)
         return out
 
+    def adopt(self, df: DataFrame) -> DataFrame:
+        """Take over a DataFrame persisted elsewhere (e.g. by :func:`spark_dp.io.validate_edges`)
+        so that :meth:`release` unpersists it with the rest."""
+        self._frames.append(df)
+        return df
+
+    def checkpoint(self, df: DataFrame) -> DataFrame:
+        """``df`` computed now with its plan cut (:func:`checkpoint`), released with the scope."""
+        out = checkpoint(df)
+        self._checkpoints.append(out)
+        return out
+
     def materialize(self, df: DataFrame) -> DataFrame:
         """``df`` persisted, computed now, and returned as a scan of its cached data (a short
         plan for what reads it next; see the module docstring). Its row count is read and
-        discarded: it may be private."""
+        discarded: it may be private. On Spark Connect: a checkpoint of the scope."""
+        if not is_classic(df.sparkSession):  # Spark Connect: cut the plan with a checkpoint
+            return self.checkpoint(df)
         kept = self.persist(df)
         kept.count()
         scan = _scan_of_cache(kept)
-        if scan is None:  # Spark Connect: cut the plan with a checkpoint instead
-            scan = checkpoint(kept)
+        if scan is None:  # pragma: no cover - _jdf was checked above
+            raise RuntimeError("no scan of a cached classic DataFrame")
         self._aliases[id(scan)] = kept
         return scan
 
@@ -124,39 +185,51 @@ class CacheScope:
         return F.broadcast(scan) if n <= max_rows else scan
 
     def retain(self, *frames: DataFrame) -> None:
-        """Unpersist everything but ``frames`` (a run's small results, kept for its caller)."""
+        """Release everything but ``frames`` (a run's results, kept for its caller)."""
         wanted = [self._aliases.get(id(f), f) for f in frames]
-        keep = [df for df in self._frames if any(df is f for f in wanted)]
         for df in self._frames:
-            if not any(df is f for f in keep):
+            if not any(df is f for f in wanted):
                 df.unpersist()
-        self._frames = keep
+        for df in self._checkpoints:
+            if not any(df is f for f in wanted):
+                _drop_checkpoint(df)
+        self._frames = [df for df in self._frames if any(df is f for f in wanted)]
+        self._checkpoints = [df for df in self._checkpoints if any(df is f for f in wanted)]
+        self._aliases = {k: v for k, v in self._aliases.items() if any(v is f for f in wanted)}
 
     def drop(self, df: DataFrame) -> None:
-        """Release one DataFrame early (when later steps no longer read it)."""
+        """Release one table early (when later steps no longer read it)."""
         df = self._aliases.pop(id(df), df)
-        for i, kept in enumerate(self._frames):
-            if kept is df:
-                del self._frames[i]
-                break
+        if any(df is c for c in self._checkpoints):
+            self._checkpoints = [c for c in self._checkpoints if c is not df]
+            _drop_checkpoint(df)
+            return
+        self._frames = [f for f in self._frames if f is not df]
         df.unpersist()
 
     def release(self) -> None:
-        """Unpersist everything this scope persisted."""
+        """Unpersist everything this scope persisted and drop its checkpoints."""
         while self._frames:
             self._frames.pop().unpersist()
+        while self._checkpoints:
+            _drop_checkpoint(self._checkpoints.pop())
         self._aliases.clear()
 
-    def __enter__(self) -> CacheScope:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
-
     def __len__(self) -> int:
-        return len(self._frames)
+        """Number of tables the scope holds (persisted or checkpointed)."""
+        return len(self._frames) + len(self._checkpoints)
+
+    def __bool__(self) -> bool:
+        """A scope is a scope even when empty (``cache or CacheScope()`` would drop it)."""
+        return True
+
+
+class HoldsCache(_Releasable):
+    """A result that holds the :class:`CacheScope` of the call that made it (its ``cache``
+    attribute). Use it as a context manager, or call :meth:`release`, to free what it keeps."""
+
+    cache: CacheScope
+
+    def release(self) -> None:
+        """Unpersist and drop everything the run kept for this result."""
+        self.cache.release()

@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from spark_dp.tracking import spark_stage
+
 __all__ = [
     "UNSAFE_PREFIX",
     "StageInfo",
@@ -167,7 +169,8 @@ class StageTimer:
         info = StageInfo(public)
         t0 = time.perf_counter()
         self.logger.info("stage %s: started", name)
-        yield info
+        with spark_stage(name):  # the Spark UI names the stage (spark_dp.tracking)
+            yield info
         dt = time.perf_counter() - t0
         self.seconds[name] = round(self.seconds.get(name, 0.0) + dt, 3)
         self.logger.info("stage %s: done%s seconds=%.2f", name, _fields(info.public_fields), dt)

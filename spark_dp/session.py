@@ -11,6 +11,10 @@ Rules:
   (:data:`LOG4J2_CONFIG`: one line per Spark warning, no Java traces in the terminal) unless
   ``spark.driver.extraJavaOptions`` names another log4j2 configuration. Under spark-submit pass
   it with ``--driver-java-options -Dlog4j2.configurationFile=conf/log4j2.properties``.
+* Spark Connect: a master of the form ``sc://host:port`` (or ``SPARK_REMOTE`` in the
+  environment) connects to a Spark Connect server instead; only ``spark.sql.*`` settings are
+  sent (the server owns the rest). Nothing here touches a SparkContext or the JVM on a Connect
+  session (:func:`is_classic` tells them apart); :func:`spark_info` describes either kind.
 
 Job defaults (:data:`DEFAULT_SPARK_CONF`) enable adaptive query execution and its skew-join
 handling (hot items, hub users) and Arrow transfers. Test-only speed settings live in
@@ -32,9 +36,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SPARK_CONF",
     "LOG4J2_CONFIG",
+    "default_parallelism",
     "get_session",
     "graphframes_available",
+    "is_classic",
     "launched_by_spark_submit",
+    "spark_info",
 ]
 
 LOG4J2_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
@@ -100,6 +107,15 @@ def get_session(
 
     wanted = dict(DEFAULT_SPARK_CONF)
     wanted.update({k: str(v) for k, v in (spark_conf or {}).items()})
+    remote = _remote_url(master, wanted)
+    if remote:
+        builder = SparkSession.builder.remote(remote)
+        for key, value in wanted.items():
+            if key.startswith("spark.sql."):  # the server owns every other setting
+                builder = builder.config(key, value)
+        spark = builder.getOrCreate()
+        log.info("Spark Connect %s at %s", spark.version, remote)
+        return spark
 
     if launched_by_spark_submit():
         from pyspark import SparkContext
@@ -123,13 +139,59 @@ def get_session(
                 builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    info = spark_info(spark)
     log.info(
-        "Spark %s, master %s, default parallelism %d",
-        spark.version,
-        spark.sparkContext.master,
-        spark.sparkContext.defaultParallelism,
+        "Spark %s, master %s, application %s, default parallelism %d",
+        info["version"],
+        info["master"],
+        info["application_id"],
+        default_parallelism(spark),
     )
     return spark
+
+
+def _remote_url(master: str | None, conf: dict[str, str]) -> str | None:
+    """The Spark Connect URL of this run, if it uses Spark Connect (pops ``spark.remote``)."""
+    remote = conf.pop("spark.remote", None)
+    if master and master.startswith("sc://"):
+        return master
+    return remote or os.environ.get("SPARK_REMOTE") or None
+
+
+def is_classic(spark: SparkSession) -> bool:
+    """True for a classic (py4j) session, False for a Spark Connect session."""
+    return getattr(spark, "_jsparkSession", None) is not None
+
+
+def spark_info(spark: SparkSession) -> dict[str, Any]:
+    """What a report says about the session: Spark version, master, application id and name,
+    and whether it is a Spark Connect session. Works on classic and Connect sessions alike (on
+    Connect the values come from the server's configuration)."""
+    if is_classic(spark):
+        sc = spark.sparkContext
+        return {
+            "version": spark.version,
+            "master": sc.master,
+            "application_id": sc.applicationId,
+            "application_name": sc.appName,
+            "connect": False,
+        }
+    return {
+        "version": spark.version,
+        "master": spark.conf.get("spark.master", None),
+        "application_id": spark.conf.get("spark.app.id", None),
+        "application_name": spark.conf.get("spark.app.name", None),
+        "connect": True,
+    }
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """The session's default parallelism: the SparkContext's on a classic session; on Spark
+    Connect ``spark.default.parallelism`` if the server sets it, else its shuffle partitions."""
+    if is_classic(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    configured = spark.conf.get("spark.default.parallelism", None)
+    return int(configured or spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
 
 
 def graphframes_available(spark: SparkSession) -> bool:
@@ -139,6 +201,8 @@ def graphframes_available(spark: SparkSession) -> bool:
     ``--jars``) and ``pip install graphframes-py`` (or the package's Python files via
     ``--py-files``); without them spark_dp uses its plain DataFrame code paths.
     """
+    if not is_classic(spark):  # GraphFrames runs through the JVM gateway
+        return False
     try:
         import graphframes  # noqa: F401
     except ImportError:

@@ -1,45 +1,26 @@
-"""Shared fixtures: one local SparkSession for the whole test run, and small data helpers.
-
-The session uses local[2], 2 shuffle partitions, no UI, and two test-only speed settings
-(serial GC with C1-only JIT, no whole-stage codegen) that roughly halve start-up and per-query
-time on tiny data. They are not job defaults.
-"""
+"""Shared fixtures: one local SparkSession for the whole test run (its settings:
+tests/spark_session.py), and small data helpers."""
 
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 
-from spark_dp.session import with_log4j2_config
+from tests.spark_session import session_builder
 
-TEST_SPARK_CONF = {
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    # spark_dp's log4j2 configuration, as jobs use it: the bad-input tests check stderr
-    "spark.driver.extraJavaOptions": with_log4j2_config("-XX:+UseSerialGC -XX:TieredStopAtLevel=1"),
-    "spark.sql.codegen.wholeStage": "false",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.memory": "2g",
-}
+# Suites that run in their own pytest process, left out of the main run unless
+# SPARK_DP_TEST_SUITE names them: tests/connect (make test-connect: a classic session and a Spark
+# Connect client cannot share a process) and tests/airflow_run (make airflow-test: the DAG's
+# real spark-submits, minutes long).
+SEPARATE_SUITES = ("airflow_run", "connect")
+collect_ignore = [s for s in SEPARATE_SUITES if os.environ.get("SPARK_DP_TEST_SUITE") != s]
 
 
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test run."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master("local[2]").appName("spark_dp-tests")
-    for key, value in TEST_SPARK_CONF.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = session_builder().getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
@@ -74,3 +55,13 @@ def cache(spark):
 
     with CacheScope() as scope:
         yield scope
+
+
+def pytest_collection_modifyitems(config, items):
+    """SPARK_DP_DRIVER_ONLY=1 (make test-pythons): keep the tests that need no Spark session."""
+    if os.environ.get("SPARK_DP_DRIVER_ONLY") != "1":
+        return
+    spark_tests = [i for i in items if "spark" in getattr(i, "fixturenames", ())]
+    if spark_tests:
+        config.hook.pytest_deselected(items=spark_tests)
+        items[:] = [i for i in items if "spark" not in getattr(i, "fixturenames", ())]

@@ -34,6 +34,9 @@ def dag(tmp_path_factory):
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         SPARK_DP_HOME="/opt/spark_dp",
         SPARK_DP_DATA="hdfs:///data/spark_dp",
+        SPARK_DP_KEYS="/secrets/spark_dp",
+        SPARK_DP_DATASET_ID="warehouse.user_items",
+        SPARK_DP_BUDGET_STORE="postgresql://dp@budget-db/spark_dp",
     )
     done = subprocess.run(
         [AIRFLOW_PYTHON, str(ROOT / "tests" / "airflow_dag_probe.py"), str(ROOT / "conf/airflow")],
@@ -46,9 +49,16 @@ def dag(tmp_path_factory):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+RUN_DIR = "hdfs:///data/spark_dp/runs/{{ ds }}/{{ run_id | pathsafe }}"
+KEY_DIR = "/secrets/spark_dp/{{ dag.dag_id }}/{{ run_id | pathsafe }}"
+PRIVACY_TASKS = ("contribution_bounding", "partition_selection", "distinct_count")
+
+
 def test_dag_has_no_import_errors(dag):
     assert dag["import_errors"] == {}
     assert set(dag["tasks"]) == {
+        "release_keys",
+        "budget_cap",
         "generate_pairs",
         "generate_hypergraph",
         "contribution_bounding",
@@ -57,11 +67,36 @@ def test_dag_has_no_import_errors(dag):
     }
 
 
-def test_order_generate_bound_select_count(dag):
+def test_order_keys_generate_bound_select_count(dag):
     t = dag["tasks"]
-    assert t["contribution_bounding"]["upstream"] == ["generate_hypergraph"]
-    assert t["partition_selection"]["upstream"] == ["contribution_bounding", "generate_pairs"]
-    assert t["distinct_count"]["upstream"] == ["partition_selection"]
+    assert t["contribution_bounding"]["upstream"] == ["generate_hypergraph", "release_keys"]
+    assert t["partition_selection"]["upstream"] == [
+        "budget_cap",
+        "contribution_bounding",
+        "generate_pairs",
+        "release_keys",
+    ]
+    assert t["distinct_count"]["upstream"] == ["budget_cap", "partition_selection", "release_keys"]
+
+
+def test_one_run_at_a_time_with_timeouts_and_retries(dag):
+    assert dag["max_active_runs"] == 1
+    for task in dag["tasks"].values():
+        assert task["retries"] == 2
+        assert task["execution_timeout_s"] == 120 * 60
+
+
+def test_budget_and_bounds_are_dag_params(dag):
+    params = dag["params"]
+    assert params["epsilon"] == 1.0 and params["delta"] == 1e-5
+    assert params["count_epsilon"] == 1.0 and params["max_contribution"] == 100
+    args = {name: dag["tasks"][name]["application_args"] for name in PRIVACY_TASKS}
+    assert args["partition_selection"][args["partition_selection"].index("--epsilon") + 1] == (
+        "{{ params.epsilon }}"
+    )
+    assert "{{ params.delta }}" in args["partition_selection"]
+    assert "{{ params.count_epsilon }}" in args["distinct_count"]
+    assert "{{ params.max_contribution }}" in args["distinct_count"]
 
 
 @pytest.mark.parametrize(
@@ -74,23 +109,38 @@ def test_order_generate_bound_select_count(dag):
         ("distinct_count", "distinct_count"),
     ],
 )
-def test_every_task_is_a_spark_submit_of_its_job_with_its_config(dag, task, job):
+def test_every_job_is_a_spark_submit_with_its_config_shipped(dag, task, job):
     t = dag["tasks"][task]
-    assert t["operator"] == "SparkSubmitOperator"
+    assert t["operator"] == "SparkDPSubmitOperator"
+    assert "SparkSubmitOperator" in t["bases"]  # exit 2/3 not retried: tests/airflow_run
     assert t["application"] == f"/opt/spark_dp/jobs/{job}.py"
     assert t["py_files"] == "/opt/spark_dp/dist/spark_dp.zip"
     assert t["conn_id"] == "spark_default"
+    config = f"/opt/spark_dp/conf/{job}.yaml"
+    assert t["files"] == config  # shipped with --files: a cluster-mode driver gets it too
     args = t["application_args"]
-    assert args[:2] == ["--config", f"/opt/spark_dp/conf/{job}.yaml"]
+    assert args[:2] == ["--config", config]
     assert (ROOT / "conf" / f"{job}.yaml").exists()
-    run_dir = "hdfs:///data/spark_dp/{{ ds }}"
-    assert any(a.startswith(run_dir) for a in args)
+    assert any(a.startswith(RUN_DIR) for a in args)  # outputs per date and run
     if job != "distinct_count":
-        assert "--overwrite" in args  # a retry of the same date is safe
+        assert "--overwrite" in args  # a retry replaces its own output
 
 
-def test_privacy_tasks_append_to_the_ledger(dag):
+def test_each_privacy_task_reads_its_own_key_of_the_run(dag):
+    keys = dag["tasks"]["release_keys"]["op_kwargs"]
+    assert keys == {"directory": KEY_DIR, "names": list(PRIVACY_TASKS)}
+    for task in PRIVACY_TASKS:
+        args = dag["tasks"][task]["application_args"]
+        assert args[args.index("--noise-key-file") + 1] == f"{KEY_DIR}/{task}.key"
+        assert "--seed" not in args  # production noise from the key, never a seed
+
+
+def test_privacy_tasks_spend_from_one_stable_dataset(dag):
     for task in ("partition_selection", "distinct_count"):
         args = dag["tasks"][task]["application_args"]
-        assert args[args.index("--ledger") + 1] == "hdfs:///data/spark_dp/ledger.jsonl"
-        assert "--seed" not in args  # production noise from OS entropy
+        assert args[args.index("--budget-store") + 1] == "postgresql://dp@budget-db/spark_dp"
+        # the privacy unit is the user, not the day: no date in the dataset id
+        assert args[args.index("--dataset-id") + 1] == "warehouse.user_items"
+    cap = dag["tasks"]["budget_cap"]["bash_command"]
+    assert "budget set-cap --if-missing --store postgresql://dp@budget-db/spark_dp" in cap
+    assert "--dataset warehouse.user_items" in cap  # a cap only where none is set

@@ -1,31 +1,80 @@
-"""Example Airflow DAG: generate -> contribution bounding -> partition selection -> distinct count.
+"""Airflow DAG: keys, budget cap -> generate -> bound contributions -> select -> count.
 
 Copy this file into your DAGs folder (or point ``dags_folder`` at ``conf/airflow``). It runs the
 spark_dp jobs with ``SparkSubmitOperator`` (provider ``apache-airflow-providers-apache-spark``)
 on the cluster behind the ``spark_default`` connection, shipping the package as
-``dist/spark_dp.zip`` (``make package``) and passing each job its YAML config from ``conf/``.
+``dist/spark_dp.zip`` (``make package``) and each job's YAML config from ``conf/`` with
+``--files`` (so a driver in ``--deploy-mode cluster`` gets it too). ``make airflow-test`` runs
+it end to end with ``airflow dags test`` on local Spark.
 
 Settings (environment variables of the Airflow workers, read without touching the metadata
 database while the DAG is parsed):
 
 * ``SPARK_DP_HOME``: the spark_dp checkout on the Airflow workers (default: two levels above
   this file);
-* ``SPARK_DP_DATA``: root folder or URI of the data (default ``<home>/demo_output/airflow``).
+* ``SPARK_DP_DATA``: root folder or URI of the data (default ``<home>/demo_output/airflow``);
+* ``SPARK_DP_KEYS``: a private directory for the release keys, readable by the Airflow workers
+  only and shared by them (default ``<home>/demo_output/airflow-keys``; in production a mount of
+  your secret store);
+* ``SPARK_DP_DATASET_ID``: the dataset's id in the budget store (default
+  ``spark_dp_demo.user_items``);
+* ``SPARK_DP_BUDGET_STORE``: the budget store's URL (default
+  ``sqlite:///<home>/demo_output/airflow-budget.db``; a team uses PostgreSQL), and
+  ``SPARK_DP_DEMO_CAP_EPSILON`` / ``SPARK_DP_DEMO_CAP_DELTA``: the cap the demo's ``budget_cap``
+  task sets when the dataset has none (defaults 10 and 1e-3). In production an operator sets
+  caps with ``spark-dp budget set-cap``: a cap is policy, never a DAG parameter that whoever
+  triggers a run could raise;
+* ``SPARK_DP_PYTHON``: the Python that runs ``spark-dp budget`` on the Airflow worker, with
+  spark_dp's dependencies (default ``PYSPARK_PYTHON``, else ``python3``; spark_dp itself comes
+  from the zip);
+* ``SPARK_DP_SPARK_CONF``: extra Spark settings as a JSON object (tests: small shuffles);
+* ``SPARK_DP_TASK_TIMEOUT_MINUTES``: each task's ``execution_timeout`` (default 120).
 
-Every task writes with ``--overwrite`` to a folder of its run date, so an Airflow retry or a
-re-run of the same date is safe (outputs are replaced atomically). Each privacy job appends what
-it spends to ``<data>/ledger.jsonl``; ``spark-dp budget --ledger ...`` sums it per dataset.
-Production runs omit ``--seed`` (noise from OS entropy); the demo pins the data seed only.
+Privacy and re-runs:
+
+* ε, δ, ℓ_max (and the bound, and the demo data sizes) are DAG ``params``: set them when
+  triggering (``--conf '{"epsilon": 0.5}'``); they are validated before any task runs.
+* The privacy unit is the user, not the day: every run spends from one stable dataset id
+  (``SPARK_DP_DATASET_ID``) in the budget store, which each privacy job checks and reserves
+  before reading data (``spark-dp budget --store URL`` lists the spending); a run over the cap
+  fails with exit 3 and is not retried.
+* ``release_keys`` creates one key per privacy task and run (``<keys>/<dag>/<run>/<task>.key``,
+  32 random bytes, mode 0600) unless it exists; a retry reads the same key, so it is the same
+  release, never a second draw of the noise. Delete a run's keys when its outputs are final.
+* Outputs live under ``<data>/runs/{{ ds }}/<run id>``: a retry or a cleared task replaces its
+  own output (``--overwrite``, atomic), and another date or another run never shares a path.
+* A job that exits 2 (bad arguments, configuration or input) or 3 (the privacy budget refused
+  the release) fails at once: retrying cannot help (:class:`SparkDPSubmitOperator`). Other
+  failures are retried twice; one run at a time (``max_active_runs=1``).
+* Production runs pass no ``--seed`` to the privacy jobs (the keys come from OS entropy); the
+  demo pins the seed of the generated data only.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from datetime import datetime
+import re
+import secrets
+import shlex
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from airflow import DAG
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.common.compat.sdk import (
+    DAG,
+    AirflowException,
+    AirflowFailException,
+    Param,
+)
+
+try:  # Airflow 3
+    from airflow.providers.standard.operators.bash import BashOperator
+    from airflow.providers.standard.operators.python import PythonOperator
+except ImportError:  # Airflow 2
+    from airflow.operators.bash import BashOperator  # type: ignore[no-redef]
+    from airflow.operators.python import PythonOperator  # type: ignore[no-redef]
 
 
 def _setting(name: str, default: str) -> str:
@@ -35,30 +84,116 @@ def _setting(name: str, default: str) -> str:
 
 HOME = _setting("SPARK_DP_HOME", str(Path(__file__).resolve().parents[2]))
 DATA = _setting("SPARK_DP_DATA", f"{HOME}/demo_output/airflow")
-RUN = DATA + "/{{ ds }}"
-LEDGER = f"{DATA}/ledger.jsonl"
+KEYS = _setting("SPARK_DP_KEYS", f"{HOME}/demo_output/airflow-keys")
+DATASET_ID = _setting("SPARK_DP_DATASET_ID", "spark_dp_demo.user_items")
+TIMEOUT = timedelta(minutes=int(_setting("SPARK_DP_TASK_TIMEOUT_MINUTES", "120")))
+BUDGET_STORE = _setting("SPARK_DP_BUDGET_STORE", f"sqlite:///{HOME}/demo_output/airflow-budget.db")
+DEMO_CAP = (
+    _setting("SPARK_DP_DEMO_CAP_EPSILON", "10"),
+    _setting("SPARK_DP_DEMO_CAP_DELTA", "1e-3"),
+)
+PYTHON = _setting("SPARK_DP_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
 PY_FILES = f"{HOME}/dist/spark_dp.zip"
 SPARK_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.skewJoin.enabled": "true",
+    **json.loads(_setting("SPARK_DP_SPARK_CONF", "{}")),
+}
+RUN = DATA + "/runs/{{ ds }}/{{ run_id | pathsafe }}"
+KEY_DIR = KEYS + "/{{ dag.dag_id }}/{{ run_id | pathsafe }}"
+PRIVACY_TASKS = ("contribution_bounding", "partition_selection", "distinct_count")
+# Where each release is charged: one stable dataset id across run dates (the privacy unit is the
+# user, not the day).
+BUDGET_FLAGS = {"--budget-store": BUDGET_STORE, "--dataset-id": DATASET_ID}
+
+# spark_dp's exit codes that a retry cannot fix (spark_dp/jobs/common.py).
+NO_RETRY_EXIT_CODES = {
+    2: "bad arguments, configuration or input",
+    3: "the privacy budget refused the release",
 }
 
 
-def _job(task_id: str, job: str, flags: str, overwrite: bool = True) -> SparkSubmitOperator:
-    """One spark-submit task; ``flags`` is split on spaces, then ``{RUN}``/``{LEDGER}`` are
-    filled in per token (so paths with spaces survive). Re-runs overwrite their own output."""
-    args = [t.format(RUN=RUN, LEDGER=LEDGER) for t in flags.split()]
+def pathsafe(value: str) -> str:
+    """``value`` with every character but letters, digits, ``.``, ``_`` and ``-`` replaced by
+    ``_`` (a run id such as ``manual__2026-01-01T00:00:00+00:00`` has ``:`` and ``+``, which
+    Hadoop paths refuse)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", str(value))
+
+
+def release_keys(directory: str, names: list[str]) -> list[str]:
+    """Create ``<directory>/<name>.key`` (32 bytes from OS entropy, mode 0600) for each name
+    unless it exists; return the paths. Idempotent: a retry or a re-run keeps the keys."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    paths = []
+    for name in names:
+        path = os.path.join(directory, f"{name}.key")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "wb") as f:
+                f.write(secrets.token_bytes(32))
+        paths.append(path)
+    return paths
+
+
+def exit_code(operator: SparkSubmitOperator, error: BaseException) -> int | None:
+    """spark-submit's exit code after a failed submit (the driver's, in client mode)."""
+    process = getattr(getattr(operator, "_hook", None), "_submit_sp", None)
+    code = getattr(process, "returncode", None)
+    if code is None:
+        found = re.search(r"Error code is: (-?\d+)", str(error))
+        code = int(found.group(1)) if found else None
+    return code
+
+
+class SparkDPSubmitOperator(SparkSubmitOperator):
+    """``SparkSubmitOperator`` that fails without retrying when a spark_dp job exits 2 or 3.
+
+    Exit 2 is a usage error (arguments, configuration, input) and exit 3 a refused budget: the
+    same submit would fail again, and a privacy release must not be attempted blindly twice.
+    Airflow does not retry an ``AirflowFailException``; any other failure keeps ``retries``.
+    """
+
+    def execute(self, context: Any) -> Any:
+        try:
+            return super().execute(context)
+        except AirflowFailException:
+            raise
+        except AirflowException as error:
+            code = exit_code(self, error)
+            if code in NO_RETRY_EXIT_CODES:
+                raise AirflowFailException(
+                    f"{self.task_id}: spark_dp job exited {code} "
+                    f"({NO_RETRY_EXIT_CODES[code]}); not retried: fix it, then clear the task"
+                ) from error
+            raise
+
+
+def _job(
+    task_id: str, job: str, flags: dict[str, str], *, overwrite: bool = True, key: bool = False
+) -> SparkSubmitOperator:
+    """One spark-submit of ``jobs/<job>.py`` with its config shipped and passed by path, then
+    ``flags`` (flag -> value); ``--overwrite`` replaces the task's own output on a retry;
+    ``key``: the task's release key from ``release_keys``."""
+    config = f"{HOME}/conf/{job}.yaml"
+    args = ["--config", config]
+    for flag, value in flags.items():
+        args += [flag, value]
+    if key:
+        args += ["--noise-key-file", f"{KEY_DIR}/{task_id}.key"]
     if overwrite:
         args.append("--overwrite")
-    return SparkSubmitOperator(
+    return SparkDPSubmitOperator(
         task_id=task_id,
         application=f"{HOME}/jobs/{job}.py",
         py_files=PY_FILES,
+        files=config,
         conn_id="spark_default",
         conf=SPARK_CONF,
         name=f"spark_dp.{job}",
-        application_args=["--config", f"{HOME}/conf/{job}.yaml", *args],
-        retries=2,
+        application_args=args,
     )
 
 
@@ -68,33 +203,81 @@ with DAG(
     start_date=datetime(2026, 1, 1),
     schedule=None,
     catchup=False,
+    max_active_runs=1,
     tags=["spark_dp", "differential-privacy"],
+    user_defined_filters={"pathsafe": pathsafe},
+    default_args={
+        "retries": 2,
+        "retry_delay": timedelta(minutes=5),
+        "execution_timeout": TIMEOUT,
+    },
+    params={
+        "epsilon": Param(1.0, type="number", exclusiveMinimum=0, description="ε of the selection"),
+        "delta": Param(1e-5, type="number", exclusiveMinimum=0, maximum=0.01, description="δ"),
+        "count_epsilon": Param(
+            1.0, type="number", exclusiveMinimum=0, description="ε of the distinct count"
+        ),
+        "max_contribution": Param(
+            100, type="integer", minimum=1, description="ℓ_max of the distinct count (public)"
+        ),
+        "capacity": Param(4, type="integer", minimum=1, description="records per user (bound)"),
+        "users": Param(20000, type="integer", minimum=1, description="demo data: users"),
+        "records": Param(50000, type="integer", minimum=1, description="demo data: records"),
+    },
 ) as dag:
+    keys = PythonOperator(
+        task_id="release_keys",
+        python_callable=release_keys,
+        op_kwargs={"directory": KEY_DIR, "names": list(PRIVACY_TASKS)},
+    )
+    # The demo bootstraps its store: a cap only where the dataset has none (an operator's cap
+    # is kept). spark_dp comes from the zip the jobs ship.
+    cap = BashOperator(
+        task_id="budget_cap",
+        bash_command=(
+            f"PYTHONPATH={shlex.quote(PY_FILES)} {shlex.quote(PYTHON)} -m spark_dp budget "
+            f"set-cap --if-missing --store {shlex.quote(BUDGET_STORE)} "
+            f"--dataset {shlex.quote(DATASET_ID)} --epsilon {DEMO_CAP[0]} --delta {DEMO_CAP[1]}"
+        ),
+    )
     generate_pairs = _job(
-        "generate_pairs", "generate", "--kind zipf --users 20000 --output {RUN}/pairs --seed 7"
+        "generate_pairs",
+        "generate",
+        {"--kind": "zipf", "--users": "{{ params.users }}", "--output": f"{RUN}/pairs"}
+        | {"--seed": "7"},
     )
     generate_graph = _job(
         "generate_hypergraph",
         "generate",
-        "--kind skewed --records 50000 --output {RUN}/graph --seed 7",
+        {"--kind": "skewed", "--records": "{{ params.records }}", "--output": f"{RUN}/graph"}
+        | {"--seed": "7"},
     )
     bound = _job(
         "contribution_bounding",
         "contribution_bounding",
-        "--input {RUN}/graph --output {RUN}/bounded_records --capacity 4",
+        {"--input": f"{RUN}/graph", "--output": f"{RUN}/bounded_records"}
+        | {"--max-contributions": "{{ params.capacity }}"},
+        key=True,
     )
     select = _job(
         "partition_selection",
         "partition_selection",
-        "--input {RUN}/pairs --output {RUN}/released_items --ledger {LEDGER} "
-        "--dataset-id {RUN}/pairs",
+        {"--input": f"{RUN}/pairs", "--output": f"{RUN}/released_items"}
+        | {"--epsilon": "{{ params.epsilon }}", "--delta": "{{ params.delta }}"}
+        | BUDGET_FLAGS,
+        key=True,
     )
     count = _job(
         "distinct_count",
         "distinct_count",
-        "--input {RUN}/pairs --report {RUN}/distinct_count.json --ledger {LEDGER} "
-        "--dataset-id {RUN}/pairs",
+        {"--input": f"{RUN}/pairs", "--report": f"{RUN}/distinct_count.json"}
+        | {"--epsilon": "{{ params.count_epsilon }}"}
+        | {"--max-contributions": "{{ params.max_contribution }}"}
+        | BUDGET_FLAGS,
         overwrite=False,
+        key=True,
     )
+    keys >> [bound, select, count]
+    cap >> [select, count]
     generate_graph >> bound
     [generate_pairs, bound] >> select >> count

@@ -2,6 +2,7 @@
 
     spark-dp budget --store sqlite:///var/spark_dp/budget.db [--json]
     spark-dp budget set-cap --store URL --dataset ID --epsilon E [--delta D] [--window-days N]
+                            [--if-missing]
     spark-dp budget set-accountant --store URL --accountant basic|pld|rdp
 
 Exit codes: 0 ok, 2 bad arguments or an unusable store (one line says what to fix).
@@ -44,6 +45,12 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
             default=None,
             help="the cap holds for every sliding window of this many days instead of for all "
             "time (a release counts until this long after it was committed)",
+        )
+        ap.add_argument(
+            "--if-missing",
+            action="store_true",
+            help="set the cap only if the dataset has none (keep an operator's cap; for "
+            "pipelines that bootstrap a store)",
         )
         return ap
     if command == "set-accountant":
@@ -106,6 +113,9 @@ def main(argv: Sequence[str]) -> int:
     try:
         with BudgetStore.open(ns.store) as store:
             if command == "set-cap":
+                if ns.if_missing and any(b.dataset == ns.dataset for b in store.summary()):
+                    print(f"cap of {ns.dataset!r}: kept (--if-missing)")
+                    return 0
                 store.set_cap(ns.dataset, ns.epsilon, ns.delta, window_days=ns.window_days)
                 print(f"cap of {ns.dataset!r}: ε={ns.epsilon:g}, δ={ns.delta:g}")
                 return 0

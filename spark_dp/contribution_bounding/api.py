@@ -27,20 +27,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from spark_dp.caching import CacheScope
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.contribution_bounding.passes import RoundLog
-from spark_dp.contribution_bounding.plan import RunContext
+from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext
 from spark_dp.contribution_bounding.prepare import check_weights, prepare
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.contribution_bounding.state_store import StateStore, claim_store
 from spark_dp.io import validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.randomness import Randomness
+from spark_dp.tracking import labels
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from spark_dp.registry import Algorithm
 
 __all__ = ["bound_contributions"]
 
@@ -80,7 +84,9 @@ def bound_contributions(
 
     Returns:
         The selection, the per-user state and the summary; ``fill_report`` writes its account
-        into a privacy report.
+        into a privacy report. Its tables are the only thing the run leaves in the session:
+        read or write them, then release them (``with bound_contributions(...) as result:``,
+        or ``result.release()``).
 
     Raises:
         ParameterError, InputContractError: bad parameters or inputs.
@@ -93,34 +99,72 @@ def bound_contributions(
     algorithm = REGISTRY[params.algorithm]
     plan = algorithm.plan(params)
     spark = incidences.sparkSession
-    if validate:
-        incidences, summary = validate_edges(
-            incidences, {RECORD_ID: RECORD_ID, USER_ID: USER_ID}, path="<incidences>"
-        )
-        summary.log(log)  # counts: unsafe debug only
-    else:
-        incidences = incidences.select(RECORD_ID, USER_ID)
-    # -> (record_id, user_id)
-    weights = None
-    if record_weights is not None:
-        weights = check_weights(record_weights, per_user=plan.per_user)
-    store = StateStore(spark, work_dir)
-    with timer.stage("fingerprint"):
+    cache = CacheScope()
+    # the number of rounds depends on the graph: the UI shows "round #", not its number
+    with labels(
+        spark, family="contribution_bounding", algorithm=params.algorithm, hide_numbers=True
+    ):
+        try:
+            if validate:
+                incidences, summary = validate_edges(
+                    incidences, {RECORD_ID: RECORD_ID, USER_ID: USER_ID}, path="<incidences>"
+                )
+                summary.log(log)  # counts: unsafe debug only
+                cache.adopt(incidences)  # persisted by validate_edges: released with the run
+            else:
+                incidences = incidences.select(RECORD_ID, USER_ID)
+            # -> (record_id, user_id)
+            result = _run(
+                algorithm,
+                plan,
+                incidences,
+                params,
+                capacities=capacities,
+                weights=(
+                    check_weights(record_weights, per_user=plan.per_user)
+                    if record_weights is not None
+                    else None
+                ),
+                randomness=randomness,
+                restart=restart,
+                ctx=RunContext(StateStore(spark, work_dir, cache=cache), timer, log, on_round),
+            )
+            result.keep_only_outputs(cache)
+        except BaseException:
+            cache.release()
+            raise
+    return result
+
+
+def _run(
+    algorithm: Algorithm[BoundingParams, BoundingPlan],
+    plan: BoundingPlan,
+    incidences: DataFrame,
+    params: BoundingParams,
+    *,
+    capacities: DataFrame | None,
+    weights: DataFrame | None,
+    randomness: Randomness,
+    restart: bool,
+    ctx: RunContext,
+) -> BoundingResult:
+    """Claim the store, prepare the tables in the planned order and run the algorithm."""
+    with ctx.timer.stage("fingerprint"):
         seed = claim_store(
-            store,
+            ctx.store,
             incidences=incidences,
             capacities=capacities,
             weights=weights,
             params=params,
             randomness=randomness,
             restart=restart,
-            log=log,
+            log=ctx.log,
         )
     order = plan.order_plan(seed)
     capacity = params.capacity
     if capacity is None and capacities is None and not plan.capacity_required:
         capacity = 0  # Alg. 4 has no capacities (spec A15)
-    with timer.stage("prepare") as info:
+    with ctx.timer.stage("prepare") as info:
         prep = prepare(
             incidences,
             plan=order,
@@ -128,11 +172,11 @@ def bound_contributions(
             capacities=capacities,
             weights=weights,
             skew_threshold=params.skew_threshold,
-            store=store.child("prepared"),
-            log=log,
+            store=ctx.store.child("prepared"),
+            log=ctx.log,
         )
         info.update(records=prep.n_records, incidences=prep.n_incidences, users=prep.n_users)
-    result: BoundingResult = algorithm.run(prep, plan, RunContext(store, timer, log, on_round))
+    result: BoundingResult = algorithm.run(prep, plan, ctx)
     result.summary = {
         "algorithm": params.algorithm,
         "order": order.to_dict(),

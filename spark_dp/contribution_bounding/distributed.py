@@ -84,6 +84,7 @@ def run_single_pass(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> Boun
         totals=(out.n_selected, out.n_selected),
         summary=summary,
         timer=ctx.timer,
+        cache=ctx.store.cache,
     )
     result.selected_by_round = out.selected.join(prep.records, REC).select(RECORD_ID, ROUND)
     # -> (record_id, round)
@@ -172,4 +173,5 @@ def run_passes(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingR
         totals=totals,
         summary=summary,
         timer=ctx.timer,
+        cache=ctx.store.cache,
     )

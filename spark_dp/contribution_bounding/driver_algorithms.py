@@ -100,6 +100,7 @@ def run_ilp(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingResu
         totals=(sol.objective, int(np.count_nonzero(sol.multiplicity))),
         summary=summary,
         timer=ctx.timer,
+        cache=ctx.store.cache,
     )
 
 

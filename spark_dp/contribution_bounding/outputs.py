@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.caching import checkpoint
+from spark_dp.caching import CacheScope, HoldsCache
 from spark_dp.contribution_bounding.columns import (
     CAPACITY,
     DEGREE,
@@ -53,8 +53,14 @@ ACCOUNTING = (
 
 
 @dataclass
-class BoundingResult:
+class BoundingResult(HoldsCache):
     """What a bounding run produced.
+
+    Its tables are computed once and kept (checkpointed) by the run's ``cache``, which holds
+    nothing else when :func:`~.api.bound_contributions` returns; read or write them, then
+    release them (use the result as a context manager, or call :meth:`release`). After the
+    release the session holds nothing the run kept, and the tables cannot be read again (on a
+    classic session their checkpoints are gone).
 
     Attributes:
         selected: (record_id) or (record_id, multiplicity); dp-mf: (batch_index, position,
@@ -66,6 +72,7 @@ class BoundingResult:
             driver finish), else ``None``. Confidential.
         description: the algorithm as the report names it (its registry summary, the order
             and the finish mode).
+        cache: what the run kept for these tables.
     """
 
     selected: DataFrame
@@ -73,6 +80,17 @@ class BoundingResult:
     summary: dict[str, Any] = field(default_factory=dict)
     selected_by_round: DataFrame | None = None
     description: str = ""
+    cache: CacheScope = field(default_factory=CacheScope, repr=False)
+
+    def keep_only_outputs(self, cache: CacheScope) -> None:
+        """Compute the result's tables once into ``cache`` and release everything else it
+        holds (the rounds' state), so the result is the only thing the run leaves behind."""
+        self.selected = cache.checkpoint(self.selected)
+        if self.selected_by_round is not None:
+            self.selected_by_round = cache.checkpoint(self.selected_by_round)
+        tables = [self.selected, self.user_state, self.selected_by_round]
+        cache.retain(*[t for t in tables if t is not None])
+        self.cache = cache
 
     def fill_report(self, report: PrivacyReport) -> None:
         """Write the algorithm, the released counts, the bound k and the notes into ``report``.
@@ -230,6 +248,7 @@ def finish_outputs(
     totals: tuple[int, int],
     summary: dict[str, Any],
     timer: StageTimer,
+    cache: CacheScope,
 ) -> BoundingResult:
     """Degrees from the input and the selection, the feasibility check, the id mapping.
 
@@ -241,12 +260,13 @@ def finish_outputs(
         totals: (|S| with multiplicity, distinct records), known from the run's own counts.
         summary: the run's summary so far; the degree counts are added to it.
         timer: one stage, ``outputs``.
+        cache: the run's scope; it keeps the per-user state (computed once here).
 
     Raises:
         RuntimeError: a user exceeds its capacity (see :func:`check_feasible`).
     """
     with timer.stage("outputs") as info:
-        state = checkpoint(user_state(prep.inc, prep.users, chosen, remaining))
+        state = cache.checkpoint(user_state(prep.inc, prep.users, chosen, remaining))
         degrees = check_feasible(state)
         summary.update(selected=totals[0], distinct_selected=totals[1], **degrees)
         info.update(selected=totals[0], max_degree=degrees["max_degree"])

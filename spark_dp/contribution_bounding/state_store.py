@@ -6,9 +6,10 @@ Two modes:
   ``work_dir`` and read back, which cuts the query lineage and survives a crash; a small JSON
   log per pass records which rounds finished. A restarted job resumes after the last logged
   round (spec contribution_bounding.md §3.5 step 7, §3.6).
-* **memory** (library calls without a work directory, tests): a checkpoint
-  (:func:`spark_dp.caching.checkpoint`: reliable when the session has a checkpoint directory,
-  local otherwise) cuts the lineage; nothing survives the session.
+* **memory** (library calls without a work directory, tests): a checkpoint of the run's
+  :class:`~spark_dp.caching.CacheScope` (:meth:`~spark_dp.caching.CacheScope.checkpoint`:
+  reliable when the session has a checkpoint directory, local otherwise) cuts the lineage;
+  the scope drops it when the run is released; nothing survives the session.
 
 The contents are confidential (spec A36): per-round selections and degrees reveal the graph.
 Writes go through :func:`spark_dp.io.write_parquet_atomic` / :func:`~spark_dp.io.write_json_atomic`,
@@ -26,17 +27,19 @@ import dataclasses
 import json
 import logging
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.caching import checkpoint
+from spark_dp.caching import CacheScope
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.errors import SparkDPUserError
 from spark_dp.io import CAPACITY, RECORD_ID, USER_ID, write_json_atomic, write_parquet_atomic
+from spark_dp.io.write import session_filesystems
 from spark_dp.randomness import Randomness
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from spark_dp.io.fs import FileSystem
 
 __all__ = [
     "StateStore",
@@ -69,6 +72,8 @@ class StateStore:
     Args:
         spark: the session.
         work_dir: directory for Parquet state, or ``None`` for in-memory checkpoints.
+        cache: the run's scope, which holds (and releases) the in-memory checkpoints and the
+            outputs' checkpoints (default: a scope of the store's own).
     """
 
     def __init__(
@@ -76,11 +81,13 @@ class StateStore:
         spark: SparkSession,
         work_dir: str | None = None,
         *,
+        cache: CacheScope | None = None,
         _prefix: str = "",
         _mem: dict[str, Any] | None = None,
     ) -> None:
         self.spark = spark
         self.work_dir = work_dir.rstrip("/") if work_dir else None
+        self.cache = cache if cache is not None else CacheScope()
         self._prefix = _prefix
         self._mem: dict[str, Any] = {} if _mem is None else _mem
 
@@ -92,7 +99,11 @@ class StateStore:
     def child(self, name: str) -> StateStore:
         """A store for a sub-part of the run (e.g. one pass), sharing the same backing."""
         return StateStore(
-            self.spark, self.work_dir, _prefix=f"{self._prefix}{name}/", _mem=self._mem
+            self.spark,
+            self.work_dir,
+            cache=self.cache,
+            _prefix=f"{self._prefix}{name}/",
+            _mem=self._mem,
         )
 
     def _key(self, name: str) -> str:
@@ -108,7 +119,7 @@ class StateStore:
     def save(self, name: str, df: DataFrame) -> DataFrame:
         """Materialize ``df`` under ``name`` and return a DataFrame reading it back."""
         if self.work_dir is None:
-            out = checkpoint(df)
+            out = self.cache.checkpoint(df)
             self._mem[self._key(name)] = out
             return out
         path = self.path(name)
@@ -128,14 +139,18 @@ class StateStore:
         """Materialize ``df`` once without naming it (positions, one-off sorts): as Parquet in
         the work directory (reliable), or a checkpoint in memory mode."""
         if self.work_dir is None:
-            return checkpoint(df)
+            return self.cache.checkpoint(df)
         return self.save(f"tmp/{uuid.uuid4().hex[:12]}", df)
+
+    def _fs(self, path: str) -> FileSystem:
+        """The filesystem of ``path`` (Hadoop on a classic session, pyarrow on Connect)."""
+        return session_filesystems(self.spark)(path)
 
     def load(self, name: str) -> DataFrame | None:
         """The table saved under ``name``, or ``None``."""
         if self.work_dir is None:
             return self._mem.get(self._key(name))
-        if not self._exists(self.path(name)):
+        if not self._fs(self.path(name)).exists(self.path(name)):
             return None
         return self.spark.read.parquet(self.path(name))
 
@@ -153,13 +168,9 @@ class StateStore:
             saved = self._mem.get(self._key(name))
             return _copy_json(saved) if saved is not None else None
         path = self.path(name)
-        if not self._exists(path):
+        if not self._fs(path).exists(path):
             return None
-        if "://" not in path or path.startswith("file://"):
-            text = Path(path.removeprefix("file://")).read_text(encoding="utf-8")
-        else:
-            text = "".join(t for _, t in self.spark.sparkContext.wholeTextFiles(path).collect())
-        doc: dict[str, Any] = json.loads(text)
+        doc: dict[str, Any] = json.loads(self._fs(path).read_text(path))
         return doc
 
     # ------------------------------------------------------------------ housekeeping
@@ -168,9 +179,7 @@ class StateStore:
         if self.work_dir is None:
             self._mem.pop(self._key(name), None)
             return
-        fs, jpath = self._fs(self.path(name))
-        if fs.exists(jpath):
-            fs.delete(jpath, True)
+        self._fs(self.path(name)).delete(self.path(name))
 
     def clear(self) -> None:
         """Remove everything this store holds (the whole work directory at the root)."""
@@ -178,20 +187,8 @@ class StateStore:
             for key in [k for k in self._mem if k.startswith(self._prefix)]:
                 del self._mem[key]
             return
-        fs, jpath = self._fs(f"{self.work_dir}/{self._prefix}".rstrip("/"))
-        if fs.exists(jpath):
-            fs.delete(jpath, True)
-
-    def _exists(self, path: str) -> bool:
-        fs, jpath = self._fs(path)
-        return bool(fs.exists(jpath))
-
-    def _fs(self, path: str) -> tuple[Any, Any]:
-        """(Hadoop FileSystem, Hadoop Path) of ``path``, through the JVM gateway."""
-        jvm: Any = self.spark.sparkContext._jvm
-        jsc: Any = self.spark.sparkContext._jsc
-        jpath = jvm.org.apache.hadoop.fs.Path(path)
-        return jpath.getFileSystem(jsc.hadoopConfiguration()), jpath
+        root = f"{self.work_dir}/{self._prefix}".rstrip("/")
+        self._fs(root).delete(root)
 
 
 def _copy_json(doc: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
 from spark_dp.registry import Algorithm, Registry
+from spark_dp.tracking import labels
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -111,10 +112,11 @@ class CurveMethod:
         timer = timer or StageTimer(log)
         if unsafe_debug_enabled():  # an extra Spark action, for debugging only
             log_private(log, "distinct count input: %d pairs", pairs.count())
-        with timer.stage(f"{self.name} curve"):
-            curve = self.curve(pairs, plan.ell_max, timer=timer, **options)
-        with timer.stage("release"):
-            release = release_curve(curve, plan, randomness)
+        with labels(pairs.sparkSession, family="distinct_count", algorithm=self.name):
+            with timer.stage(f"{self.name} curve"):
+                curve = self.curve(pairs, plan.ell_max, timer=timer, **options)
+            with timer.stage("release"):
+                release = release_curve(curve, plan, randomness)
         return DistinctCountResult(
             plan=plan, release=release, count_function=self.count_function, curve=curve
         )

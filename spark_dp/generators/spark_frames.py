@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.checks import check_int_at_least
 from spark_dp.generators import hypergraphs, user_items
+from spark_dp.session import default_parallelism
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,7 +28,7 @@ KINDS = ("regular", "skewed", "zipf", "heavy-light")
 
 def _chunk_ids(spark: SparkSession, n: int, chunk: int) -> tuple[DataFrame, int]:
     n_chunks = max(1, math.ceil(n / chunk))
-    slices = max(1, min(n_chunks, 4 * spark.sparkContext.defaultParallelism))
+    slices = max(1, min(n_chunks, 4 * default_parallelism(spark)))
     return spark.range(0, n_chunks, numPartitions=slices).withColumnRenamed("id", "chunk"), n_chunks
 
 

@@ -85,7 +85,9 @@ def parent_and_name(path: str) -> tuple[str, str]:
 
 def is_connect(spark: SparkSession | None) -> bool:
     """True for a Spark Connect session (no JVM gateway on this side)."""
-    return spark is not None and type(spark).__module__.startswith("pyspark.sql.connect")
+    from spark_dp.session import is_classic
+
+    return spark is not None and not is_classic(spark)
 
 
 class FileSystem(Protocol):

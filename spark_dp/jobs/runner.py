@@ -54,6 +54,8 @@ from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.spec import JobContext, JobSpec
 from spark_dp.logs import StageTimer, configure_logging, get_logger
 from spark_dp.report import PrivacyReport
+from spark_dp.session import spark_info
+from spark_dp.tracking import labels
 
 __all__ = [
     "EXIT_BUDGET",
@@ -112,12 +114,7 @@ def _new_report(run: Run) -> PrivacyReport:
     if run.spec.spends_budget:
         report.extra["budget"] = budget_report(run)
     report.randomness = run.randomness.to_report()
-    conf = run.spark.conf  # classic or Spark Connect alike
-    report.spark = {
-        "version": run.spark.version,
-        "master": conf.get("spark.master", None),
-        "application_id": conf.get("spark.app.id", None),
-    }
+    report.spark = spark_info(run.spark)  # classic or Spark Connect alike
     if getattr(run.args, "unsafe_debug_logs", False):
         report.mark_unsafe("--unsafe-debug-logs: private counts were written to the logs")
     return report
@@ -149,7 +146,9 @@ def _execute(run: Run) -> str:
         plan=run.plan,
         staging=run.staging,
     )
-    summary = run.spec.execute(ctx)
+    algorithm = getattr(run.params, "algorithm", None) or getattr(run.params, "method", None)
+    with labels(run.spark, job=run.spec.name, algorithm=algorithm):  # the Spark UI's names
+        summary = run.spec.execute(ctx)
     _LAST_STAGE_SECONDS.clear()
     _LAST_STAGE_SECONDS.update(timer.seconds)
     run.after_commit = ctx.after_commit

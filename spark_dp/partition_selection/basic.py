@@ -67,7 +67,7 @@ def run(
         the :class:`Selection` (one round).
     """
     step = plan.steps[0]
-    cache = cache or CacheScope()
+    cache = cache if cache is not None else CacheScope()
     round_ = single_round(
         pairs,
         max_items=plan.max_items,
@@ -108,7 +108,7 @@ def run_laplace(
     """
     step = plan.steps[0]
     calibration = plan.calibration(0, LaplaceWeightAndThreshold)
-    cache = cache or CacheScope()
+    cache = cache if cache is not None else CacheScope()
 
     def one_round(capped: DataFrame, noise: Randomness) -> RoundResult:
         items = threshold_items(

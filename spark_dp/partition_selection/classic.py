@@ -352,7 +352,7 @@ def run(
     """
     step = plan.steps[0]
     calibration = step.calibration
-    cache = cache or CacheScope()
+    cache = cache if cache is not None else CacheScope()
 
     def one_round(capped: DataFrame, noise: Randomness) -> RoundResult:
         counts = capped.groupBy(ITEM).agg(F.count(F.lit(1)).cast("double").alias(USER_COUNT))

@@ -74,7 +74,7 @@ def run(
         the :class:`Selection`; its items are the disjoint union of the rounds' items.
     """
     timer = default_timer(timer)
-    cache = cache or CacheScope()
+    cache = cache if cache is not None else CacheScope()
     max_items = plan.max_items
     recap_each_round = bool(plan.options["recap_each_round"])
     rounds: list[RoundResult] = []

@@ -137,7 +137,7 @@ def run(
     """
     step = plan.steps[0]
     constants = plan.calibration(0, MadRound).constants
-    cache = cache or CacheScope()
+    cache = cache if cache is not None else CacheScope()
     round_ = single_round(
         pairs,
         max_items=plan.max_items,

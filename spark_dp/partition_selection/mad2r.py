@@ -168,7 +168,7 @@ def run(
         the :class:`Selection`, two rounds; its items are the union of U1 and U2.
     """
     timer = default_timer(timer)
-    cache = cache or CacheScope()
+    cache = cache if cache is not None else CacheScope()
     step1, step2 = plan.steps
     cal1, cal2 = plan.calibration(0, MadRound), plan.calibration(1, MadRound)
     if cal2.c_lb is None or cal2.c_ub is None:

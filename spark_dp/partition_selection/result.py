@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql import DataFrame
 
-from spark_dp.caching import CacheScope
+from spark_dp.caching import CacheScope, HoldsCache
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -123,13 +122,13 @@ class RoundResult:
 
 
 @dataclass
-class Selection:
+class Selection(HoldsCache):
     """The result of a private partition selection.
 
-    Its items are cached (they are computed once, then written or shown from the cache); use the
-    selection as a context manager, or call :meth:`release`, to unpersist everything the run
-    cached. Reading the items after that recomputes them with the same values (the noise is
-    keyed).
+    Its rounds' items are the only tables the run leaves cached (they are computed once, then
+    written or shown from the cache); use the selection as a context manager, or call
+    :meth:`release`, to unpersist them: after that the session holds nothing the run persisted.
+    Reading the items after that recomputes them with the same values (the noise is keyed).
 
     Attributes:
         plan: the calibration the run used.
@@ -144,21 +143,6 @@ class Selection:
     rounds: list[RoundResult]
     notes: list[str] = field(default_factory=list)
     cache: CacheScope = field(default_factory=CacheScope, repr=False)
-
-    def release(self) -> None:
-        """Unpersist everything the run cached."""
-        self.cache.release()
-
-    def __enter__(self) -> Selection:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     @property
     def algorithm(self) -> str:

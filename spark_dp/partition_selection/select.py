@@ -22,6 +22,7 @@ from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
+from spark_dp.tracking import labels
 
 __all__ = ["calibration_table", "plan_selection", "select_partitions"]
 
@@ -74,22 +75,23 @@ def select_partitions(
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
     """
-    checked = pairs
-    if validate:
-        checked, summary = validate_edges(
-            pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
-        )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
-        summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
-    algorithm = algorithm or REGISTRY[params.algorithm]
-    cache = CacheScope()
-    try:
-        selection: Selection = algorithm.run(
-            checked, algorithm.plan(params), randomness, timer=timer, cache=cache
-        )
-    except BaseException:
-        cache.release()
-        raise
-    cache.retain(*(r.items for r in selection.rounds))  # only the released items stay cached
+    with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
+        checked = pairs
+        if validate:
+            checked, summary = validate_edges(
+                pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
+            )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
+            summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
+        algorithm = algorithm or REGISTRY[params.algorithm]
+        cache = CacheScope()
+        try:
+            selection: Selection = algorithm.run(
+                checked, algorithm.plan(params), randomness, timer=timer, cache=cache
+            )
+        except BaseException:
+            cache.release()
+            raise
+        cache.retain(*(r.items for r in selection.rounds))  # only the released items stay cached
     return selection
 
 

@@ -50,6 +50,16 @@ def test_set_cap_then_list(tmp_path, capsys):
     assert "words" in table and "1.25" in table and "(per 30 days)" in table
 
 
+def test_set_cap_if_missing_keeps_an_existing_cap(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'budget.db'}"
+    base = ["budget", "set-cap", "--store", url, "--dataset", "words", "--if-missing"]
+    assert cli.main([*base, "--epsilon", "2"]) == 0  # none yet: set
+    assert cli.main([*base, "--epsilon", "9"]) == 0  # kept
+    assert "kept" in capsys.readouterr().out
+    with BudgetStore.open(url) as store:
+        assert [b.cap_epsilon for b in store.summary()] == [2.0]
+
+
 def test_set_accountant_adds_the_tight_column(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'budget.db'}"
     cli.main(["budget", "set-cap", "--store", url, "--dataset", "d", "--epsilon", "1"])

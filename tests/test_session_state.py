@@ -1,0 +1,128 @@
+"""Library calls leave nothing persisted in the caller's session (issue 16.6).
+
+The contract (spark_dp.caching): a call releases everything it persisted or checkpointed before
+it returns, except the tables of the result it hands back; a result that holds tables (a
+partition-selection ``Selection``, a contribution-bounding ``BoundingResult``) is a context
+manager that releases them. The storage is read from the session's SparkContext (every persisted
+RDD: DataFrame caches and local checkpoints alike) and from its cache manager.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_dp.contribution_bounding.api import bound_contributions
+from spark_dp.contribution_bounding.params import BoundingParams
+from spark_dp.distinct_count.params import DistinctCountParams
+from spark_dp.distinct_count.registry import REGISTRY as DC_REGISTRY
+from spark_dp.errors import SparkDPUserError
+from spark_dp.generators.spark_frames import hypergraph_frame, pairs_frame
+from spark_dp.partition_selection.params import PartitionSelectionParams
+from spark_dp.partition_selection.select import select_partitions
+from spark_dp.randomness import Randomness
+
+
+def persisted(spark) -> int:
+    """How many RDDs the session keeps (persisted DataFrames and local checkpoints)."""
+    return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+
+def cached_plans(spark) -> bool:
+    """True when the session's cache manager holds a cached query."""
+    return not spark._jsparkSession.sharedState().cacheManager().isEmpty()
+
+
+def assert_clean(spark) -> None:
+    assert persisted(spark) == 0, "a library call left persisted data in the session"
+    assert not cached_plans(spark), "a library call left a cached query in the session"
+
+
+@pytest.fixture
+def clean(spark):
+    """The session, checked clean before the test (so a failure names the right call)."""
+    spark.catalog.clearCache()
+    for rdd in list(spark.sparkContext._jsc.getPersistentRDDs().values()):
+        rdd.unpersist(True)
+    assert_clean(spark)
+    return spark
+
+
+@pytest.fixture(scope="module")
+def words(spark):
+    pairs, _ = pairs_frame(spark, "zipf", n_users=300, mean_items=5, max_items=40, seed=3)
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def graph(spark):
+    incidences, _ = hypergraph_frame(spark, "skewed", n_records=400, seed=3)
+    return incidences
+
+
+@pytest.mark.parametrize("algorithm", ["mad2r", "dp-sips", "laplace-thresholding"])
+def test_selection_keeps_only_its_items_until_released(clean, words, algorithm):
+    spark = clean
+    params = PartitionSelectionParams(algorithm=algorithm, epsilon=1.0, delta=1e-5)
+    with select_partitions(words, params, Randomness.create(5)) as selection:
+        # only the rounds' selected items stay cached for the caller
+        assert persisted(spark) == len(selection.rounds)
+        items = sorted(r["item"] for r in selection.items.collect())
+    assert_clean(spark)
+    # the items recompute to the same values after the release (the noise is keyed)
+    assert sorted(r["item"] for r in selection.items.collect()) == items
+    assert_clean(spark)
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "driver_threshold_rows"),
+    [("proposal", 0), ("greedy", 5_000_000), ("greedy-dup", 0), ("ilp", 0)],
+)
+def test_bounding_keeps_only_its_outputs_until_released(
+    clean, graph, algorithm, driver_threshold_rows
+):
+    spark = clean
+    params = BoundingParams(
+        algorithm=algorithm, capacity=2, driver_threshold_rows=driver_threshold_rows
+    )
+    with bound_contributions(graph, params, randomness=Randomness.create(5)) as result:
+        tables = [result.selected, result.user_state, result.selected_by_round]
+        assert persisted(spark) == sum(t is not None for t in tables)
+        assert result.selected.count() == result.summary["distinct_selected"]
+    assert_clean(spark)
+
+
+def test_bounding_with_a_work_directory_leaves_nothing(clean, graph, tmp_path):
+    params = BoundingParams(algorithm="proposal", capacity=2, driver_threshold_rows=0)
+    with bound_contributions(
+        graph, params, randomness=Randomness.create(5), work_dir=str(tmp_path / "work")
+    ) as result:
+        result.selected.count()
+    assert_clean(clean)
+
+
+def test_a_failed_bounding_call_releases_what_it_persisted(clean, graph):
+    bad_weights = clean.createDataFrame([("r1", "x")], "record_id string, weight string")
+    with pytest.raises(SparkDPUserError):
+        bound_contributions(
+            graph,
+            BoundingParams(algorithm="proposal", capacity=2, order="weighted-global"),
+            record_weights=bad_weights,
+            randomness=Randomness.create(5),
+        )
+    assert_clean(clean)
+
+
+@pytest.mark.parametrize("method", ["exact", "greedy"])
+def test_distinct_count_leaves_nothing(clean, words, method):
+    entry = DC_REGISTRY[method]
+    plan = entry.plan(DistinctCountParams(epsilon=1.0, max_contribution=8, method=method))
+    result = entry.run(words, plan, Randomness.create(5))
+    assert result.release.ell >= 1
+    assert_clean(clean)
+
+
+def test_generators_leave_nothing(clean):
+    pairs, _ = pairs_frame(clean, "heavy-light", n_users=200, n_light=20, seed=1)
+    incidences, _ = hypergraph_frame(clean, "regular", n_records=300, seed=1)
+    assert pairs.count() > 0 and incidences.count() > 0
+    assert_clean(clean)
