@@ -46,3 +46,38 @@ def test_contributing_worked_example_adds_an_algorithm(spark, monkeypatch):
         assert items == {"popular"}  # 1000 users hold it; singletons never cross ρ ≈ 20.8
         info = selection.report_info()
     assert info["rounds"][0]["sigma"] == plan.steps[0].calibration.to_report()["sigma"]
+
+
+def _layout_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _named_modules(section: str) -> set[str]:
+    """``spark_dp/<pkg>/<module>.py`` for every module a bullet of the section names: a bullet
+    opens with its folder (`spark_dp/x/`) and names its modules in backticks."""
+    named = set()
+    for bullet in re.split(r"\n- ", "\n" + section):
+        tokens = re.findall(r"`([^`]+)`", bullet)
+        if not tokens or not tokens[0].startswith("spark_dp/"):
+            continue
+        folder = tokens[0].rstrip("/")
+        named |= {f"{folder}/{t}" for t in tokens[1:] if re.fullmatch(r"\w+\.py", t)}
+    return named
+
+
+def test_the_readme_layout_names_every_module_and_nothing_that_is_gone():
+    section = _layout_section()
+    named = _named_modules(section)
+    modules = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "spark_dp").rglob("*.py")
+        if p.name != "__init__.py"
+    }
+    assert modules - named == set(), "modules missing from the README's layout section"
+    assert named - modules == set(), "the README's layout section names modules that are gone"
+    packages = {p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "spark_dp").rglob("*.py")}
+    for package in packages - {"spark_dp"}:
+        assert f"`{package}/`" in section, package
+    for path in re.findall(r"`((?:jobs|conf|tests|bench|notebooks|\.ci)/[\w./]*)`", section):
+        assert (ROOT / path).exists(), path
