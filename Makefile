@@ -10,7 +10,7 @@ export SPARK_LOCAL_IP        ?= 127.0.0.1
 
 DEMO := demo_output
 
-.PHONY: help setup bench-setup airflow-venv test lint format demo bench bench-quick package clean
+.PHONY: help setup bench-setup airflow-venv test lint format demo bench bench-quick bench-compare package clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -73,6 +73,14 @@ bench: setup bench-setup ## full benchmark, about 75 minutes here (bench/results
 
 bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
+
+# Issue 13's figure: MAD2R and the exact distinct count at revision BEFORE and at this tree,
+# alternating REPEAT times in one invocation (bench/results/compare/compare.md).
+BEFORE ?= e9f5fc2
+REPEAT ?= 3
+bench-compare: setup bench-setup ## MAD2R and distinct count: BEFORE=<rev> vs this tree, one run
+	$(PY) -m bench.compare --before $(BEFORE) --repeat $(REPEAT) \
+	    --only partition_selection/mad2r/zipf-5m --only distinct_count/exact-zipf-1m $(ARGS)
 
 package: setup ## build dist/spark_dp.zip for spark-submit --py-files
 	$(PY) -m spark_dp.packaging dist/spark_dp.zip

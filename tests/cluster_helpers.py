@@ -5,10 +5,11 @@
   (a venv whose ``.pth`` adds this venv's site-packages as a plain path, so the editable
   install's finder never loads): what runs on the cluster must come from the zip.
 * :func:`submit`: one ``spark-submit`` of a job, which must exit 0.
-* :func:`submit_with_trigger`: the same, streaming the driver's stderr and calling a function
-  once when a line matches (fault injection: kill an executor when a stage starts).
+* :func:`submit_with_triggers`: the same, streaming the driver's log and calling a function
+  when a line matches (fault injection: kill an executor when a stage starts).
 * :func:`event_log`: the Spark event log of an application (executors added and removed,
-  speculative task attempts), written when the submit sets :data:`EVENT_LOG_CONF`.
+  speculative task attempts, cached blocks stored), written when the submit passes
+  :func:`event_log_conf`.
 """
 
 from __future__ import annotations
@@ -112,32 +113,33 @@ def submit(
 
 @dataclass
 class Triggered:
-    """A finished submit with a trigger: exit code, stderr, and what the action returned."""
+    """A finished submit with triggers: exit code, output, what each action returned, and the
+    seconds the job ran after each one."""
 
     returncode: int
-    stderr: str
+    output: str
     fired: list[Any] = field(default_factory=list)
-    seconds_after_trigger: float | None = None
+    seconds_after: list[float] = field(default_factory=list)
 
 
-def submit_with_trigger(
+def submit_with_triggers(
     env: dict[str, Any],
     master: str,
     job: str,
     args: Sequence[str],
-    trigger: str,
-    action: Callable[[], Any],
+    triggers: Sequence[str],
+    action: Callable[[list[str]], Any],
     *,
     conf: Sequence[str] = (),
     timeout: float = 300.0,
 ) -> Triggered:
-    """Run ``job`` at log level INFO, reading its output as it comes; call ``action()`` once,
-    on the first line that matches the regular expression ``trigger``.
+    """Run ``job`` at log level INFO, reading its output as it comes; call ``action(lines)``,
+    with the lines read so far, on the first line that matches the next regular expression of
+    ``triggers`` (each fires once, in order).
 
     spark-submit merges the Python driver's stderr (spark_dp's log) into its own stdout, so the
-    job's stdout and stderr are read as one stream (returned as ``stderr``).
-
-    The submit is stopped (by its pid) if it outlives ``timeout`` seconds.
+    job's stdout and stderr are read as one stream. The submit is stopped (by its pid) if it
+    outlives ``timeout`` seconds.
     """
     cmd = [*submit_command(env, master, job, args, conf), "--log-level", "INFO"]
     proc = subprocess.Popen(
@@ -151,29 +153,42 @@ def submit_with_trigger(
     watchdog = threading.Timer(timeout, proc.kill)
     watchdog.start()
     lines: list[str] = []
-    result = Triggered(returncode=-1, stderr="")
-    fired_at = None
-    pattern = re.compile(trigger)
+    result = Triggered(returncode=-1, output="")
+    pending = [re.compile(t) for t in triggers]
+    fired_at: list[float] = []
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
-            if fired_at is None and pattern.search(line):
-                fired_at = time.perf_counter()
-                result.fired.append(action())
+            if pending and pending[0].search(line):
+                pending.pop(0)
+                fired_at.append(time.perf_counter())
+                result.fired.append(action(lines))
         result.returncode = proc.wait()
     finally:
         watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    if fired_at is not None:
-        result.seconds_after_trigger = time.perf_counter() - fired_at
-    result.stderr = "".join(lines)
+    result.seconds_after = [time.perf_counter() - t for t in fired_at]
+    result.output = "".join(lines)
     return result
 
 
-EVENT_LOG_CONF = ("spark.eventLog.enabled=true", "spark.eventLog.compress=false")
+EVENT_LOG_CONF = (
+    "spark.eventLog.enabled=true",
+    "spark.eventLog.compress=false",
+    "spark.eventLog.logBlockUpdates.enabled=true",  # cached partitions stored (and again)
+)
+
+
+def application_id(lines: Iterable[str]) -> str | None:
+    """The standalone application id the driver logged (``app-...``), if it did yet."""
+    for line in lines:
+        found = re.search(r"app ID (app-[0-9-]+)", line)
+        if found:
+            return found.group(1)
+    return None
 
 
 def event_log_conf(directory: Path) -> list[str]:

@@ -127,13 +127,17 @@ class StandaloneCluster:
         """Pids of the worker processes this object started (the master is ``procs[0]``)."""
         return [p.pid for p in self.procs[1:]]
 
-    def executor_pids(self) -> list[int]:
-        """Pids of the live executor JVMs: descendants of this cluster's workers only."""
+    def executor_pids(self, app_id: str | None = None) -> list[int]:
+        """Pids of the live executor JVMs (of application ``app_id`` only, when given):
+        descendants of this cluster's workers only."""
+        wanted = f"--app-id {app_id} " if app_id else ""
         return sorted(
             pid
             for worker in self.worker_pids
             for pid in descendants(worker)
-            if "CoarseGrainedExecutorBackend" in cmdline(pid) and running(pid)
+            if "CoarseGrainedExecutorBackend" in (line := cmdline(pid))
+            and wanted in line
+            and running(pid)
         )
 
     def _wait(self, predicate, what: str, timeout: float = 120.0) -> None:

@@ -8,17 +8,23 @@ addresses 127.0.0.1 and 127.0.0.2, from the pip pyspark install, with the zip an
 interpreter of tests/test_cluster.py):
 
 * MAD2R under ``--noise-key-file``: one executor JVM is killed (SIGKILL, by pid) when the job
-  logs that round 2 has started, i.e. after round 1's noise was drawn and while round 2 reads
-  tables derived from it (cached on the executors). The job exits 0 and writes the same items
-  as a fault-free run with the same key (in the test's own session).
-* The distinct count: the same, with the kill when the exact curve's solve starts.
+  logs that round 2 has started (round 1's noise is drawn; round 2 reads tables derived from
+  it, cached on the executors), and another when it starts writing (the cached selections of
+  both rounds are lost: the write recomputes them from their lineage, noise included). The job
+  exits 0 and writes the same items as a fault-free run with the same key (in the test's own
+  session).
+* The distinct count: the same, with one kill when the exact curve's solve starts.
 * MAD2R again with ``spark.speculation`` on and thresholds low enough that speculative copies
-  run (checked in the event log), plus the kill.
+  run (checked in the event log), plus the two kills.
 
-The kill is checked so the tests cannot pass vacuously: the pid was a live executor of this
-cluster (a descendant of a worker this test started, found through /proc), it is gone
-afterwards, and the application's event log shows the executor removed and a replacement added.
-Every run also scans its log, event log, executor logs, report and output for key material.
+AQE's partition coalescing is off in these runs: it would put this small input in one
+partition on one executor, and a kill of the other would cost nothing.
+
+The kills are checked so the tests cannot pass vacuously: each pid was a live executor of the
+job's application on this cluster (a descendant of a worker this test started, found through
+/proc), it is gone afterwards, the application's event log shows one executor removed per kill
+and a replacement added, and work redone (failed tasks or re-run stages). Every run also scans
+its log, event log, executor logs, report and output for key material.
 """
 
 from __future__ import annotations
@@ -35,11 +41,12 @@ from typing import Any
 import pytest
 
 from tests.cluster_helpers import (
+    application_id,
     event_log,
     event_log_conf,
     events_named,
     submit_env,
-    submit_with_trigger,
+    submit_with_triggers,
 )
 from tests.key_material import find_key_material
 from tests.standalone_cluster import StandaloneCluster, running
@@ -50,6 +57,9 @@ N_USERS = 4000  # ≈ 75k pairs: round 2 runs several seconds on two one-core ex
 MAD2R = "--algorithm mad2r --epsilon 1 --delta 1e-5 --max-items-per-user 20"
 DISTINCT = "--epsilon 1 --max-contribution 30 --method exact"
 RELEASED = ("estimate", "ell", "lower_bound", "lower_bound_clamped")
+# AQE would coalesce this small input into one partition, held by one executor; four
+# partitions spread the cached tables and shuffle files over both, so a kill always loses some.
+SPREAD = ["spark.sql.adaptive.coalescePartitions.enabled=false"]
 SPECULATION = [
     "spark.speculation=true",
     "spark.speculation.interval=100ms",
@@ -86,13 +96,14 @@ def setup(spark, tmp_path_factory):
     assert all(p.poll() is not None for p in cluster.procs), "cluster processes left running"
 
 
-def job_args(setup: Setup, job: str, out: Path) -> list[str]:
-    """The job's arguments with the key file; outputs under ``out``."""
+def job_args(setup: Setup, job: str, out: Path, keyed: bool = True) -> list[str]:
+    """The job's arguments, with the key file unless ``keyed`` is False; outputs under ``out``."""
     if job == "partition_selection":
         flags = f"{MAD2R} --output {out / 'items'}"
     else:
         flags = f"{DISTINCT} --report {out / 'count.json'}"
-    return ["--input", str(setup.data), *flags.split(), "--noise-key-file", str(setup.key)]
+    key = ["--noise-key-file", str(setup.key)] if keyed else []
+    return ["--input", str(setup.data), *flags.split(), *key]
 
 
 def released(spark, job: str, out: Path) -> Any:
@@ -113,6 +124,13 @@ def fault_free(spark, setup, tmp_path_factory):
         assert main([*job_args(setup, job, where), "--log-level", "WARNING"]) == 0
         out[job] = released(spark, job, where)
     assert out["partition_selection"], "no item released: the comparison would be empty"
+    # Noise decides part of this release (else the comparisons could not see redrawn noise):
+    # another key releases other items.
+    where = tmp_path_factory.mktemp("other-key")
+    main = importlib.import_module("spark_dp.jobs.partition_selection").main
+    entropy = job_args(setup, "partition_selection", where, keyed=False)
+    assert main([*entropy, "--log-level", "WARNING"]) == 0
+    assert released(spark, "partition_selection", where) != out["partition_selection"]
     return out
 
 
@@ -124,70 +142,118 @@ class Kill:
     alive_before: list[int]
 
 
-def kill_one_executor(cluster: StandaloneCluster) -> Kill:
-    """SIGKILL the first live executor JVM of ``cluster`` (by pid; none found: pid -1)."""
-    alive = cluster.executor_pids()
+def kill_one_executor(cluster: StandaloneCluster, lines: list[str]) -> Kill:
+    """SIGKILL the first live executor JVM of the application that logged ``lines`` (by pid;
+    none found: pid -1)."""
+    app = application_id(lines)
+    alive = cluster.executor_pids(app) if app else []
     if not alive:
         return Kill(-1, alive)
     os.kill(alive[0], signal.SIGKILL)
     return Kill(alive[0], alive)
 
 
-def run_with_kill(setup: Setup, job: str, trigger: str, out: Path, conf: list[str]) -> Any:
-    """Submit ``job`` to the cluster, kill one executor when ``trigger`` is logged, and check
-    that the kill happened and the job recovered; return the events of the application."""
+def recomputed(events: list[dict[str, Any]]) -> dict[str, int]:
+    """What the application redid after losing executors: failed task attempts by reason,
+    re-attempted stages, and cached partitions stored again after a kill that were stored before
+    it (lost with the executor, recomputed from their lineage); also its speculative attempts.
+
+    Events are in the order they happened; block updates carry no time of their own.
+    """
+    found: dict[str, int] = {}
+    for e in events_named(events, "TaskEnd"):
+        reason = e["Task End Reason"]["Reason"]
+        if reason != "Success":
+            found[reason] = found.get(reason, 0) + 1
+    attempts = [e["Stage Info"]["Stage Attempt ID"] for e in events_named(events, "StageSubmitted")]
+    found["stage re-attempts"] = sum(a > 0 for a in attempts)
+    before: set[str] = set()
+    again: set[str] = set()
+    killed = False
+    for e in events:
+        if e["Event"] == "SparkListenerExecutorRemoved":
+            killed = True
+        elif e["Event"] == "SparkListenerBlockUpdated":
+            block = e["Block Updated Info"]
+            stored = block["Memory Size"] + block["Disk Size"] > 0
+            if stored and block["Block ID"].startswith("rdd_"):
+                (again if killed and block["Block ID"] in before else before).add(block["Block ID"])
+    found["cached partitions recomputed"] = len(again)
+    starts = events_named(events, "TaskStart")
+    found["speculative tasks"] = sum(bool(e["Task Info"].get("Speculative")) for e in starts)
+    return found
+
+
+def run_with_kills(setup: Setup, job: str, triggers: list[str], out: Path, conf: list[str]) -> Any:
+    """Submit ``job`` to the cluster, kill one executor each time a line of ``triggers`` is
+    logged, and check that every kill happened and the job recovered; return the events of the
+    application."""
     events_dir = out / "events"
-    tokens = [*event_log_conf(events_dir), *[t for c in conf for t in ("--conf", c)]]
-    run = submit_with_trigger(
+    settings = [*SPREAD, *conf]
+    tokens = [*event_log_conf(events_dir), *[t for c in settings for t in ("--conf", c)]]
+    run = submit_with_triggers(
         setup.env,
         setup.cluster.master_url,
         job,
         job_args(setup, job, out),
-        trigger,
-        lambda: kill_one_executor(setup.cluster),
+        triggers,
+        lambda lines: kill_one_executor(setup.cluster, lines),
         conf=tokens,
     )
-    assert run.returncode == 0, f"{job} failed after the kill:\n{run.stderr[-4000:]}"
-    assert run.fired, f"the job never logged {trigger!r}:\n{run.stderr[-4000:]}"
-    (kill,) = run.fired
-    assert kill.pid in kill.alive_before, "no executor was alive to kill"
-    deadline = time.time() + 30
-    while running(kill.pid) and time.time() < deadline:
-        time.sleep(0.2)
-    assert not running(kill.pid), "the killed executor is still running"
+    assert run.returncode == 0, f"{job} failed after the kill:\n{run.output[-4000:]}"
+    assert len(run.fired) == len(triggers), f"the job did not log {triggers}:\n{run.output[-4000:]}"
+    for kill in run.fired:
+        assert kill.pid in kill.alive_before, "no executor was alive to kill"
+        deadline = time.time() + 30
+        while running(kill.pid) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not running(kill.pid), "a killed executor is still running"
     events = event_log(events_dir)
-    removed = events_named(events, "ExecutorRemoved")
-    assert removed, "the application never lost an executor"
+    (end,) = [e["Timestamp"] for e in events_named(events, "ApplicationEnd")]
+    removed = [e for e in events_named(events, "ExecutorRemoved") if e["Timestamp"] < end]
+    assert len(removed) == len(triggers), f"{len(triggers)} kills, executors lost: {removed}"
     added = events_named(events, "ExecutorAdded")
-    last_removal = max(e["Timestamp"] for e in removed)
-    assert any(e["Timestamp"] > last_removal for e in added) or len(added) > 2, (
-        "no executor replaced the killed one"
+    assert any(e["Timestamp"] > removed[-1]["Timestamp"] for e in added), (
+        "no executor replaced the last one killed"
+    )
+    redone = recomputed(events)
+    assert sum(n for k, n in redone.items() if k != "speculative tasks") > 0, (
+        f"the kills cost no recomputation: {redone}"
     )
     leaks = find_key_material(
         [setup.key.read_bytes()],
-        run.stderr,
+        run.output,
         out,
         *sorted(setup.cluster.dir.glob("worker*/app-*")),  # executor logs
     )
     assert not leaks, f"key material found in {leaks}"
-    print(f"{job}: killed executor {kill.pid}; ran {run.seconds_after_trigger:.1f} s after it")
+    print(
+        f"{job}: killed executors {[k.pid for k in run.fired]} "
+        f"({removed[0].get('Removed Reason')}); the job ran "
+        f"{', '.join(f'{t:.1f}' for t in run.seconds_after)} s after each kill; redone: {redone}"
+    )
     return events
 
 
-def test_mad2r_survives_a_lost_executor_in_round_2(spark, setup, fault_free, tmp_path):
-    run_with_kill(setup, "partition_selection", r"stage round 2: started", tmp_path, [])
+ROUND_2, WRITE = r"stage round 2: started", r"stage write output: started"
+
+
+def test_mad2r_survives_lost_executors_in_round_2_and_before_the_write(
+    spark, setup, fault_free, tmp_path
+):
+    # The second kill loses cached selections of both rounds: writing them recomputes the
+    # lost partitions from their lineage, noise included.
+    run_with_kills(setup, "partition_selection", [ROUND_2, WRITE], tmp_path, [])
     assert released(spark, "partition_selection", tmp_path) == fault_free["partition_selection"]
 
 
 def test_distinct_count_survives_a_lost_executor(spark, setup, fault_free, tmp_path):
-    run_with_kill(setup, "distinct_count", r"stage dc solve: started", tmp_path, [])
+    run_with_kills(setup, "distinct_count", [r"stage dc solve: started"], tmp_path, [])
     assert released(spark, "distinct_count", tmp_path) == fault_free["distinct_count"]
 
 
-def test_mad2r_with_speculative_tasks_and_a_lost_executor(spark, setup, fault_free, tmp_path):
-    events = run_with_kill(
-        setup, "partition_selection", r"stage round 2: started", tmp_path, SPECULATION
-    )
+def test_mad2r_with_speculative_tasks_and_lost_executors(spark, setup, fault_free, tmp_path):
+    events = run_with_kills(setup, "partition_selection", [ROUND_2, WRITE], tmp_path, SPECULATION)
     speculative = [
         e for e in events_named(events, "TaskStart") if e["Task Info"].get("Speculative")
     ]
