@@ -120,6 +120,7 @@ class Triggered:
     output: str
     fired: list[Any] = field(default_factory=list)
     seconds_after: list[float] = field(default_factory=list)
+    timed_out: bool = False
 
 
 def submit_with_triggers(
@@ -131,7 +132,7 @@ def submit_with_triggers(
     action: Callable[[list[str]], Any],
     *,
     conf: Sequence[str] = (),
-    timeout: float = 300.0,
+    timeout: float = 600.0,
 ) -> Triggered:
     """Run ``job`` at log level INFO, reading its output as it comes; call ``action(lines)``,
     with the lines read so far, on the first line that matches the next regular expression of
@@ -150,10 +151,15 @@ def submit_with_triggers(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    watchdog = threading.Timer(timeout, proc.kill)
+    result = Triggered(returncode=-1, output="")
+
+    def stop() -> None:
+        result.timed_out = True
+        proc.kill()
+
+    watchdog = threading.Timer(timeout, stop)
     watchdog.start()
     lines: list[str] = []
-    result = Triggered(returncode=-1, output="")
     pending = [re.compile(t) for t in triggers]
     fired_at: list[float] = []
     try:

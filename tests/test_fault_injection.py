@@ -53,7 +53,7 @@ from tests.standalone_cluster import StandaloneCluster, running
 
 pytestmark = pytest.mark.slow
 
-N_USERS = 4000  # ≈ 75k pairs: round 2 runs several seconds on two one-core executors
+N_USERS = 3000  # ≈ 55k pairs: round 2 runs a few seconds on two one-core executors
 MAD2R = "--algorithm mad2r --epsilon 1 --delta 1e-5 --max-items-per-user 20"
 DISTINCT = "--epsilon 1 --max-contribution 30 --method exact"
 RELEASED = ("estimate", "ell", "lower_bound", "lower_bound_clamped")
@@ -200,6 +200,7 @@ def run_with_kills(setup: Setup, job: str, triggers: list[str], out: Path, conf:
         lambda lines: kill_one_executor(setup.cluster, lines),
         conf=tokens,
     )
+    assert not run.timed_out, f"{job} still ran after 600 s:\n{run.output[-4000:]}"
     assert run.returncode == 0, f"{job} failed after the kill:\n{run.output[-4000:]}"
     assert len(run.fired) == len(triggers), f"the job did not log {triggers}:\n{run.output[-4000:]}"
     for kill in run.fired:
