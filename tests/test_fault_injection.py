@@ -92,8 +92,9 @@ def setup(spark, tmp_path_factory):
     key = base / "release.key"
     key.write_bytes(os.urandom(48))
     with StandaloneCluster(workers=2, cores=1, memory="1g", distinct_hosts=True) as cluster:
+        procs = list(cluster.procs)
         yield Setup(env, data, key, cluster)
-    assert all(p.poll() is not None for p in cluster.procs), "cluster processes left running"
+    assert all(p.poll() is not None for p in procs), "cluster processes left running"
 
 
 def job_args(setup: Setup, job: str, out: Path, keyed: bool = True) -> list[str]:
