@@ -31,7 +31,7 @@ PY_DESELECT   := --ignore tests/test_notebook.py \
                  -k "not test_coverage_over_4000_seeded_runs"
 
 .PHONY: help setup bench-setup airflow-venv connect-setup spark35-setup test lint format demo \
-        bench bench-quick audit package clean airflow-test test-connect test-spark35 test-pythons \
+        bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
         test-compat
 
 help: ## list the targets
@@ -141,6 +141,14 @@ bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 audit: setup ## privacy audit of every mechanism and broken variant (docs/audit/; ~5 minutes)
 	$(PY) -m spark_dp audit --self-test --json docs/audit/audit.json \
 	    --markdown docs/audit/audit.md --plot docs/audit/audit.png $(ARGS)
+
+# Issue 13's figure: MAD2R and the exact distinct count at revision BEFORE and at this tree,
+# alternating REPEAT times in one invocation (bench/results/compare/compare.md).
+BEFORE ?= e9f5fc2
+REPEAT ?= 3
+bench-compare: setup bench-setup ## MAD2R and distinct count: BEFORE=<rev> vs this tree, one run
+	$(PY) -m bench.compare --before $(BEFORE) --repeat $(REPEAT) \
+	    --only partition_selection/mad2r/zipf-5m --only distinct_count/exact-zipf-1m $(ARGS)
 
 package: ## build the wheel and dist/spark_dp.zip (--py-files) with the system Python, no venv
 	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .

@@ -4,7 +4,10 @@
         subprocess.run([spark_submit(), "--master", cluster.master_url, ...])
 
 Processes are started with ``spark-class`` (Master, Worker) and stopped by the pids this
-object started, never by name.
+object started, never by name. The executors of an application are JVMs that the workers fork
+(``CoarseGrainedExecutorBackend``); :meth:`StandaloneCluster.executor_pids` finds them through
+``/proc`` among the descendants of the worker pids this object started, so a fault-injection
+test can kill one by pid.
 """
 
 from __future__ import annotations
@@ -33,6 +36,50 @@ def spark_submit() -> str:
     return str(spark_home() / "bin" / "spark-submit")
 
 
+def _parent_pids() -> dict[int, int]:
+    """pid -> parent pid of every process visible in /proc."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process ended meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    return parents
+
+
+def descendants(pid: int) -> list[int]:
+    """The live descendants of ``pid`` (children, grandchildren, ...), from /proc."""
+    parents = _parent_pids()
+    found, frontier = [], [pid]
+    while frontier:
+        current = frontier.pop()
+        children = [p for p, parent in parents.items() if parent == current]
+        found += children
+        frontier += children
+    return found
+
+
+def cmdline(pid: int) -> str:
+    """The command line of ``pid`` ('' once it has ended)."""
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie."""
+    try:
+        stat = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -40,10 +87,18 @@ def _free_port() -> int:
 
 
 class StandaloneCluster:
-    """One master and ``workers`` workers (``cores`` cores and ``memory`` each) on 127.0.0.1."""
+    """One master and ``workers`` workers (``cores`` cores and ``memory`` each) on 127.0.0.1.
 
-    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
+    With ``distinct_hosts``, worker i binds 127.0.0.(i + 1) instead (every 127/8 address is
+    loopback on Linux): Spark then sees one host per worker, which speculative execution needs
+    (it never runs a task's copy on a host where an attempt already runs).
+    """
+
+    def __init__(
+        self, workers: int = 2, cores: int = 1, memory: str = "1g", distinct_hosts: bool = False
+    ) -> None:
         self.workers, self.cores, self.memory = workers, cores, memory
+        self.hosts = [f"127.0.0.{i + 1}" if distinct_hosts else "127.0.0.1" for i in range(workers)]
         self.port, self.ui_port = _free_port(), _free_port()
         self.master_url = f"spark://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
@@ -55,16 +110,35 @@ class StandaloneCluster:
             PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
         )
 
-    def _start(self, args: list[str], name: str) -> None:
+    def _start(self, args: list[str], name: str, host: str = "127.0.0.1") -> None:
         log = open(self.dir / f"{name}.log", "w")
         cmd = [str(spark_home() / "bin" / "spark-class"), *args]
-        self.procs.append(subprocess.Popen(cmd, env=self.env, stdout=log, stderr=log))
+        env = dict(self.env, SPARK_LOCAL_IP=host)
+        self.procs.append(subprocess.Popen(cmd, env=env, stdout=log, stderr=log))
 
     def status(self) -> dict:
         """The master's JSON status page."""
         url = f"http://127.0.0.1:{self.ui_port}/json/"
         with urllib.request.urlopen(url, timeout=5) as resp:
             return json.loads(resp.read().decode())
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Pids of the worker processes this object started (the master is ``procs[0]``)."""
+        return [p.pid for p in self.procs[1:]]
+
+    def executor_pids(self, app_id: str | None = None) -> list[int]:
+        """Pids of the live executor JVMs (of application ``app_id`` only, when given):
+        descendants of this cluster's workers only."""
+        wanted = f"--app-id {app_id} " if app_id else ""
+        return sorted(
+            pid
+            for worker in self.worker_pids
+            for pid in descendants(worker)
+            if "CoarseGrainedExecutorBackend" in (line := cmdline(pid))
+            and wanted in line
+            and running(pid)
+        )
 
     def _wait(self, predicate, what: str, timeout: float = 120.0) -> None:
         deadline = time.time() + timeout
@@ -103,7 +177,7 @@ class StandaloneCluster:
                 [
                     "org.apache.spark.deploy.worker.Worker",
                     "--host",
-                    "127.0.0.1",
+                    self.hosts[i],
                     "--cores",
                     str(self.cores),
                     "--memory",
@@ -115,6 +189,7 @@ class StandaloneCluster:
                     self.master_url,
                 ],
                 f"worker{i}",
+                self.hosts[i],
             )
         self._wait(
             lambda s: sum(w.get("state") == "ALIVE" for w in s.get("workers", [])) == self.workers,

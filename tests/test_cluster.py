@@ -15,77 +15,20 @@ scripts are copied out of the checkout (their fallback to the checkout cannot tr
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import site
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from spark_dp.packaging import build_zip
-from tests.standalone_cluster import StandaloneCluster, spark_submit
+from tests.cluster_helpers import submit, submit_env
+from tests.standalone_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
-_FAST_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"  # test-only start-up savings
-SUBMIT_CONF = [
-    "--conf",
-    f"spark.driver.extraJavaOptions={_FAST_JVM}",
-    "--conf",
-    f"spark.executor.extraJavaOptions={_FAST_JVM}",
-    "--conf",
-    "spark.sql.codegen.wholeStage=false",
-    "--conf",
-    "spark.ui.enabled=false",
-    "--conf",
-    "spark.sql.shuffle.partitions=4",
-    "--conf",
-    "spark.executor.memory=640m",
-    "--driver-memory",
-    "1g",
-]
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     """Zip, job scripts outside the checkout, and an interpreter without spark_dp."""
-    base = tmp_path_factory.mktemp("submit")
-    zip_path = build_zip(base / "spark_dp.zip")
-    jobs = base / "jobs"
-    jobs.mkdir()
-    for name in JOBS:
-        shutil.copy(ROOT / "jobs" / f"{name}.py", jobs / f"{name}.py")
-    bare = base / "bare-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    sp = next((bare / "lib").glob("python*/site-packages"))
-    (sp / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    python = str(bare / "bin" / "python")
-    probe = subprocess.run(
-        [python, "-c", "import pyspark, numpy, scipy; import spark_dp"],
-        capture_output=True,
-        text=True,
-        cwd=base,
-    )
-    assert "No module named 'spark_dp'" in probe.stderr, probe.stderr
-    run_env = dict(
-        os.environ, PYSPARK_PYTHON=python, PYSPARK_DRIVER_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1"
-    )
-    run_env.pop("PYTHONPATH", None)
-    return {"base": base, "zip": str(zip_path), "jobs": jobs, "env": run_env}
-
-
-def submit(env, master: str, job: str, args: list[str], options: tuple[str, ...] = ()) -> None:
-    t0 = time.perf_counter()
-    cmd = [spark_submit(), "--master", master, *SUBMIT_CONF, *options, "--py-files", env["zip"]]
-    cmd += [str(env["jobs"] / f"{job}.py"), *args, "--log-level", "WARNING"]
-    done = subprocess.run(
-        cmd, env=env["env"], cwd=env["base"], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, f"{job} on {master} failed:\n{done.stderr[-4000:]}"
-    print(f"spark-submit {job} on {master}: {time.perf_counter() - t0:.1f} s")
+    return submit_env(tmp_path_factory.mktemp("submit"), JOBS)
 
 
 def rows(spark, path: Path) -> list:
@@ -136,7 +79,7 @@ def test_jobs_from_the_zip_give_the_same_outputs_on_local_and_on_a_standalone_cl
         argv = ["--input", f"{data}/words", "--output", f"{remote}/items_conf", "--seed", "11"]
         options = ("--files", str(shipped))
         submit(env, cluster.master_url, "partition_selection", [*argv, "--config", "shipped.yaml"],
-               options)  # fmt: skip
+               conf=options)  # fmt: skip
         apps = cluster.status().get("completedapps", [])
         procs = list(cluster.procs)
     assert all(p.poll() is not None for p in procs), "cluster processes left running"

@@ -2,7 +2,8 @@
 
 * E ~ Exp(1): E = −ln(u), u = w0·2⁻⁶⁴ + (w1 + ½)·2⁻¹²⁸ from two 64-bit words. u is uniform on a
   grid that reaches 2⁻¹²⁹, so E reaches :data:`EXPONENTIAL_REACH` = 129·ln 2 ≈ 89.4 and
-  P(E > x) = e⁻ˣ holds to floating-point precision for every x below it.
+  P(E > x) = e⁻ˣ holds for every x below it, up to the grid (2⁻¹²⁸) and floating-point rounding
+  (counted exactly over the words in tests/randomness/test_continuous.py).
 * Gaussian: Box-Muller, Z = √(2E)·cos(2πU) with E as above and U = (w2 ≫ 11)·2⁻⁵³; |Z| reaches
   √(2·89.4) ≈ 13.4 (:data:`GAUSSIAN_REACH`).
 * Laplace: L = E1 − E2 (four words); |L| reaches 89.4.

@@ -1,5 +1,7 @@
 """Continuous samplers: the exponential's tail counted exactly on the implementation down to
-e^-89, the reach of every sampler, and KS tests of keyed and entropy-keyed draws."""
+e^-89, the Gaussian's and the Laplace's tails at the jobs' δ levels by the same exact count
+(conditionally on the other words of a draw), the reach of every sampler, and KS tests of keyed
+and entropy-keyed draws."""
 
 from __future__ import annotations
 
@@ -32,19 +34,108 @@ def first_at_most(x: float, lo: int, hi: int, value) -> int:
     return lo
 
 
-def tail_probability(x: float) -> float:
-    """P(E > x) of the implementation: count the (w0, w1) words mapping above x, exactly."""
-    w0_star = first_at_most(x, 0, TOP, lambda w: exp_of(w, TOP - 1))
-    if w0_star > 0:  # every word with w0 < w0_star maps above x (w1 moves u by < 2^-64)
-        partial = first_at_most(x, 0, TOP, lambda w: exp_of(w0_star - 1, w)) / TOP
-        return (w0_star - 1 + partial) / TOP
-    return first_at_most(x, 0, TOP, lambda w: exp_of(0, w)) / TOP / TOP
+WORDS = 2.0**128  # equally likely (w0, w1) pairs
+
+
+def tail_words(x: float, value=exp_of) -> int:
+    """How many of the 2¹²⁸ word pairs (w0, w1) have value(w0, w1) > x, counted exactly.
+
+    ``value`` must be non-increasing in w0, in w1 for a fixed w0, and from the end of one w0 row
+    to the start of the next (true of E = −ln u, u increasing in (w0, w1), and of anything
+    increasing in E). Then rows w0 < w* (w* the first row whose last word maps to ≤ x) lie
+    wholly above x, rows after w* wholly at or below it, and row w* is split at a w1 found by
+    bisection.
+    """
+    w0_star = first_at_most(x, 0, TOP, lambda w: value(w, TOP - 1))
+    if w0_star == TOP:
+        return TOP * TOP
+    return w0_star * TOP + first_at_most(x, 0, TOP, lambda w: value(w0_star, w))
+
+
+def assert_tail(count: int, log_tail: float) -> None:
+    """``count`` word pairs of 2¹²⁸ against the exact tail exp(log_tail): equal up to the 2⁻¹²⁸
+    grid of the uniform (one pair either way) and floating-point rounding (1e-12 relative)."""
+    exact = math.exp(log_tail) * WORDS
+    assert abs(count - exact) <= 1.0 + 1e-12 * exact, (count, exact)
 
 
 @pytest.mark.parametrize("x", [0.5, 3.0, 20.0, 43.0, 44.5, 50.0, 70.0, 85.0, 88.0])
 def test_exponential_tail_is_exact_down_to_the_smallest_deltas(x):
-    # P(E > x) = e^-x for every x the sampler reaches: δ levels down to 1e-38 are sampled.
-    assert tail_probability(x) == pytest.approx(math.exp(-x), rel=1e-9)
+    # P(E > x) = e^-x, up to one pair of words in 2^128, for every x the sampler reaches: the
+    # thresholds of δ levels down to 1e-38 see the exact exponential tail.
+    assert_tail(tail_words(x), -x)
+
+
+def test_the_tail_count_can_fail():
+    # A tail off by one part in 10^9, or two words short, is caught.
+    with pytest.raises(AssertionError):
+        assert_tail(tail_words(43.0), -43.0 + 1e-9)
+    with pytest.raises(AssertionError):
+        assert_tail(tail_words(70.0) - 2, -70.0)
+    assert tail_words(3.0) / WORDS == pytest.approx(math.exp(-3.0), rel=1e-14, abs=0)
+
+
+# Tail probabilities of the noise at the thresholds the jobs calibrate: δ = 1e-5 (the default)
+# and its shares (MAD2R spends δ/10 in round 1, each split again in two), down to the smallest
+# δ the sampler floor accepts at ε = 1 (about 5e-21 for the Gaussian).
+JOB_TAILS = [1e-5, 5e-7, 1e-10, 1e-15, 1e-20]
+
+
+def third_words(n: int) -> list[int]:
+    """Words for the draw's other uniform: the extremes and a spread in between."""
+    rng = np.random.default_rng(2024)
+    spread = rng.integers(0, TOP, size=n, dtype=np.uint64, endpoint=False).tolist()
+    return [0, 1, TOP // 8, TOP // 4 - 1, TOP // 2 + 1, TOP - 1, *spread]
+
+
+@pytest.mark.parametrize("tail", JOB_TAILS)
+def test_gaussian_tail_at_the_jobs_deltas_is_exact(tail):
+    """P(Z > z) of the Box-Muller sampler at P(N(0,1) > z) = δ-level tails, without sampling.
+
+    Z = √(2E)·cos(2πU) with E from words (w0, w1) and U from w2. For a fixed w2 with
+    c = cos(2πU) > 0, Z is non-increasing in (w0, w1), so P(Z > z | w2) is counted exactly on
+    the implementation (:func:`tail_words`); it must equal P(E > z²/(2c²)) =
+    exp(−z²/(2c²)) (the exponential's exact tail, tested above), and 0 when c ≤ 0. Averaging
+    that conditional over U, uniform on the 2⁻⁵³ grid, is a Riemann sum of
+    ∫₀¹ exp(−z²/(2cos²2πu))·1[cos 2πu > 0] du = P(N(0,1) > z) (Box-Muller), off by at most the
+    grid step times the integrand's variation (< 2⁻⁵¹ relative to the tail at these z); the
+    last check evaluates that integral by quadrature. Sampling could not see a 1e-20 tail.
+    """
+    z = float(stats.norm.isf(tail))
+    for w2 in third_words(24):
+        c = math.cos(2.0 * math.pi * float(C.uniform(np.array([w2], np.uint64))[0]))
+
+        def gauss(w0: int, w1: int, w2: int = w2) -> float:
+            return float(C.gaussian(np.array([[w0, w1, w2]], np.uint64))[0])
+
+        count = tail_words(z, gauss)
+        if c > 0:
+            assert_tail(count, -(z * z) / (2 * c * c))
+        else:
+            assert count == 0
+    u = (np.arange(1 << 20) + 0.5) / (1 << 20)
+    c = np.cos(2 * np.pi * u)
+    integrand = np.where(c > 0, np.exp(-(z * z) / (2 * np.maximum(c, 1e-12) ** 2)), 0.0)
+    assert integrand.mean() == pytest.approx(tail, rel=1e-9)
+
+
+@pytest.mark.parametrize("tail", JOB_TAILS)
+def test_laplace_tail_at_the_jobs_deltas_is_exact(tail):
+    """P(L > x) of L = E1 − E2 at P(Lap(1) > x) = ½e⁻ˣ = δ-level tails, without sampling.
+
+    For fixed words of E2 (value e2), L is non-increasing in E1's words, so P(L > x | e2) is
+    counted exactly; it must equal P(E1 > x + e2) = exp(−(x + e2)). Averaged over E2 (an exact
+    Exp(1) up to its reach, tested above) that is e⁻ˣ·E[e^(−E2)] = ½e⁻ˣ.
+    """
+    x = -math.log(2.0 * tail)
+    for w2 in third_words(6):
+        for w3 in (0, TOP // 3, TOP - 1):
+            e2 = exp_of(w2, w3)
+
+            def lap(w0: int, w1: int, w2: int = w2, w3: int = w3) -> float:
+                return float(C.laplace(np.array([[w0, w1, w2, w3]], np.uint64))[0])
+
+            assert_tail(tail_words(x, lap), -(x + e2))
 
 
 def test_reach_of_each_sampler():

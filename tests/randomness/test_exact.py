@@ -1,4 +1,8 @@
-"""Exact samplers against exact distributions (chi-square, ≥ 30k draws) and against OpenDP."""
+"""Exact samplers against exact distributions (chi-square, ≥ 30k draws) and against OpenDP.
+
+Every sampler is tested on bits from a keyed stream (a test key) and from an entropy key (the
+production default); the entropy cases are marked slow (they repeat the keyed ones' draws).
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,17 @@ from spark_dp.randomness import Randomness
 from spark_dp.randomness import exact as X
 
 
-def source(seed: int):
+def source(seed: int | None):
+    """The exact samplers' bit source: a test key from ``seed``, or an entropy key (None)."""
     return Randomness.create(seed).child("exact").driver()
+
+
+ENTROPY = pytest.mark.slow
+
+
+def keyed_and_entropy(seed: int) -> list:
+    """Parameters ``[seed, None]`` for a test that runs on both kinds of key."""
+    return [pytest.param(seed, id="keyed"), pytest.param(None, id="entropy", marks=ENTROPY)]
 
 
 def chi_square_ok(counts: np.ndarray, probs: np.ndarray, min_expected: float = 5.0) -> float:
@@ -35,16 +48,26 @@ def chi_square_ok(counts: np.ndarray, probs: np.ndarray, min_expected: float = 5
     return float(stats.chisquare(c, e * c.sum() / e.sum()).pvalue)
 
 
-def test_uniform_below_is_uniform():
-    d = source(1)
+@pytest.mark.parametrize("seed", keyed_and_entropy(1))
+def test_uniform_below_is_uniform(seed):
+    d = source(seed)
     draws = np.array([X.uniform_below(d.bits, 7) for _ in range(30_000)])
     assert chi_square_ok(np.bincount(draws, minlength=7), np.full(7, 1 / 7)) > 1e-4
     assert X.uniform_below(d.bits, 1) == 0
 
 
-@pytest.mark.parametrize("gamma", [Fraction(0), Fraction(3, 10), Fraction(1), Fraction(27, 10)])
-def test_bernoulli_exp_has_probability_exp_minus_gamma(gamma):
-    d = source(2)
+@pytest.mark.parametrize(
+    ("gamma", "seed"),
+    [
+        (Fraction(0), 2),
+        (Fraction(3, 10), 2),
+        (Fraction(1), 2),
+        (Fraction(27, 10), 2),
+        pytest.param(Fraction(27, 10), None, id="entropy-27/10", marks=ENTROPY),
+    ],
+)
+def test_bernoulli_exp_has_probability_exp_minus_gamma(gamma, seed):
+    d = source(seed)
     n = 30_000
     k = sum(X.bernoulli_exp(d.bits, gamma) for _ in range(n))
     p = math.exp(-float(gamma))
@@ -56,9 +79,18 @@ def discrete_laplace_pmf(scale: float, support: np.ndarray) -> np.ndarray:
     return (1 - p) / (1 + p) * p ** np.abs(support)
 
 
-@pytest.mark.parametrize("scale", [Fraction(5, 2), Fraction(7, 3), Fraction(1, 4), Fraction(30)])
-def test_discrete_laplace_matches_its_pmf(scale):
-    d = source(3)
+@pytest.mark.parametrize(
+    ("scale", "seed"),
+    [
+        (Fraction(5, 2), 3),
+        (Fraction(7, 3), 3),
+        (Fraction(1, 4), 3),
+        (Fraction(30), 3),
+        pytest.param(Fraction(7, 3), None, id="entropy-7/3", marks=ENTROPY),
+    ],
+)
+def test_discrete_laplace_matches_its_pmf(scale, seed):
+    d = source(seed)
     draws = np.array([d.discrete_laplace(scale) for _ in range(30_000)])
     lim = int(np.abs(draws).max()) + 1
     support = np.arange(-lim, lim + 1)
@@ -94,9 +126,10 @@ def test_discrete_laplace_agrees_with_opendp():
     assert stats.chi2_contingency(table).pvalue > 1e-4
 
 
-def test_exponential_mechanism_matches_its_weights():
+@pytest.mark.parametrize("seed", keyed_and_entropy(6))
+def test_exponential_mechanism_matches_its_weights(seed):
     gammas = [Fraction(0), Fraction(1, 2), Fraction(1), Fraction(3), Fraction(10)]
-    d = source(6)
+    d = source(seed)
     draws = np.array([X.exponential_mechanism(d.bits, gammas) for _ in range(30_000)])
     w = np.exp(-np.array([float(g) for g in gammas]))
     assert chi_square_ok(np.bincount(draws, minlength=5), w / w.sum()) > 1e-4

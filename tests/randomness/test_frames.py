@@ -59,11 +59,11 @@ def test_entropy_keys_give_new_noise_and_each_key_recomputes_its_own(spark):
     assert first != sorted(noise(items(spark, 500), Randomness.create(), scale=1.0).values())
 
 
+@pytest.mark.parametrize("mode", ["keyed", "entropy"])
 @pytest.mark.parametrize("distribution", ["gaussian", "laplace"])
-def test_dataframe_noise_distribution(spark, distribution):
-    vals = np.array(
-        list(noise(items(spark, 30_000, 3), Randomness.create(4), distribution).values())
-    )
+def test_dataframe_noise_distribution(spark, distribution, mode):
+    randomness = Randomness.create(4) if mode == "keyed" else Randomness.create()
+    vals = np.array(list(noise(items(spark, 30_000, 3), randomness, distribution).values()))
     ref = "norm" if distribution == "gaussian" else "laplace"
     assert stats.kstest(vals / 2.0, ref).pvalue > 1e-4
 
