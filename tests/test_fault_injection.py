@@ -249,8 +249,11 @@ def test_mad2r_survives_lost_executors_in_round_2_and_before_the_write(
     assert released(spark, "partition_selection", tmp_path) == fault_free["partition_selection"]
 
 
-def test_distinct_count_survives_a_lost_executor(spark, setup, fault_free, tmp_path):
-    run_with_kills(setup, "distinct_count", [r"stage dc solve: started"], tmp_path, [])
+def test_distinct_count_survives_lost_executors(spark, setup, fault_free, tmp_path):
+    # Two kills: while the first round reads the cached input, and before the solve reads the
+    # cached core (one kill alone may hit an executor that happened to hold no cached block).
+    triggers = [r"stage dc first round: started", r"stage dc solve: started"]
+    run_with_kills(setup, "distinct_count", triggers, tmp_path, [])
     assert released(spark, "distinct_count", tmp_path) == fault_free["distinct_count"]
 
 
