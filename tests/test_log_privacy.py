@@ -1,4 +1,4 @@
-"""Nothing private in the logs (issue 14, item 6), at the library level.
+"""Nothing private in the logs (issue 14, item 6): library calls and whole jobs.
 
 Every family's library call runs at INFO on a dataset whose private counts are distinctive
 numbers (7,919 rows, 1,009 users, 3,517 items = the union, 5,651 distinct pairs, 2,268
@@ -192,3 +192,64 @@ def test_unsafe_debug_logs_show_the_counts(name, expected, pairs, capfd):
     assert expected <= set(_leaked(text, public)), text[-3000:]
     marked = "\n".join(line for line in text.splitlines() if "[UNSAFE-DEBUG]" in line)
     assert expected <= set(_leaked(marked, public))
+
+
+# --------------------------------------------------------------------------- whole jobs
+
+JOB_ARGS = {
+    "partition_selection": ["--output", "{out}/items", "--epsilon", "1", "--algorithm", "mad2r"],
+    "distinct_count": ["--report", "{out}/count.json", "--epsilon", "1"],
+    "contribution_bounding": ["--output", "{out}/records", "--record-col", "item"],
+}
+
+
+@pytest.fixture(scope="module")
+def pairs_path(pairs, tmp_path_factory):
+    path = tmp_path_factory.mktemp("log_privacy") / "pairs"
+    pairs.write.parquet(str(path))
+    return path
+
+
+def _report_numbers(node: object) -> set[int]:
+    """Every whole number in a report (parameters and released sizes: a report holds nothing
+    else, tests/test_session_report.py)."""
+    if isinstance(node, dict):
+        return set().union(*map(_report_numbers, node.values())) if node else set()
+    if isinstance(node, list):
+        return set().union(*map(_report_numbers, node)) if node else set()
+    if isinstance(node, bool):
+        return set()
+    if isinstance(node, (int, float)) and float(node).is_integer():
+        return {int(node)}
+    return set()
+
+
+def _run_job(job: str, pairs_path, out, *extra: str) -> set[int]:
+    """A whole job at INFO, in this session; returns the numbers it released (its report's,
+    for the families whose output is a DP release)."""
+    import importlib
+    import json
+
+    argv = [a.format(out=out) for a in JOB_ARGS[job]]
+    argv += ["--input", str(pairs_path), "--max-contributions", str(MAX_ITEMS), "--seed", "3"]
+    main = importlib.import_module(f"spark_dp.jobs.{job}").main
+    assert main([*argv, "--log-level", "INFO", *extra]) == 0
+    if job == "contribution_bounding":  # a confidential output, not a release: nothing public
+        return set()
+    reports = list(out.rglob("*.json"))
+    assert reports, f"{job} wrote no report under {out}"
+    return set().union(*(_report_numbers(json.loads(r.read_text())) for r in reports))
+
+
+@pytest.mark.parametrize("job", sorted(JOB_ARGS))
+def test_jobs_log_no_private_counts_and_unsafe_debug_shows_them(job, pairs_path, tmp_path, capfd):
+    with _captured(capfd) as out:
+        public = _run_job(job, pairs_path, tmp_path / "safe")
+    text = out[0]
+    assert "stage " in text and f"{job} done" in text  # the job logged at INFO
+    assert _leaked(text, public) == {}, f"{job} logged private counts:\n{text[-3000:]}"
+    with _captured(capfd) as out:  # the same job with the unsafe flag: the check has power
+        public = _run_job(
+            job, pairs_path, tmp_path / "unsafe", "--unsafe-debug-logs", "--allow-unsafe-debug"
+        )
+    assert "rows" in _leaked(out[0], public), out[0][-3000:]
