@@ -30,7 +30,7 @@ PY_DESELECT   := --ignore tests/test_notebook.py \
                  --deselect tests/distinct_count/test_release.py::test_coverage_of_the_fashion_curve_by_simulation \
                  -k "not test_coverage_over_4000_seeded_runs"
 
-.PHONY: help setup bench-setup airflow-venv connect-setup spark35-setup test lint format demo \
+.PHONY: help setup bench-setup bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
         bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
         test-compat
 
@@ -126,13 +126,20 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 # One harness run per family (each with its baseline and peers measured in the same run), so
 # a long family never loses another's table; results in bench/results/<family>/.
-bench: setup bench-setup ## full benchmark, about 75 minutes here (bench/results/*/results-full.md)
+bench: setup bench-setup bench-lines ## full benchmark, about 2 h 15 here (bench/results/*/results-full.md)
 	$(PY) -m bench --scale full --only partition_selection/ --only peer/pipeline-dp \
 	    --out bench/results/partition_selection $(ARGS)
 	$(PY) -m bench --scale full --only distinct_count/ --only peer/knop \
 	    --out bench/results/distinct_count $(ARGS)
 	$(PY) -m bench --scale full --only contribution_bounding/ \
 	    --out bench/results/contribution_bounding $(ARGS)
+
+# Issue 18's suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
+# the bench), floors A and B beside every case, PipelineDP and Tumult in the same run.
+# SCALE=full: 13M pairs (about an hour here); SCALE=xl: 104M pairs (hours).
+SCALE ?= full
+bench-lines: setup bench-setup ## Spark 3.5 + 4, floors and peers (bench/results/lines/results-$(SCALE).md)
+	$(PY) -m bench.lines --scale $(SCALE) $(ARGS)
 
 bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)

@@ -51,8 +51,10 @@ class Dataset:
 
     Attributes:
         name: directory name under bench/data.
-        kind: ``zipf``, ``heavy-light``, ``regular`` or ``skewed``.
-        params: generator parameters (see spark_dp.generators.spark_frames).
+        kind: ``zipf``, ``heavy-light``, ``regular``, ``skewed`` or ``zipf-replicated``.
+        params: generator parameters (see spark_dp.generators.spark_frames); for
+            ``zipf-replicated``, a Zipf vocabulary's parameters plus ``copies``
+            (:func:`bench.datasets.replicated_frame`).
         seed: generator seed.
         key: the column the baseline groups by.
     """
@@ -64,7 +66,7 @@ class Dataset:
 
     @property
     def key(self) -> str:
-        return "item" if self.kind in ("zipf", "heavy-light") else "user_id"
+        return "item" if self.kind in ("zipf", "heavy-light", "zipf-replicated") else "user_id"
 
 
 @dataclass
@@ -136,7 +138,11 @@ def ensure_dataset(spark, ds: Dataset) -> tuple[str, int]:
         shutil.rmtree(path)
     print(f"[bench] generating dataset {ds.name} ...", flush=True)
     t0 = time.perf_counter()
-    if ds.kind in ("regular", "skewed"):
+    if ds.kind == "zipf-replicated":
+        from bench.datasets import replicated_frame
+
+        df = replicated_frame(spark, seed=ds.seed, **ds.params)
+    elif ds.kind in ("regular", "skewed"):
         df, _ = hypergraph_frame(spark, ds.kind, seed=ds.seed, **ds.params)
     else:
         df, _ = pairs_frame(spark, ds.kind, seed=ds.seed, **ds.params)

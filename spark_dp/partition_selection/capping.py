@@ -15,34 +15,48 @@ from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
+from spark_dp.partition_selection.layout import by_user
 from spark_dp.randomness import Randomness, hash_column
 
 __all__ = ["cap_user_items", "with_degree"]
 
 
-def cap_user_items(pairs: DataFrame, max_items: int, randomness: Randomness) -> DataFrame:
+def cap_user_items(
+    pairs: DataFrame, max_items: int, randomness: Randomness, *, shuffle: bool = True
+) -> DataFrame:
     """Deduplicate the pairs and cap every user's set at Δ0 = ``max_items`` items, uniformly.
 
-    One shuffle and one sort: a window over each user's pairs ordered by (salted hash, item)
-    numbers the user's *distinct* items (``dense_rank``: a repeated pair gets the rank of its
-    first copy and is dropped), counts them, and keeps the ranks 1..Δ0. This is the whole
-    per-user step of a run, so the input need not be deduplicated first (a separate
-    deduplication would cost a full shuffle and a cache; ``make bench`` measures the job).
+    One shuffle and one sort: the pairs are shuffled by user into an explicit number of
+    partitions (:func:`~.layout.by_user`, small enough to sort without spilling), then a window
+    over each user's pairs ordered by (salted hash, item) numbers the user's *distinct* items
+    (``dense_rank``: a repeated pair gets the rank of its first copy and is dropped), counts
+    them, and keeps the ranks 1..Δ0. This is the whole per-user step of a run, so the input
+    need not be deduplicated first (a separate deduplication would cost a full shuffle and a
+    cache; ``make bench`` measures the job). Deduplicating by hash aggregation instead and
+    sorting only the users over Δ0 was measured slower (issue 18: the distinct aggregation
+    over (user, item) costs as much as the sort it would save).
 
     Args:
         pairs: (user_id, item), without null ids; repeated pairs count once.
         max_items: the degree cap Δ0 ≥ 1.
         randomness: the capping stream (its salt ranks the items; secret in entropy mode).
+        shuffle: shuffle the pairs by user first. Pass False for pairs that are already
+            partitioned by user (:func:`~.layout.keep` of :func:`~.layout.by_user`, minus a
+            broadcast set of items): the window then sorts each partition in place. Either
+            way the result is the same.
 
     Returns:
         (user_id, item, degree), one row per kept distinct pair, with
-        degree = min(|S_u|, Δ0) after capping.
+        degree = min(|S_u|, Δ0) after capping; hash-partitioned by user and sorted by user.
     """
     rank_key = hash_column(randomness, F.col(USER_ID), F.col(ITEM), purpose="capping")
     by_rank = Window.partitionBy(USER_ID).orderBy(F.col("_h"), F.col(ITEM))  # item breaks ties
     whole_set = by_rank.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     rank = F.dense_rank().over(by_rank)
-    ranked = pairs.select(USER_ID, ITEM, rank_key.alias("_h")).select(
+    pairs = pairs.select(USER_ID, ITEM)
+    ranked = (by_user(pairs) if shuffle else pairs).select(USER_ID, ITEM, rank_key.alias("_h"))
+    # -> (user_id, item, _h), partitioned by user
+    ranked = ranked.select(
         USER_ID,
         ITEM,
         rank.alias("_rank"),
@@ -59,14 +73,17 @@ def cap_user_items(pairs: DataFrame, max_items: int, randomness: Randomness) -> 
 def with_degree(pairs: DataFrame, cache: CacheScope) -> DataFrame:
     """Recompute degrees after items were removed from users' sets (no new subsampling).
 
+    A count over each user's pairs (a window): on pairs still partitioned by user (a capped
+    table kept by :func:`~.layout.keep`, minus a broadcast set of items) it needs no shuffle.
+
     Args:
         pairs: (user_id, item, ...), already capped.
-        cache: where the per-user counts are kept.
+        cache: unused (the counts are not cached); kept for the callers' signature.
 
     Returns:
         the same rows with ``degree`` = the user's current number of items.
     """
-    counts = cache.small_side(pairs.groupBy(USER_ID).agg(F.count(F.lit(1)).alias(DEGREE)))
-    # -> (user_id, degree)
+    del cache
+    count = F.count(F.lit(1)).over(Window.partitionBy(USER_ID))
     # -> (user_id, item, ..., degree)
-    return pairs.drop(DEGREE).join(counts, USER_ID)
+    return pairs.drop(DEGREE).withColumn(DEGREE, count)

@@ -6,6 +6,10 @@ alike, spec A3) and runs Basic on the users' sets without the items found so far
 each round re-caps from the user's remaining uncapped items (the black-box reading, spec A8);
 with ``recap_each_round=False`` the round-1 cap is kept and degrees are recomputed after the
 removals. Basic composition gives (Σ f_r·ε, Σ f_r·δ).
+
+Data flow: the pairs are shuffled by user once and kept (:mod:`.layout`); each round removes the
+items found so far with a broadcast anti-join, which keeps that layout, so a re-cap sorts each
+user partition in place instead of reading and shuffling the input again.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import with_degree
 from spark_dp.partition_selection.columns import ITEM, USER_ID
+from spark_dp.partition_selection.layout import by_user, keep
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import capped_input, default_timer, gaussian_round
 from spark_dp.partition_selection.weighting import basic_weights
@@ -80,10 +85,15 @@ def run(
     rounds: list[RoundResult] = []
     found: DataFrame | None = None
     first_cap: DataFrame | None = None
+    source, shuffled = pairs, False
+    if recap_each_round and len(plan.steps) > 1:
+        with timer.stage("shuffle by user"):
+            source, shuffled = keep(by_user(pairs.select(USER_ID, ITEM)), cache), True
+        # -> (user_id, item) as read (repeated pairs included), partitioned by user
     for r, step in enumerate(plan.steps, start=1):
         done = None if found is None else cache.small_side(found)
         if done is None or recap_each_round or first_cap is None:
-            remaining = pairs if done is None else pairs.join(done, ITEM, "left_anti")
+            remaining = source if done is None else source.join(done, ITEM, "left_anti")
             # -> (user_id, item): the users' sets without the items found so far
             reuse = r == 1 and not recap_each_round and len(plan.steps) > 1
             capped = capped_input(
@@ -94,6 +104,7 @@ def run(
                 cache,
                 stage=f"cap {r}",
                 reuse=reuse,
+                shuffle=not shuffled,
             )
             if reuse:
                 first_cap = capped
@@ -112,6 +123,8 @@ def run(
         # -> (item): every item found so far
     if first_cap is not None:
         cache.drop(first_cap)
+    if shuffled:
+        cache.drop(source)
     if found is None:
         raise ValueError("a DP-SIPS plan has at least one round")
     return Selection(plan, found, rounds, cache=cache)

@@ -16,24 +16,24 @@ Sensitivity: Δ2 ≤ 1 (Lemma 4.2 / B.6) and novel Δ∞(t) ≤ b_max/√t (Lemm
 unbiased MAD round uses exactly Basic's σ and ρ (Corollary B.2). The ℓ2 bound holds for the
 dataset-level difference w' − w, not per user (spec A20).
 
-Shuffles (spec §4.1 S2-S4): w_init (item), e_u (the truncated items joined onto the adaptive
-pairs, then user), e_u joined back (user), final sum (item). The sums are partial
-aggregations, so only partial sums cross the network, and the two joins broadcast their small
-side (truncated items; per-user excess) when it fits
-(:meth:`~spark_dp.caching.CacheScope.small_side`), so the pairs themselves are never
-shuffled on data of up to a million users.
+Data flow (spec §4.1 S2-S4): w_init is a sum by item; the truncated items (at most n/τ rows)
+are broadcast onto the pairs and e_u is a sum over each user's pairs (a window over the user's
+pairs, not a per-user table joined back); the final weights are a second sum by item. On pairs
+kept partitioned by user (:func:`~.layout.keep`), as the runs keep their capped pairs, neither
+user step moves a pair between tasks; the sums by item shuffle only partial sums.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
+from spark_dp.partition_selection.layout import per_core
 from spark_dp.partition_selection.mad_constants import MadConstants, MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
@@ -55,7 +55,7 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
             UserWeights (1/√d when unbiased, see
             :func:`~spark_dp.partition_selection.weighting.unbiased_user_weights`).
         constants: τ, α, d_max, d_lo of the round.
-        cache: where the truncated items and the per-user excess are kept.
+        cache: where the truncated items are kept.
 
     Returns:
         (item, weight_private), one row per item of ``pairs``. Private: never log or write it.
@@ -65,29 +65,31 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     adaptive = (degree >= c.min_adaptive_degree) & (degree <= c.max_adaptive_degree)
     marked = pairs.select(USER_ID, ITEM, DEGREE, USER_WEIGHT, adaptive.alias("_adaptive"))
     # -> (user_id, item, degree, user_weight_private, _adaptive)
-    adaptive_pairs = marked.where(F.col("_adaptive"))
 
-    w_init = adaptive_pairs.groupBy(ITEM).agg(F.sum(1.0 / degree).alias("_w_init"))
+    w_init = (
+        per_core(marked.where(F.col("_adaptive")))
+        .groupBy(ITEM)
+        .agg(F.sum(1.0 / degree).alias("_w_init"))
+    )
     # -> (item, _w_init)
     excess = cache.small_side(
-        w_init.where(F.col("_w_init") > c.tau).select(
+        per_core(w_init.where(F.col("_w_init") > c.tau)).select(
             ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")
         )
     )
     # -> (item, _r): only the items truncated at τ, where r(i) > 0 (at most n/τ rows)
-    user_excess = cache.small_side(
-        adaptive_pairs.join(excess, ITEM)
-        .groupBy(USER_ID)
-        .agg(F.sum(F.col("_r") / degree).alias("_e"))
-    )
-    # -> (user_id, _e): adaptive users holding at least one truncated item
+    share = F.when(F.col("_adaptive"), F.coalesce(F.col("_r"), F.lit(0.0)) / degree)
+    user_excess = F.sum(share).over(Window.partitionBy(USER_ID))
+    # e_u = Σ_{i ∈ S_u} r(i)/d_u for an adaptive user (null for the others, unused)
     reroute = F.lit(c.alpha / c.max_adaptive_degree) * F.coalesce(F.col("_e"), F.lit(0.0))
     contribution = F.when(
         F.col("_adaptive"), reroute + F.col(USER_WEIGHT) - 1.0 / degree
     ).otherwise(F.col(USER_WEIGHT))
     initial = F.when(F.col("_adaptive"), 1.0 / degree).otherwise(0.0)
+    rerouted = marked.join(excess, ITEM, "left").withColumn("_e", user_excess)
+    # -> (user_id, item, degree, user_weight_private, _adaptive, _r, _e)
     summed = (
-        marked.join(user_excess, USER_ID, "left")
+        per_core(rerouted)
         .groupBy(ITEM)
         .agg(F.sum(contribution).alias("_sum"), F.sum(initial).alias("_w_init"))
     )

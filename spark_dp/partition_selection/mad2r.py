@@ -29,6 +29,7 @@ from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
+from spark_dp.partition_selection.layout import per_core
 from spark_dp.partition_selection.mad import max_adaptive_degree
 from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
@@ -87,7 +88,7 @@ def round_two_items(
     # -> (item): U1 and U_low
     biased = noisy.where((w1 < rho1) & (lower >= rho2)).select(ITEM, (rho2 / lower).alias(BIAS))
     # -> (item, bias_private); lower ≥ ρ2 > 0 implies w̃1 + C_ub·σ1 ≥ ρ2, so not removed
-    return cache.small_side(removed), cache.small_side(biased)
+    return cache.small_side(per_core(removed)), cache.small_side(per_core(biased))
 
 
 def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) -> DataFrame:
@@ -201,20 +202,20 @@ def run(
             cache=cache,
         )
         cache.drop(noisy1)
-        reduced = cache.materialize(round_two_pairs(capped, removed, biased))
-        # -> (user_id, item, bias_private): S_u without U1 and U_low, cached because
-        #    UserWeights reads it three times (per-user sums, SQL users, loop users)
-        cache.drop(capped)
+        reduced = round_two_pairs(capped, removed, biased)
+        # -> (user_id, item, bias_private): S_u without U1 and U_low. Not cached: it is the
+        #    capped pairs (kept by user) with two broadcast joins, still partitioned by user,
+        #    so each of round 2's passes recomputes it for less than a cache would cost
         b_min, b_max = cal2.constants.b_min, cal2.constants.b_max
-        weighted = cache.materialize(user_weights(reduced, b_min, b_max, cache))
-        # -> (user_id, item, degree, user_weight_private), read three times by MAD
-        cache.drop(reduced)
+        weighted = user_weights(reduced, b_min, b_max, cache)
+        # -> (user_id, item, degree, user_weight_private); the loop users' weights are
+        #    computed (and cached) here, the others are SQL expressions of each pass
 
     with timer.stage("round 2") as info:
         w2 = max_adaptive_degree(weighted, cal2.constants, cache)
         round2 = gaussian_round(step2, w2, randomness.child("noise", 2), cache)
         info.public(output_items=round2.output_items)
-    cache.drop(weighted)
+    cache.drop(capped)
     return Selection(
         plan,
         round1.items.unionByName(round2.items),

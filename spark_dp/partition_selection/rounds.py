@@ -15,6 +15,7 @@ from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
+from spark_dp.partition_selection.layout import keep
 from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import RoundResult
 from spark_dp.partition_selection.thresholding import threshold_items
@@ -38,6 +39,7 @@ def capped_input(
     *,
     stage: str = "cap",
     reuse: bool = True,
+    shuffle: bool = True,
 ) -> DataFrame:
     """Cap ``pairs`` at Δ0 items per user (:func:`~.capping.cap_user_items`).
 
@@ -48,19 +50,21 @@ def capped_input(
         timer: stage logger.
         cache: where the capped pairs are kept when ``reuse``.
         stage: stage name in the log.
-        reuse: cache the result now, because several queries read it. A single reader gets
-            the lazy plan instead, which saves building the cache.
+        reuse: cache the result now, because several queries read it; it stays partitioned
+            and sorted by user (:func:`~.layout.keep`), so later per-user steps need no
+            shuffle. A single reader gets the lazy plan instead, which saves building the cache.
+        shuffle: ``pairs`` are not yet partitioned by user (see :func:`~.capping.cap_user_items`).
 
     Returns:
         (user_id, item, degree).
     """
-    capped = cap_user_items(pairs, max_items, randomness)
+    capped = cap_user_items(pairs, max_items, randomness, shuffle=shuffle)
     if unsafe_debug_enabled():  # an extra Spark action, for debugging only
         log_private(timer.logger, "%s: %d pairs kept after the cap", stage, capped.count())
     if not reuse:
         return capped
     with timer.stage(stage, max_items_per_user=max_items):
-        return cache.materialize(capped)
+        return keep(capped, cache)
 
 
 def counted_round(step: Step, items: DataFrame, cache: CacheScope) -> RoundResult:

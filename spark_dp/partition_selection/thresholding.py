@@ -6,6 +6,12 @@ with w̃(i) ≥ ρ are kept, and the noise is dropped. The noise of an item is a
 function of the item, so every read of the result, and every recomputation Spark makes, sees the
 same noise (spec A10 asks that noise is never redrawn; here it cannot be).
 
+The weights are merged into one partition per core first (:func:`~.layout.per_core`, no
+shuffle), so the noise UDF runs in that many Python tasks. Spark 4 merges small shuffle
+partitions itself; Spark 3.5 does not when the result is cached (a run caches every round's
+items, and MAD2R its round-1 noisy weights), and ran the UDF in ``spark.sql.shuffle.partitions``
+Python tasks, which made most of MAD2R's round time on Spark 3.5 (issue 18, ``make bench-lines``).
+
 :func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
 repeated draws over fixed weights in statistical checks.
 """
@@ -17,6 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, WEIGHT
+from spark_dp.partition_selection.layout import per_core
 from spark_dp.randomness import DriverNoise, Randomness, add_noise_column
 
 __all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_items"]
@@ -27,8 +34,9 @@ def noisy_weights(
 ) -> DataFrame:
     """w̃(i) = w(i) + noise for every item (deterministic given the round's stream).
 
-    Only for rounds whose noisy weights are read again (MAD2R round 1): the result is private
-    and must never be written, logged or released (spec §5.1 invariant 10).
+    :func:`threshold_items` keeps only the items above ρ; a round whose noisy weights are read
+    again (MAD2R round 1) keeps this table: it is private and must never be written, logged or
+    released (spec §5.1 invariant 10).
 
     Args:
         weights: (item, weight_private).
@@ -40,7 +48,12 @@ def noisy_weights(
         (item, noisy_weight_private). Cache it when it is read more than once (for speed).
     """
     noised = add_noise_column(
-        weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
+        per_core(weights),
+        [ITEM],
+        "_noise",
+        distribution=distribution,
+        scale=scale,
+        randomness=randomness,
     )
     # -> (item, weight_private, _noise)
     # -> (item, noisy_weight_private)
@@ -81,12 +94,10 @@ def threshold_items(
     Returns:
         (item), the selected items.
     """
-    noised = add_noise_column(
-        weights, [ITEM], "_noise", distribution=distribution, scale=scale, randomness=randomness
-    )
-    # -> (item, weight_private, _noise)
+    noisy = noisy_weights(weights, distribution=distribution, scale=scale, randomness=randomness)
+    # -> (item, noisy_weight_private)
     # -> (item)
-    return noised.where(F.col(WEIGHT) + F.col("_noise") >= threshold).select(ITEM)
+    return select_above(noisy, threshold)
 
 
 def noisy_threshold_mask(

@@ -16,14 +16,20 @@ When the unbiased items are not capped (m > 0 and d − Σ_biased x² ≤ b_max�
 reaches norm 1 and the loop never runs: such users, including every user without a biased item
 (x = 1 on all items), are computed in Spark SQL from three per-user sums. Only the others go
 through :func:`user_weights_arrays`, a numpy routine that runs the loop for a whole Arrow batch
-of users at once (a vectorized pandas UDF, one row per user).
+of users at once (a vectorized pandas UDF, one row per user). On text-like data about 7% of the
+users of MAD2R's round 2, with one or two items each, need the loop (``make bench``,
+``user-weights-udf``): their weights are a small table, computed first and joined onto the
+pairs by (user, item).
+
+The per-user sums are windows over each user's pairs, not a per-user table joined back: on
+pairs that are still partitioned by user (:mod:`.layout`) they move no pair between tasks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
@@ -35,6 +41,7 @@ from spark_dp.partition_selection.columns import (
     USER_ID,
     USER_WEIGHT,
 )
+from spark_dp.partition_selection.layout import per_core
 
 __all__ = ["per_user_sums", "user_weights", "user_weights_arrays"]
 
@@ -85,6 +92,23 @@ def user_weights_arrays(
     return x / np.sqrt(d)[seg]
 
 
+def _sums(b_min: float) -> tuple[Column, Column, Column]:
+    """The aggregates d = |S_u|, K = Σ_biased max(b_min, b)² and m = |S_unbiased|."""
+    is_biased = F.col(BIAS) < 1.0
+    x_biased = F.greatest(F.lit(float(b_min)), F.col(BIAS))
+    return (
+        F.count(F.lit(1)),
+        F.sum(F.when(is_biased, x_biased * x_biased).otherwise(0.0)),
+        F.sum(F.when(is_biased, 0).otherwise(1)),
+    )
+
+
+def _needs_loop(b_max: float) -> Column:
+    """True unless m > 0 and d − K ≤ b_max²·m, from the columns degree, _k and _m."""
+    d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
+    return ~((m > 0) & (d - k <= float(b_max) ** 2 * m))
+
+
 def per_user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
     """Per-user sums of UserWeights (one partial aggregation by user).
 
@@ -100,36 +124,49 @@ def per_user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
     Returns:
         (user_id, degree, _k, _m, needs_loop), one row per user.
     """
-    is_biased = F.col(BIAS) < 1.0
-    x_biased = F.greatest(F.lit(float(b_min)), F.col(BIAS))
-    sums = pairs.groupBy(USER_ID).agg(
-        F.count(F.lit(1)).alias(DEGREE),
-        F.sum(F.when(is_biased, x_biased * x_biased).otherwise(0.0)).alias("_k"),
-        F.sum(F.when(is_biased, 0).otherwise(1)).alias("_m"),
-    )
+    d, k, m = _sums(b_min)
+    sums = pairs.groupBy(USER_ID).agg(d.alias(DEGREE), k.alias("_k"), m.alias("_m"))
     # -> (user_id, degree, _k, _m)
-    d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
     # -> (user_id, degree, _k, _m, needs_loop)
-    return sums.withColumn(NEEDS_LOOP, ~((m > 0) & (d - k <= float(b_max) ** 2 * m)))
+    return sums.withColumn(NEEDS_LOOP, _needs_loop(b_max))
+
+
+def _user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
+    """``pairs`` with the sums of :func:`per_user_sums` on every row (windows over the user)."""
+    by_user = Window.partitionBy(USER_ID)
+    d, k, m = (c.over(by_user) for c in _sums(b_min))
+    sums = pairs.select(USER_ID, ITEM, BIAS, d.alias(DEGREE), k.alias("_k"), m.alias("_m"))
+    # -> (user_id, item, bias_private, degree, _k, _m)
+    # -> (user_id, item, bias_private, degree, _k, _m, needs_loop)
+    return sums.withColumn(NEEDS_LOOP, _needs_loop(b_max))
+
+
+def _direct_weight(b_min: float) -> Column:
+    """x/√d of a user whose loop never runs: max(b_min, b) if biased, else √((d − K)/m)."""
+    d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
+    x_biased = F.greatest(F.lit(b_min), F.col(BIAS))
+    x = F.when(F.col(BIAS) < 1.0, x_biased).otherwise(F.sqrt((d - k) / m))
+    return x / F.sqrt(d)
 
 
 def user_weights(pairs: DataFrame, b_min: float, b_max: float, cache: CacheScope) -> DataFrame:
     """UserWeights of every user, with degrees recomputed from ``pairs``.
 
-    Per-user sums d, K = Σ_biased max(b_min, b)² and m = |S_unbiased| come from one partial
-    aggregation by user joined back onto the pairs. Users whose loop never runs get
-    x = max(b_min, b) (biased) or √((d − K)/m) (unbiased) in SQL; the few others are collected
-    per user (at most Δ0 items each) and go through the vectorized pandas UDF around
-    :func:`user_weights_arrays`.
+    Per-user sums d, K = Σ_biased max(b_min, b)² and m = |S_unbiased| are windows over each
+    user's pairs. Users whose loop never runs get x = max(b_min, b) (biased) or √((d − K)/m)
+    (unbiased) in SQL; the few others are collected per user (at most Δ0 items each), go through
+    the vectorized pandas UDF around :func:`user_weights_arrays`, and their weights (a small
+    table, computed now and cached) are joined onto their pairs.
 
     Args:
         pairs: (user_id, item, bias_private) with b ∈ (0, 1], 1 = unbiased.
         b_min: minimum bias multiplier in [0.5, 1].
         b_max: maximum bias multiplier ≥ 1.
-        cache: where the per-user sums are kept.
+        cache: where the loop users' weights are kept.
 
     Returns:
-        (user_id, item, degree, user_weight_private). Private: never log or write it.
+        (user_id, item, degree, user_weight_private), in the layout of ``pairs``. Private: never
+        log or write it.
     """
     b_min, b_max = float(b_min), float(b_max)
 
@@ -140,35 +177,30 @@ def user_weights(pairs: DataFrame, b_min: float, b_max: float, cache: CacheScope
         w = user_weights_arrays(flat, lengths, b_min, b_max)
         return pd.Series(np.split(w, np.cumsum(lengths)[:-1]))
 
-    joined = pairs.join(cache.small_side(per_user_sums(pairs, b_min, b_max)), USER_ID)
+    sums = _user_sums(pairs, b_min, b_max)
     # -> (user_id, item, bias_private, degree, _k, _m, needs_loop)
-    d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
-    x_biased = F.greatest(F.lit(b_min), F.col(BIAS))
-    x = F.when(F.col(BIAS) < 1.0, x_biased).otherwise(F.sqrt((d - k) / m))
-    direct = joined.where(~F.col(NEEDS_LOOP)).select(
-        USER_ID, ITEM, DEGREE, (x / F.sqrt(d)).alias(USER_WEIGHT)
-    )
-    # -> (user_id, item, degree, user_weight_private)
     sets = (
-        joined.where(F.col(NEEDS_LOOP))
-        .groupBy(USER_ID, DEGREE)
+        sums.where(F.col(NEEDS_LOOP))
+        .groupBy(USER_ID)
         .agg(F.collect_list(F.struct(ITEM, BIAS)).alias("_set"))
     )
-    # -> (user_id, degree, _set: array<struct<item, bias_private>>)
-    looped = sets.select(
-        USER_ID, DEGREE, "_set", _weights(F.col(f"_set.{BIAS}")).alias("_w")
-    ).select(
+    # -> (user_id, _set: array<struct<item, bias_private>>)
+    sets = per_core(sets)  # one Python task per core, not one per user partition
+    looped = sets.select(USER_ID, "_set", _weights(F.col(f"_set.{BIAS}")).alias("_w")).select(
         USER_ID,
-        DEGREE,
         F.explode(
             F.transform(
                 "_set", lambda s, i: F.struct(s[ITEM].alias(ITEM), F.col("_w")[i].alias("w"))
             )
         ).alias("_p"),
     )
-    # -> (user_id, degree, _p: struct<item, w>)
-    looped = looped.select(
-        USER_ID, F.col(f"_p.{ITEM}").alias(ITEM), DEGREE, F.col("_p.w").alias(USER_WEIGHT)
+    # -> (user_id, _p: struct<item, w>)
+    looped = cache.small_side(
+        looped.select(USER_ID, F.col(f"_p.{ITEM}").alias(ITEM), F.col("_p.w").alias("_w_loop"))
     )
+    # -> (user_id, item, _w_loop): the loop users' weights
+    weight = F.coalesce(F.col("_w_loop"), _direct_weight(b_min))
     # -> (user_id, item, degree, user_weight_private)
-    return direct.unionByName(looped)
+    return sums.join(looped, [USER_ID, ITEM], "left").select(
+        USER_ID, ITEM, DEGREE, weight.alias(USER_WEIGHT)
+    )

@@ -1,7 +1,8 @@
 """Non-adaptive item weightings: Basic (ℓ2) and its Laplace variant (ℓ1).
 
 Both sum a per-pair contribution over the users holding an item, with one ``groupBy(item)``
-(map-side partial aggregation handles hot items; never a window over items, spec §4.3).
+(map-side partial aggregation handles hot items; never a window over items, spec §4.3) over
+one task per core (:func:`~.layout.per_core`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_WEIGHT, WEIGHT
+from spark_dp.partition_selection.layout import per_core
 
 __all__ = ["basic_weights", "item_weights", "laplace_weights", "unbiased_user_weights"]
 
@@ -21,7 +23,7 @@ def item_weights(pairs: DataFrame, contribution: Column) -> DataFrame:
         (item, weight_private), one row per item. Private: never log or write it.
     """
     # -> (item, weight_private)
-    return pairs.groupBy(ITEM).agg(F.sum(contribution).alias(WEIGHT))
+    return per_core(pairs).groupBy(ITEM).agg(F.sum(contribution).alias(WEIGHT))
 
 
 def basic_weights(capped: DataFrame) -> DataFrame:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections import Counter
 
+import numpy as np
 from chispa import assert_df_equality
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from scipy import stats as scipy_stats
 
 from spark_dp.partition_selection.capping import cap_user_items, with_degree
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
-from spark_dp.randomness import Randomness
+from spark_dp.partition_selection.layout import keep
+from spark_dp.randomness import Randomness, hash_column
+from tests.partition_selection.helpers import random_neighbour, random_sets
 
 
 def kept(df) -> dict:
@@ -76,3 +85,109 @@ def test_with_degree_recounts_after_removals(capped_df, cache):
         ("u1", "b", 2),
         ("u1", "c", 2),
     }
+
+
+# --------------------------------------------------------------------------- issue 18
+
+
+def salted_ranks(spark, sets: dict, randomness: Randomness) -> dict:
+    """The rule of the cap, computed apart from it: each user's distinct items ordered by
+    (salted hash of (user, item), item)."""
+    rows = [(u, i) for u, items in sets.items() for i in set(items)]
+    df = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
+    h = hash_column(randomness, F.col(USER_ID), F.col(ITEM), purpose="capping")
+    ordered: dict = {}
+    for r in sorted(df.select(USER_ID, ITEM, h.alias("h")).collect(), key=lambda r: (r.h, r.item)):
+        ordered.setdefault(r[USER_ID], []).append(r[ITEM])
+    return ordered
+
+
+def test_light_users_pass_through_and_heavy_users_keep_their_smallest_hashes(spark, pairs_df):
+    """Users at or under Δ0 keep every distinct item (degree = their count); users over Δ0 keep
+    exactly the Δ0 items of smallest salted hash: the rule of spec A9, unchanged by issue 18, so
+    a fixed seed keeps the same subsets as before."""
+    rng = random.Random(5)
+    d0 = 6
+    sets = {
+        f"u{u}": [f"i{rng.randrange(30)}" for _ in range(rng.randrange(1, 16))] for u in range(80)
+    }
+    rows = [(u, i) for u, items in sets.items() for i in items for _ in range(rng.randrange(1, 3))]
+    randomness = Randomness.create(21)
+    capped = cap_user_items(
+        spark.createDataFrame(rows, "user_id string, item string"), d0, randomness
+    )
+    got = {(r[USER_ID], r[ITEM]): r[DEGREE] for r in capped.collect()}
+    ranks = salted_ranks(spark, sets, randomness)
+    want = {(u, i): min(len(order), d0) for u, order in ranks.items() for i in order[:d0]}
+    assert got == want
+    light = [u for u, items in sets.items() if len(set(items)) <= d0]
+    heavy = [u for u, items in sets.items() if len(set(items)) > d0]
+    assert light and heavy
+    assert all({i for (v, i) in got if v == u} == set(sets[u]) for u in light)
+    assert all(len({i for (v, i) in got if v == u}) == d0 for u in heavy)
+
+
+def test_cap_is_uniform_over_salts(spark, pairs_df):
+    """Every Δ0-subset of a heavy user's items is kept equally often: a chi-square test over the
+    C(7, 3) = 35 subsets, for 600 users with the same 7 items under 10 salts (6000 draws, about
+    171 per subset). A rule that favours some items (by name, by a weak hash) fails it."""
+    items, d0, n_users, salts = [f"x{k}" for k in range(7)], 3, 600, 10
+    sets = {f"u{u}": items for u in range(n_users)}
+    counts: Counter = Counter()
+    for salt in range(salts):
+        got = kept(cap_user_items(pairs_df(sets), d0, Randomness.create(1000 + salt)))
+        counts.update(frozenset(s) for s in got.values())
+    subsets = [frozenset(c) for c in itertools.combinations(items, d0)]
+    assert set(counts) <= set(subsets)
+    observed = [counts[s] for s in subsets]
+    assert sum(observed) == n_users * salts
+    _, p = scipy_stats.chisquare(observed)
+    assert p > 1e-4, (p, observed)
+    per_item = Counter(i for s in counts.elements() for i in s)
+    _, p_items = scipy_stats.chisquare([per_item[i] for i in items])
+    assert p_items > 1e-4
+
+
+neighbour_seeds = st.integers(0, 2**32 - 1)
+
+
+@settings(max_examples=12, deadline=None)
+@given(neighbour_seeds, st.integers(1, 8))
+def test_a_users_subset_ignores_the_other_users(spark, seed, d0):
+    """Spec §5.1 invariant 4 on random neighbouring inputs: adding a user (with items shared with
+    others, repeated pairs included) changes no other user's kept subset or degree."""
+    rng = np.random.default_rng(seed)
+    sets = {u: sorted(s) for u, s in random_sets(rng, int(rng.integers(1, 12))).items()}
+    bigger, _ = random_neighbour(rng, sets)
+
+    def rows(data: dict) -> list:
+        return [
+            (u, i)
+            for u, s in data.items()
+            for i in sorted(s)
+            for _ in range(1 + sum(map(ord, i)) % 2)
+        ]
+
+    randomness = Randomness.create(seed % 1000)
+    schema = "user_id string, item string"
+    small = cap_user_items(spark.createDataFrame(rows(sets), schema), d0, randomness)
+    large = cap_user_items(spark.createDataFrame(rows(bigger), schema), d0, randomness)
+    a = {(r[USER_ID], r[ITEM], r[DEGREE]) for r in small.collect()}
+    b = {(r[USER_ID], r[ITEM], r[DEGREE]) for r in large.collect() if r[USER_ID] != "v"}
+    assert a == b
+    assert len({i for (u, i, _) in large.collect() if u == "v"}) == min(len(bigger["v"]), d0)
+
+
+def test_kept_capped_pairs_need_no_shuffle_for_per_user_steps(spark, pairs_df, cache):
+    """The layout contract of issue 18: capped pairs kept by layout.keep stay partitioned and
+    sorted by user, so a window over each user's pairs (MAD's e_u, UserWeights' sums) plans no
+    exchange and no sort, and a broadcast join onto them keeps that."""
+    sets = {f"u{u}": [f"i{k}" for k in range(u % 9 + 1)] for u in range(50)}
+    capped = keep(cap_user_items(pairs_df(sets), 4, Randomness.create(3)), cache)
+    items = spark.createDataFrame([("i1", 0.5)], f"{ITEM} string, r double")
+    per_user = capped.join(F.broadcast(items), ITEM, "left").withColumn(
+        "n", F.count(F.lit(1)).over(Window.partitionBy(USER_ID))
+    )
+    plan = per_user._jdf.queryExecution().executedPlan().toString()
+    tail = plan.split("InMemoryTableScan")[0]
+    assert "Window" in tail and "Exchange" not in tail and "Sort [" not in tail, plan

@@ -1,0 +1,71 @@
+"""Where the pairs live between steps: partitioned by user for per-user steps, merged for item sums.
+
+Measured on 13M pairs with Spark's default 1 GiB driver (issue 18, ``make bench``), the cost of
+a run is set less by its arithmetic than by how its rows move:
+
+* **Per-user steps** (the cap, MAD's excess e_u, UserWeights' sums) need each user's pairs in one
+  task. :func:`by_user` shuffles them into an explicit number of partitions,
+  ``spark.sql.shuffle.partitions`` (the knob Spark users already size for their data).
+  Adaptive execution merges partitions of ``repartition(col)`` up to 64 MB of shuffle data,
+  which a 1 GiB JVM cannot sort without spilling; an explicit count is never merged.
+* **Tables read again** are persisted as they are (:func:`keep`), not cut to a scan of their
+  cache: Spark then still knows that they are hash-partitioned by user and sorted by user, so a
+  window over a user's pairs (``partitionBy(user_id)``) and a later per-user step need neither a
+  shuffle nor a sort, and a broadcast join onto them keeps that layout. (A join of a per-user
+  table back onto the pairs would instead shuffle every pair once more as soon as the per-user
+  table is too large to broadcast.)
+* **Item sums** read the pairs through :func:`per_core`, which merges the user partitions
+  into one task per core before the partial aggregation (``coalesce``, no shuffle; each user
+  partition is still computed on its own). Every task's partial sums hold up to one row per item
+  it saw, so summing 200 small partitions would shuffle 200 rows for every common item. The
+  pandas UDF of UserWeights runs behind the same merge (one Python task per core).
+
+None of this changes a value: it only decides which task computes what.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_dp.caching import CacheScope
+from spark_dp.partition_selection.columns import USER_ID
+
+__all__ = ["by_user", "item_tasks", "keep", "per_core", "user_partitions"]
+
+
+def user_partitions(spark: SparkSession) -> int:
+    """How many partitions the pairs are shuffled into by user: ``spark.sql.shuffle.partitions``."""
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
+
+
+def item_tasks(spark: SparkSession) -> int:
+    """How many tasks sum over items: the default parallelism (cores), never more than the user
+    partitions."""
+    cores: int | None
+    try:
+        cores = int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext
+        configured = spark.conf.get("spark.default.parallelism", None)
+        cores = int(configured) if configured else None
+    n = user_partitions(spark)
+    return n if cores is None else max(1, min(cores, n))
+
+
+def by_user(pairs: DataFrame) -> DataFrame:
+    """``pairs`` hash-partitioned by user into :func:`user_partitions` partitions."""
+    return pairs.repartition(user_partitions(pairs.sparkSession), USER_ID)
+
+
+def per_core(pairs: DataFrame) -> DataFrame:
+    """``pairs`` in :func:`item_tasks` partitions (a narrow ``coalesce``), for a sum by item or
+    a pandas UDF."""
+    return pairs.coalesce(item_tasks(pairs.sparkSession))
+
+
+def keep(df: DataFrame, cache: CacheScope) -> DataFrame:
+    """``df`` persisted and computed now, still known to Spark as partitioned and sorted the way
+    it was computed (see the module docstring); :meth:`CacheScope.drop` releases it. Its row
+    count is read and discarded: it may be private."""
+    kept = cache.persist(df)
+    kept.count()
+    return kept
