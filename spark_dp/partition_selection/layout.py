@@ -17,8 +17,14 @@ a run is set less by its arithmetic than by how its rows move:
 * **Item sums** read the pairs through :func:`per_core`, which merges the user partitions
   into one task per core before the partial aggregation (``coalesce``, no shuffle; each user
   partition is still computed on its own). Every task's partial sums hold up to one row per item
-  it saw, so summing 200 small partitions would shuffle 200 rows for every common item. The
-  pandas UDF of UserWeights runs behind the same merge (one Python task per core).
+  it saw, so summing 200 small partitions would shuffle 200 rows for every common item.
+* **Never a coalesce over an aggregation**: a coalesced task runs the aggregation of every
+  merged partition and keeps each one's hash map until the task ends. On Spark 3.5 with 200
+  shuffle partitions and a 1 GiB driver, coalescing the item sums before the noise UDF ran out
+  of execution memory and the task never finished (issue 18, ``make bench-lines``);
+  ``tests/partition_selection/test_layout.py`` checks every algorithm's plans for it. The one
+  aggregated table that needs fewer tasks, UserWeights' loop users before their pandas UDF, goes
+  through :func:`aggregated_per_core`, a round-robin shuffle of its (few) rows.
 
 None of this changes a value: it only decides which task computes what.
 """
@@ -30,7 +36,7 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import USER_ID
 
-__all__ = ["by_user", "item_tasks", "keep", "per_core", "user_partitions"]
+__all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core", "user_partitions"]
 
 
 def user_partitions(spark: SparkSession) -> int:
@@ -57,9 +63,19 @@ def by_user(pairs: DataFrame) -> DataFrame:
 
 
 def per_core(pairs: DataFrame) -> DataFrame:
-    """``pairs`` in :func:`item_tasks` partitions (a narrow ``coalesce``), for a sum by item or
-    a pandas UDF."""
+    """``pairs`` in :func:`item_tasks` partitions (a narrow ``coalesce``), for a sum by item.
+
+    Only for tables whose plan since the last shuffle or cache holds no aggregation (see the
+    module docstring); an aggregation's output goes through :func:`aggregated_per_core`."""
     return pairs.coalesce(item_tasks(pairs.sparkSession))
+
+
+def aggregated_per_core(table: DataFrame) -> DataFrame:
+    """``table``, the output of an aggregation, in :func:`item_tasks` partitions by a
+    round-robin shuffle of its rows, for a pandas UDF in a projection. (A filter on the UDF's
+    result would be pushed below the shuffle: Spark pushes deterministic filters through
+    a repartition.)"""
+    return table.repartition(item_tasks(table.sparkSession))
 
 
 def keep(df: DataFrame, cache: CacheScope) -> DataFrame:

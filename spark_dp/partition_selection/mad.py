@@ -73,7 +73,7 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     )
     # -> (item, _w_init)
     excess = cache.small_side(
-        per_core(w_init.where(F.col("_w_init") > c.tau)).select(
+        w_init.where(F.col("_w_init") > c.tau).select(
             ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")
         )
     )

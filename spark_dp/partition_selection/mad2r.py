@@ -29,7 +29,6 @@ from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
-from spark_dp.partition_selection.layout import per_core
 from spark_dp.partition_selection.mad import max_adaptive_degree
 from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
@@ -88,7 +87,7 @@ def round_two_items(
     # -> (item): U1 and U_low
     biased = noisy.where((w1 < rho1) & (lower >= rho2)).select(ITEM, (rho2 / lower).alias(BIAS))
     # -> (item, bias_private); lower ≥ ρ2 > 0 implies w̃1 + C_ub·σ1 ≥ ρ2, so not removed
-    return cache.small_side(per_core(removed)), cache.small_side(per_core(biased))
+    return cache.small_side(removed), cache.small_side(biased)
 
 
 def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) -> DataFrame:

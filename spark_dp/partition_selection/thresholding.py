@@ -6,11 +6,11 @@ with w̃(i) ≥ ρ are kept, and the noise is dropped. The noise of an item is a
 function of the item, so every read of the result, and every recomputation Spark makes, sees the
 same noise (spec A10 asks that noise is never redrawn; here it cannot be).
 
-The weights are merged into one partition per core first (:func:`~.layout.per_core`, no
-shuffle), so the noise UDF runs in that many Python tasks. Spark 4 merges small shuffle
-partitions itself; Spark 3.5 does not when the result is cached (a run caches every round's
-items, and MAD2R its round-1 noisy weights), and ran the UDF in ``spark.sql.shuffle.partitions``
-Python tasks, which made most of MAD2R's round time on Spark 3.5 (issue 18, ``make bench-lines``).
+The noise UDF runs in the tasks of the item sum's result: adaptive execution merges its small
+shuffle partitions into a few. A round's items are cached, and Spark 3.5 runs a cached plan
+without that merge unless ``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning`` is on
+(the jobs' default, :data:`~spark_dp.session.DEFAULT_SPARK_CONF`; Spark 4's default): else the
+UDF runs in ``spark.sql.shuffle.partitions`` Python tasks.
 
 :func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
 repeated draws over fixed weights in statistical checks.
@@ -23,7 +23,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, WEIGHT
-from spark_dp.partition_selection.layout import per_core
 from spark_dp.randomness import DriverNoise, Randomness, add_noise_column
 
 __all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_items"]
@@ -48,7 +47,7 @@ def noisy_weights(
         (item, noisy_weight_private). Cache it when it is read more than once (for speed).
     """
     noised = add_noise_column(
-        per_core(weights),
+        weights,
         [ITEM],
         "_noise",
         distribution=distribution,

@@ -41,7 +41,7 @@ from spark_dp.partition_selection.columns import (
     USER_ID,
     USER_WEIGHT,
 )
-from spark_dp.partition_selection.layout import per_core
+from spark_dp.partition_selection.layout import aggregated_per_core
 
 __all__ = ["per_user_sums", "user_weights", "user_weights_arrays"]
 
@@ -185,7 +185,7 @@ def user_weights(pairs: DataFrame, b_min: float, b_max: float, cache: CacheScope
         .agg(F.collect_list(F.struct(ITEM, BIAS)).alias("_set"))
     )
     # -> (user_id, _set: array<struct<item, bias_private>>)
-    sets = per_core(sets)  # one Python task per core, not one per user partition
+    sets = aggregated_per_core(sets)  # one Python task per core, not one per user partition
     looped = sets.select(USER_ID, "_set", _weights(F.col(f"_set.{BIAS}")).alias("_w")).select(
         USER_ID,
         F.explode(

@@ -1,0 +1,139 @@
+"""The layout rules of issue 18 hold in every query a selection runs (spark_dp/.../layout.py).
+
+A ``coalesce`` merges partitions into one task without a shuffle, and every operator below it
+runs once per merged partition inside that task. Over an aggregation this keeps one hash map
+per merged partition until the task ends: on Spark 3.5 with 200 shuffle partitions and a 1 GiB
+driver, the coalesced item sums ran out of execution memory before the noise UDF and the task
+hung. These tests run every registered algorithm with more shuffle partitions than cores and
+adaptive execution off (so the plans show every exchange), read the physical plan of every
+query from Spark's SQL status store, and check that no coalesced task holds an aggregation.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.randomness import Randomness
+
+STAGE_BOUNDARIES = ("Exchange", "InMemoryTableScan", "Scan ", "BroadcastExchange", "ReusedExchange")
+AGGREGATIONS = ("HashAggregate", "ObjectHashAggregate", "SortAggregate")
+
+
+def _scala_list(collection) -> list:
+    seq = collection.toSeq()
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _executions(spark) -> list:
+    return _scala_list(spark._jsparkSession.sharedState().statusStore().executionsList())
+
+
+def _tree(description: str) -> list[tuple[int, str]]:
+    """(depth, operator) for each line of the plan tree of a physical plan description."""
+    text = description.split("== Physical Plan ==", 1)[-1].strip().split("\n\n", 1)[0]
+    nodes = []
+    for line in text.splitlines():
+        m = re.match(r"^([\s:+\-]*)(?:\*\s)?(.+)$", line)
+        if m:
+            nodes.append((len(m.group(1)), m.group(2).strip()))
+    return nodes
+
+
+def coalesced_aggregations(description: str) -> list[str]:
+    """Aggregations that run inside a coalesced task: below a ``Coalesce`` with no stage
+    boundary (exchange, cache or scan) between them."""
+    nodes = _tree(description)
+    found = []
+    for i, (depth, name) in enumerate(nodes):
+        if not name.startswith("Coalesce"):
+            continue
+        cut: int | None = None  # depth of the boundary whose subtree is skipped
+        for d, below in nodes[i + 1 :]:
+            if d <= depth:
+                break
+            if cut is not None and d > cut:
+                continue
+            cut = None
+            if below.startswith(AGGREGATIONS):
+                found.append(f"{name} > {below}")
+            if below.startswith(STAGE_BOUNDARIES):
+                cut = d
+    return found
+
+
+def _plans_of(spark, action) -> list[str]:
+    """The physical plans of the queries ``action()`` runs, in a :class:`_layout_session`."""
+    with _layout_session(spark):
+        before = len(_executions(spark))
+        action()
+        ran = _executions(spark)[before:]
+    assert ran, "no query ran"
+    return [e.physicalPlanDescription() for e in ran]
+
+
+def test_the_check_finds_a_coalesced_aggregation(spark):
+    """The check has power: a coalesce over a groupBy is found, one over a shuffle is not."""
+    df = spark.range(100).selectExpr("id % 7 AS k", "id AS v")
+    bad = _plans_of(spark, df.groupBy("k").count().coalesce(1).collect)
+    good = _plans_of(spark, df.groupBy("k").count().repartition(1).collect)
+    assert any(coalesced_aggregations(p) for p in bad), bad
+    assert not any(coalesced_aggregations(p) for p in good), good
+
+
+LAYOUT_SETTINGS = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "false"}
+
+
+@contextmanager
+def _layout_session(spark) -> Iterator[None]:
+    """More shuffle partitions than cores (a coalesce is kept in the plan), no adaptive
+    execution (the plans show every exchange); the settings are restored on exit."""
+    saved = {key: spark.conf.get(key, None) for key in LAYOUT_SETTINGS}
+    for key, value in LAYOUT_SETTINGS.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@pytest.fixture(scope="module")
+def heavy_tailed(spark):
+    """300 users with 1-30 items of a heavy-tailed vocabulary (so every MAD path runs)."""
+    rng = random.Random(18)
+    rows = [
+        (f"u{u}", f"i{int(rng.paretovariate(1.1))}")
+        for u in range(300)
+        for _ in range(rng.randrange(1, 30))
+    ]
+    return spark.createDataFrame(rows, "user_id string, item string").cache()
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "extra"),
+    [(a.name, {}) for a in REGISTRY] + [("dp-sips", {"recap_each_round": False})],
+)
+def test_no_coalesced_task_holds_an_aggregation(spark, heavy_tailed, algorithm, extra):
+    params = PartitionSelectionParams(
+        algorithm=algorithm, max_items_per_user=5, delta=0.05, **extra
+    )
+
+    def run() -> None:
+        with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
+            selection.items.count()
+
+    plans = _plans_of(spark, run)
+    if algorithm in ("basic", "dp-sips", "mad", "mad2r"):  # their item sums run per core
+        assert any("Coalesce" in p for p in plans), "no coalesce: the check saw nothing"
+    bad = {f: p for p in plans for f in coalesced_aggregations(p)}
+    assert bad == {}, next(iter(bad.values()), "")
