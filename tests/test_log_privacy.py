@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from spark_dp.logs import configure_logging, unsafe_debug
+from spark_dp.logs import configure_logging, unsafe_debug, unsafe_debug_enabled
 from spark_dp.randomness import Randomness
 
 ROWS, USERS, ITEMS, PAIRS = 7919, 1009, 3517, 5651
@@ -253,3 +253,4 @@ def test_jobs_log_no_private_counts_and_unsafe_debug_shows_them(job, pairs_path,
             job, pairs_path, tmp_path / "unsafe", "--unsafe-debug-logs", "--allow-unsafe-debug"
         )
     assert "rows" in _leaked(out[0], public), out[0][-3000:]
+    assert not unsafe_debug_enabled(), "the job's unsafe switch outlived the job"

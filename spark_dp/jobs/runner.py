@@ -52,7 +52,13 @@ from spark_dp.jobs.phases import (
 )
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.spec import JobContext, JobSpec
-from spark_dp.logs import StageTimer, configure_logging, get_logger
+from spark_dp.logs import (
+    StageTimer,
+    configure_logging,
+    get_logger,
+    unsafe_debug,
+    unsafe_debug_enabled,
+)
 from spark_dp.report import PrivacyReport
 from spark_dp.session import spark_info
 from spark_dp.tracking import labels
@@ -173,7 +179,15 @@ def _commit(run: Run) -> None:
 
 
 def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
-    """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+
+    A run's ``--unsafe-debug-logs`` ends with the run: a notebook or a test that calls a job's
+    ``main`` keeps its own setting afterwards."""
+    with unsafe_debug(unsafe_debug_enabled()):
+        return _run_job(spec, argv, prog)
+
+
+def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int:
     parser = build_parser(spec, prog)
     try:
         args = parser.parse_args(argv)  # phase 1
