@@ -153,7 +153,7 @@ def _load() -> float:
 
 def _run(python: Path, job: Job, data: str, warmup: str, tag: str, timeout: float) -> dict:
     work = WORK_DIR / "lines" / tag
-    result = work.with_suffix(".json")
+    result = work.parent / f"{work.name}.json"  # not with_suffix: "3.5" in the name
     result.unlink(missing_ok=True)
     cmd = [
         str(python), "-m", "bench.worker", "--job", job.worker, "--data", data,
@@ -162,7 +162,7 @@ def _run(python: Path, job: Job, data: str, warmup: str, tag: str, timeout: floa
     env = dict(os.environ, PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["PYTHONPATH"] = str(REPO)
-    log = work.with_suffix(".log")
+    log = work.parent / f"{work.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as fh:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
