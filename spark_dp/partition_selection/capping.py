@@ -13,7 +13,6 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
 from spark_dp.partition_selection.layout import by_user
 from spark_dp.randomness import Randomness, hash_column
@@ -70,7 +69,7 @@ def cap_user_items(
     )
 
 
-def with_degree(pairs: DataFrame, cache: CacheScope) -> DataFrame:
+def with_degree(pairs: DataFrame) -> DataFrame:
     """Recompute degrees after items were removed from users' sets (no new subsampling).
 
     A count over each user's pairs (a window): on pairs still partitioned by user (a capped
@@ -78,12 +77,10 @@ def with_degree(pairs: DataFrame, cache: CacheScope) -> DataFrame:
 
     Args:
         pairs: (user_id, item, ...), already capped.
-        cache: unused (the counts are not cached); kept for the callers' signature.
 
     Returns:
         the same rows with ``degree`` = the user's current number of items.
     """
-    del cache
     count = F.count(F.lit(1)).over(Window.partitionBy(USER_ID))
     # -> (user_id, item, ..., degree)
     return pairs.drop(DEGREE).withColumn(DEGREE, count)

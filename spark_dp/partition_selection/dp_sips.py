@@ -109,9 +109,7 @@ def run(
             if reuse:
                 first_cap = capped
         else:
-            capped = with_degree(
-                first_cap.join(done, ITEM, "left_anti").select(USER_ID, ITEM), cache
-            )
+            capped = with_degree(first_cap.join(done, ITEM, "left_anti").select(USER_ID, ITEM))
             # -> (user_id, item, degree), the round-1 cap without the found items
         with timer.stage(f"round {r}") as info:
             round_ = gaussian_round(

@@ -78,9 +78,9 @@ def test_entropy_mode_draws_a_fresh_subsample(pairs_df):
     assert a != b
 
 
-def test_with_degree_recounts_after_removals(capped_df, cache):
+def test_with_degree_recounts_after_removals(capped_df):
     capped = capped_df({"u1": "abc", "u2": "a"})
-    reduced = with_degree(capped.where("item != 'a'").select(USER_ID, ITEM), cache)
+    reduced = with_degree(capped.where("item != 'a'").select(USER_ID, ITEM))
     assert {(r[USER_ID], r[ITEM], r[DEGREE]) for r in reduced.collect()} == {
         ("u1", "b", 2),
         ("u1", "c", 2),
