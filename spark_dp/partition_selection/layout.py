@@ -22,9 +22,10 @@ a run is set less by its arithmetic than by how its rows move:
   merged partition and keeps each one's hash map until the task ends. On Spark 3.5 with 200
   shuffle partitions and a 1 GiB driver, coalescing the item sums before the noise UDF ran out
   of execution memory and the task never finished (issue 18, ``make bench-lines``);
-  ``tests/partition_selection/test_layout.py`` checks every algorithm's plans for it. The one
-  aggregated table that needs fewer tasks, UserWeights' loop users before their pandas UDF, goes
-  through :func:`aggregated_per_core`, a round-robin shuffle of its (few) rows.
+  ``tests/partition_selection/test_layout.py`` checks every algorithm's plans for it. The
+  aggregated tables that feed a pandas UDF (the item sums before their noise, UserWeights' loop
+  users) go through :func:`aggregated_per_core`, a round-robin shuffle of their (few) rows, so
+  that the UDF runs in one Python task per core.
 
 None of this changes a value: it only decides which task computes what.
 """

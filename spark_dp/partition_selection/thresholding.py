@@ -6,11 +6,13 @@ with w̃(i) ≥ ρ are kept, and the noise is dropped. The noise of an item is a
 function of the item, so every read of the result, and every recomputation Spark makes, sees the
 same noise (spec A10 asks that noise is never redrawn; here it cannot be).
 
-The noise UDF runs in the tasks of the item sum's result: adaptive execution merges its small
-shuffle partitions into a few. A round's items are cached, and Spark 3.5 runs a cached plan
-without that merge unless ``spark.sql.optimizer.canChangeCachedPlanOutputPartitioning`` is on
-(the jobs' default, :data:`~spark_dp.session.DEFAULT_SPARK_CONF`; Spark 4's default): else the
-UDF runs in ``spark.sql.shuffle.partitions`` Python tasks.
+The noise UDF runs in one task per core: the item sums (an aggregation's output, in
+``spark.sql.shuffle.partitions`` partitions) go through
+:func:`~spark_dp.partition_selection.layout.aggregated_per_core` first. Without it, Spark 3.5
+ran the UDF of every round in 200 Python tasks (adaptive execution does not merge the partitions
+of a cached plan there): 25 s of a 160 s MAD2R run on 13M pairs for 1 CPU-second of work
+(issue 18, ``make bench-lines``). The noise column is declared nondeterministic so that the
+threshold filter is not pushed, UDF and all, below that shuffle.
 
 :func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
 repeated draws over fixed weights in statistical checks.
@@ -23,6 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, WEIGHT
+from spark_dp.partition_selection.layout import aggregated_per_core
 from spark_dp.randomness import DriverNoise, Randomness, add_noise_column
 
 __all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_items"]
@@ -47,7 +50,7 @@ def noisy_weights(
         (item, noisy_weight_private). Cache it when it is read more than once (for speed).
     """
     noised = add_noise_column(
-        weights,
+        aggregated_per_core(weights),  # one Python task per core
         [ITEM],
         "_noise",
         distribution=distribution,

@@ -62,8 +62,10 @@ def add_noise_column(
         randomness: the stream (a fresh :meth:`Randomness.child` per round).
 
     Returns:
-        ``df`` with the float64 column ``out_col``; deterministic, safe to read any number of
-        times.
+        ``df`` with the float64 column ``out_col``; its values are a function of the key and
+        the row key only, safe to read any number of times (Spark sees the column as
+        nondeterministic, so it is computed where it is added: repartition ``df`` first to
+        choose the tasks that run the UDF).
     """
     from pyspark.sql import functions as F
 
@@ -80,7 +82,11 @@ def add_noise_column(
         w = prf_words(key, counters, b"".join(digests.tolist()))
         return pd.Series(scale * transform(w[:, :words]), index=digests.index)
 
-    return df.withColumn(out_col, _keyed_noise(row_digest_column(key_cols)))
+    # A pure function of (key, stream, row key), declared nondeterministic only as a plan
+    # barrier: Spark then evaluates it where it is written (after the caller's repartition)
+    # instead of pushing a filter on the noise, and with it the UDF, below that repartition.
+    keyed_noise = _keyed_noise.asNondeterministic()
+    return df.withColumn(out_col, keyed_noise(row_digest_column(key_cols)))
 
 
 def hash_column(randomness: Randomness, *cols: str | Column, purpose: str = "hash") -> Column:

@@ -137,3 +137,59 @@ def test_no_coalesced_task_holds_an_aggregation(spark, heavy_tailed, algorithm, 
         assert any("Coalesce" in p for p in plans), "no coalesce: the check saw nothing"
     bad = {f: p for p in plans for f in coalesced_aggregations(p)}
     assert bad == {}, next(iter(bad.values()), "")
+
+
+def udf_inputs(description: str) -> list[str]:
+    """For each pandas UDF evaluation (``ArrowEvalPython``) of a plan, the first stage boundary
+    below it: where the rows its Python tasks read come from."""
+    nodes = _tree(description)
+    found = []
+    for i, (depth, name) in enumerate(nodes):
+        if not name.startswith("ArrowEvalPython"):
+            continue
+        below = [n for d, n in nodes[i + 1 :] if d > depth]
+        boundary = next((n for n in below if n.startswith(STAGE_BOUNDARIES)), "(none)")
+        found.append(f"{boundary}: {_arguments(description, boundary)}")
+    return found
+
+
+def _arguments(description: str, node: str) -> str:
+    """The ``Arguments:`` line of ``node`` (e.g. ``"Exchange (9)"``) in the plan's details."""
+    m = re.search(r"\((\d+)\)$", node)
+    if not m:
+        return ""
+    block = re.search(rf"^\({m.group(1)}\) .*?(?:\n\n|\Z)", description, re.M | re.S)
+    args = re.search(r"^Arguments: (.*)$", block.group(0), re.M) if block else None
+    return args.group(1) if args else ""
+
+
+@pytest.mark.parametrize("algorithm", ["basic", "dp-sips", "mad", "mad2r"])
+def test_noise_runs_in_one_python_task_per_core(spark, heavy_tailed, algorithm):
+    """The noise UDF reads a round-robin shuffle into one partition per core, never the item
+    sums' hash partitions (Spark 3.5 ran it in 200 Python tasks per round; and a threshold
+    filter pushed below the shuffle would take the UDF with it)."""
+    params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=5, delta=0.05)
+
+    def run() -> None:
+        with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
+            selection.items.count()
+
+    inputs = [i for p in _plans_of(spark, run) for i in udf_inputs(p)]
+    assert inputs, "no pandas UDF in the plans: the check saw nothing"
+    tasks = spark.sparkContext.defaultParallelism
+    assert all(f": RoundRobinPartitioning({tasks})," in i for i in inputs), inputs
+
+
+def test_the_udf_check_sees_a_udf_over_an_aggregation(spark):
+    """Power: a deterministic pandas UDF under a filter is pushed below the round-robin
+    shuffle and reads the aggregation's hash exchange."""
+    from pyspark.sql import functions as F
+
+    @F.pandas_udf("double")
+    def plus_one(v):
+        return v + 1.0
+
+    df = spark.range(100).selectExpr("id % 7 AS k", "CAST(id AS DOUBLE) AS v")
+    sums = df.groupBy("k").agg(F.sum("v").alias("s")).repartition(2)
+    (plan,) = _plans_of(spark, sums.select(plus_one("s").alias("t")).where("t > 3").collect)
+    assert any(": hashpartitioning(" in i for i in udf_inputs(plan)), plan
