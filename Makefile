@@ -150,12 +150,14 @@ audit: setup ## privacy audit of every mechanism and broken variant (docs/audit/
 	    --markdown docs/audit/audit.md --plot docs/audit/audit.png $(ARGS)
 
 # Issue 13's figure: MAD2R and the exact distinct count at revision BEFORE and at this tree,
-# alternating REPEAT times in one invocation (bench/results/compare/compare.md).
+# alternating REPEAT times in one invocation (bench/results/compare/compare.md), then the
+# keyed noise step alone against Spark's randn (noise-cost.md).
 BEFORE ?= e9f5fc2
 REPEAT ?= 3
 bench-compare: setup bench-setup ## MAD2R and distinct count: BEFORE=<rev> vs this tree, one run
 	$(PY) -m bench.compare --before $(BEFORE) --repeat $(REPEAT) \
 	    --only partition_selection/mad2r/zipf-5m --only distinct_count/exact-zipf-1m $(ARGS)
+	$(PY) -m bench.noise_cost
 
 package: ## build the wheel and dist/spark_dp.zip (--py-files) with the system Python, no venv
 	$(PYTHON) -m pip wheel --quiet --no-deps --wheel-dir dist .
