@@ -14,6 +14,7 @@ DEMO := demo_output
 # the shared code) in its own venv; the whole suite runs on the newest pyspark.
 SPARK35_VENV  := .venv-spark35
 SPARK35_TESTS := tests/partition_selection/test_api.py tests/partition_selection/test_mechanisms.py \
+                 tests/partition_selection/test_layout.py \
                  tests/contribution_bounding/test_proposal_spark.py \
                  tests/contribution_bounding/test_passes_spark.py \
                  tests/distinct_count/test_spark_curves.py tests/distinct_count/test_api.py \
