@@ -4,8 +4,8 @@ Issue 13 asks whether the keyed PRF makes the jobs slower. A whole job mixes the
 everything else, so this measures the noise step alone: n items (a string key each, cached),
 noise added and summed, once with :func:`spark_dp.randomness.add_noise_column` (AES-256 PRF of
 the key, the stream and the item, Box-Muller in a pandas UDF) and once with Spark's own
-``randn`` (neither keyed nor recomputable), alternating, best of ``--repeat``, one
-``local[2]`` session. The difference per item, times a round's item count, is what the PRF
+``randn`` (neither keyed nor recomputable), alternating, best of ``--repeat``, in the
+harness's session. The difference per item, times a round's item count, is what the PRF
 adds to a round. Writes ``bench/results/compare/noise-cost.{md,json}``.
 """
 
@@ -19,24 +19,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from bench.harness import RESULTS_DIR
+from bench.harness import RESULTS_DIR, _session
 
 SIZES = (100_000, 1_000_000, 4_000_000)
 
 
 def measure(sizes: tuple[int, ...], repeat: int) -> list[dict[str, Any]]:
     """Best-of-``repeat`` seconds of each noise source over each item count."""
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
     from spark_dp.randomness import Randomness, add_noise_column
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
+    spark = _session()
     stream = Randomness.create(1).child("noise", 1)
     rows = []
     for n in sizes:
@@ -71,7 +66,7 @@ def to_markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "# Keyed noise against Spark's randn (noise step alone)",
         "",
-        f"2 cores, `local[2]`, {datetime.now(timezone.utc):%Y-%m-%d}; best of the runs; "
+        f"2 cores, the harness's session, {datetime.now(timezone.utc):%Y-%m-%d}; best of the runs; "
         "n cached string items, noise added and summed.",
         "",
         "| items | Spark randn s | keyed PRF s | extra µs per item |",
@@ -94,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "noise-cost.json").write_text(json.dumps(rows, indent=2) + "\n")
-    (out / "noise-cost.md").write_text(to_markdown(rows))
-    print(to_markdown(rows))
+    table = to_markdown(rows)
+    (out / "noise-cost.md").write_text(table)
+    print(table)
     return 0
 
 
