@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", default=str(RESULTS_DIR / "compare"))
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
     rows = measure(SIZES, args.repeat)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
