@@ -249,8 +249,17 @@ def prepare(
     inc = store.save("inc", inc.select(*cols))
     # -> (rec, user_id, size, lead[, urank])
 
-    users = inc.groupBy(USER_ID).agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
-    # -> (user_id, deg)
+    partitions = max(1, int(inc.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200))
+    users = (
+        inc.repartition(partitions, USER_ID)
+        .groupBy(USER_ID)
+        .agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
+    )
+    # -> (user_id, deg). An explicit partition count, never merged by adaptive execution: at
+    #    100M incidences it merged the 200 partitions into 12 of 7M users each, and Spark 3.5's
+    #    hash aggregation of one of them failed to spill in a 1 GiB driver (UNABLE_TO_ACQUIRE_
+    #    MEMORY; issue 18, `make bench-lines SCALE=xl`). Few incidences per user: a partial
+    #    aggregation before this shuffle would hardly reduce it.
     if capacities is not None:
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")
     else:
