@@ -137,7 +137,8 @@ bench: setup bench-setup bench-lines ## full benchmark, about 2 h 15 here (bench
 
 # Issue 18's suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
 # the bench), floors A and B beside every case, PipelineDP and Tumult in the same run.
-# SCALE=full: 13M pairs (about an hour here); SCALE=xl: 104M pairs (hours).
+# SCALE=full: 13M pairs (about an hour here); SCALE=xl: 104M pairs (about 45 min per Spark line
+# here without the peers, contribution bounding 24 min of it).
 SCALE ?= full
 bench-lines: setup bench-setup ## Spark 3.5 + 4, floors and peers (bench/results/lines/results-$(SCALE).md)
 	$(PY) -m bench.lines --scale $(SCALE) $(ARGS)
