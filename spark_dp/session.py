@@ -42,6 +42,7 @@ __all__ = [
     "is_classic",
     "launched_by_spark_submit",
     "spark_info",
+    "user_partitions",
 ]
 
 LOG4J2_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
@@ -192,6 +193,13 @@ def default_parallelism(spark: SparkSession) -> int:
         return int(spark.sparkContext.defaultParallelism)
     configured = spark.conf.get("spark.default.parallelism", None)
     return int(configured or spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
+
+
+def user_partitions(spark: SparkSession) -> int:
+    """How many partitions a table is shuffled into by user: ``spark.sql.shuffle.partitions`` (the
+    knob Spark users already size for their data). An explicit count that adaptive execution
+    never merges, unlike the partitions of a plain ``groupBy``."""
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
 
 
 def graphframes_available(spark: SparkSession) -> bool:

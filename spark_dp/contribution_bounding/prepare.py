@@ -48,6 +48,7 @@ from spark_dp.contribution_bounding.orders import (
 )
 from spark_dp.errors import InputContractError, ParameterError
 from spark_dp.logs import log_private
+from spark_dp.session import user_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -249,9 +250,8 @@ def prepare(
     inc = store.save("inc", inc.select(*cols))
     # -> (rec, user_id, size, lead[, urank])
 
-    partitions = max(1, int(inc.sparkSession.conf.get("spark.sql.shuffle.partitions") or 200))
     users = (
-        inc.repartition(partitions, USER_ID)
+        inc.repartition(user_partitions(inc.sparkSession), USER_ID)
         .groupBy(USER_ID)
         .agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
     )

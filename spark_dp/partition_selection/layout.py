@@ -36,13 +36,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import USER_ID
+from spark_dp.session import user_partitions
 
-__all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core", "user_partitions"]
-
-
-def user_partitions(spark: SparkSession) -> int:
-    """How many partitions the pairs are shuffled into by user: ``spark.sql.shuffle.partitions``."""
-    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
+__all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core"]
 
 
 def item_tasks(spark: SparkSession) -> int:
