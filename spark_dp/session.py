@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "is_classic",
     "launched_by_spark_submit",
     "spark_info",
+    "sql_defaults",
     "user_partitions",
 ]
 
@@ -200,6 +202,25 @@ def user_partitions(spark: SparkSession) -> int:
     knob Spark users already size for their data). An explicit count that adaptive execution
     never merges, unlike the partitions of a plain ``groupBy``."""
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
+
+
+@contextmanager
+def sql_defaults(spark: SparkSession, defaults: Mapping[str, str]) -> Iterator[None]:
+    """Give the runtime SQL settings in ``defaults`` that the session leaves unset to the block.
+
+    A value the user chose (spark-submit ``--conf``, the session builder, ``spark.conf.set``)
+    is kept. The settings made here are unset again on the way out, error or not, so the
+    session is left as it was found. They are session-wide while the block runs: a query that
+    another thread runs on the same session meanwhile sees them too.
+    """
+    added = [key for key in defaults if spark.conf.get(key, None) is None]
+    for key in added:
+        spark.conf.set(key, str(defaults[key]))
+    try:
+        yield
+    finally:
+        for key in added:
+            spark.conf.unset(key)
 
 
 def graphframes_available(spark: SparkSession) -> bool:

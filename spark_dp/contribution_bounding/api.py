@@ -39,6 +39,7 @@ from spark_dp.contribution_bounding.state_store import StateStore, claim_store
 from spark_dp.io import validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.randomness import Randomness
+from spark_dp.session import sql_defaults
 from spark_dp.tracking import labels
 
 if TYPE_CHECKING:
@@ -46,7 +47,17 @@ if TYPE_CHECKING:
 
     from spark_dp.registry import Algorithm
 
-__all__ = ["bound_contributions"]
+__all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions"]
+
+SPARK_SQL_DEFAULTS: dict[str, str] = {
+    # The size adaptive execution merges small shuffle partitions up to (Spark's default:
+    # 64 MB). At 100M incidences in a 1 GiB local[2] driver, Spark 3.5 failed twice to acquire
+    # execution memory in such merged partitions (UNABLE_TO_ACQUIRE_MEMORY: a hash aggregation,
+    # then in another run the sort of the window by record) and completed with 16 MB; Spark 4
+    # completes with either (make bench-lines SCALE=xl; README "At 104M pairs"). Applied only
+    # while bound_contributions runs and only if the session leaves it unset.
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
+}
 
 
 def bound_contributions(
@@ -101,8 +112,11 @@ def bound_contributions(
     spark = incidences.sparkSession
     cache = CacheScope()
     # the number of rounds depends on the graph: the UI shows "round #", not its number
-    with labels(
-        spark, family="contribution_bounding", algorithm=params.algorithm, hide_numbers=True
+    with (
+        labels(
+            spark, family="contribution_bounding", algorithm=params.algorithm, hide_numbers=True
+        ),
+        sql_defaults(spark, SPARK_SQL_DEFAULTS),
     ):
         try:
             if validate:
