@@ -40,12 +40,34 @@ if TYPE_CHECKING:
     from pyspark import StorageLevel
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["BROADCAST_MAX_ROWS", "CacheScope", "HoldsCache", "checkpoint", "checkpoint_dir"]
+__all__ = [
+    "BROADCAST_MAX_ROWS",
+    "CacheScope",
+    "HoldsCache",
+    "checkpoint",
+    "checkpoint_dir",
+    "storage_level",
+]
 
 _H = TypeVar("_H", bound="_Releasable")
 
 BROADCAST_MAX_ROWS = 1_000_000
 """Largest table (rows) :meth:`CacheScope.small_side` marks for broadcast."""
+
+
+def storage_level() -> StorageLevel:
+    """The level every spark_dp cache uses: memory, spilling to disk, *deserialized*.
+
+    PySpark's ``StorageLevel.MEMORY_AND_DISK`` is the serialized level. Reading one of its
+    blocks back from disk allocates a heap buffer of the whole block at once; at 100M incidences
+    in a 1 GiB driver that allocation failed (``OutOfMemoryError: Java heap space`` in
+    ``BlockManager.maybeCacheDiskBytesInMemory``) and took the driver down. The deserialized
+    level (``DataFrame.cache()``'s default) brings a spilled block back in steps that give up
+    when memory is short, and skips a serialization of the cached column batches.
+    """
+    from pyspark import StorageLevel
+
+    return StorageLevel.MEMORY_AND_DISK_DESER
 
 
 def checkpoint_dir(spark: SparkSession) -> str | None:
@@ -124,7 +146,8 @@ class CacheScope(_Releasable):
     """The DataFrames one call persisted or checkpointed, released together by :meth:`release`.
 
     Args:
-        level: storage level (default MEMORY_AND_DISK: large tables spill instead of failing).
+        level: storage level (default :func:`storage_level`: large tables spill instead of
+            failing).
     """
 
     def __init__(self, level: StorageLevel | None = None) -> None:
@@ -135,9 +158,7 @@ class CacheScope(_Releasable):
 
     def persist(self, df: DataFrame) -> DataFrame:
         """``df`` persisted (lazily: the first action computes and keeps it)."""
-        from pyspark import StorageLevel
-
-        out = df.persist(self._level or StorageLevel.MEMORY_AND_DISK)
+        out = df.persist(self._level or storage_level())
         self._frames.append(out)
         return out
 

@@ -31,6 +31,11 @@ def test_load_pairs_canonicalizes_and_deduplicates(spark, tmp_path):
     )
     assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)
     assert (summary.rows_read, summary.duplicates_dropped, summary.rows) == (5, 1, 4)
+    # cached deserialized: PySpark's MEMORY_AND_DISK is the serialized level, whose spilled
+    # blocks come back in one heap allocation (an OutOfMemoryError at 100M rows, 1 GiB driver)
+    level = df.storageLevel
+    assert (level.useMemory, level.useDisk, level.deserialized) == (True, True, True)
+    df.unpersist()
 
 
 def test_load_pairs_can_leave_repeated_pairs_to_the_algorithm(spark, tmp_path, caplog):

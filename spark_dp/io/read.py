@@ -145,8 +145,9 @@ def validate_edges(
     Raises:
         InputContractError: missing column, wrong type, nulls (unless dropped), empty input.
     """
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
+
+    from spark_dp.caching import storage_level
 
     exprs = [_check_id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
     typed = df.select(*exprs)
@@ -177,11 +178,11 @@ def validate_edges(
     if rows_read == null_rows:
         raise InputContractError(f"input {path!r} has no rows left after dropping null ids")
     if not dedupe:
-        clean = clean.persist(StorageLevel.MEMORY_AND_DISK) if persist else clean
+        clean = clean.persist(storage_level()) if persist else clean
         return clean, InputSummary(path, rows_read, null_rows, None, None)
     deduped = clean.dropDuplicates(list(columns))
     if persist:
-        deduped = deduped.persist(StorageLevel.MEMORY_AND_DISK)
+        deduped = deduped.persist(storage_level())
     rows = deduped.count()
     summary = InputSummary(
         path=path,
