@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_dp.contribution_bounding.api import bound_contributions
+from spark_dp.caching import CacheScope
+from spark_dp.contribution_bounding.api import SPARK_SQL_DEFAULTS, bound_contributions
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.registry import REGISTRY as DC_REGISTRY
@@ -20,6 +21,9 @@ from spark_dp.generators.spark_frames import hypergraph_frame, pairs_frame
 from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.select import select_partitions
 from spark_dp.randomness import Randomness
+from spark_dp.session import sql_defaults
+
+ADVISORY = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 
 
 def persisted(spark) -> int:
@@ -110,6 +114,53 @@ def test_a_failed_bounding_call_releases_what_it_persisted(clean, graph):
             randomness=Randomness.create(5),
         )
     assert_clean(clean)
+
+
+def test_caches_are_deserialized_and_released(clean):
+    """PySpark's MEMORY_AND_DISK is serialized: a spilled block comes back in one heap
+    allocation, which failed at 100M rows in a 1 GiB driver (spark_dp.caching.storage_level)."""
+    with CacheScope() as cache:
+        df = cache.persist(clean.range(5))
+        assert df.count() == 5
+        level = df.storageLevel
+        assert (level.useMemory, level.useDisk, level.deserialized) == (True, True, True)
+    assert_clean(clean)
+
+
+def test_sql_defaults_fill_only_unset_keys_and_leave_the_session_as_found(spark):
+    spark.conf.unset(ADVISORY)
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    defaults = {ADVISORY: "16m", "spark.sql.shuffle.partitions": "7"}
+    with sql_defaults(spark, defaults):
+        assert spark.conf.get(ADVISORY) == "16m"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "2"  # the user's value wins
+    assert spark.conf.get(ADVISORY, None) is None
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    with pytest.raises(RuntimeError), sql_defaults(spark, defaults):
+        raise RuntimeError("boom")
+    assert spark.conf.get(ADVISORY, None) is None
+
+
+@pytest.mark.parametrize("preset", [None, "32m"])
+def test_bounding_runs_with_its_sql_defaults_and_restores_the_session(clean, graph, preset):
+    spark = clean
+    assert SPARK_SQL_DEFAULTS[ADVISORY] == "16m"
+    if preset is not None:
+        spark.conf.set(ADVISORY, preset)
+    seen: list[str] = []
+    params = BoundingParams(algorithm="proposal", capacity=2, driver_threshold_rows=0)
+    try:
+        with bound_contributions(
+            graph,
+            params,
+            randomness=Randomness.create(5),
+            on_round=lambda _: seen.append(spark.conf.get(ADVISORY)),
+        ) as result:
+            result.selected.count()
+        assert seen and set(seen) == {preset or "16m"}
+        assert spark.conf.get(ADVISORY, None) == preset
+    finally:
+        spark.conf.unset(ADVISORY)
 
 
 @pytest.mark.parametrize("method", ["exact", "greedy"])
