@@ -95,15 +95,17 @@ def greedy_curve_arrays(
 
 
 def greedy_curve(pairs: DataFrame, ell_max: int) -> NDArray[np.int64]:
-    """ĝ[1..ℓ_max] of a (user_id, item) DataFrame of distinct pairs (Spark, one task).
+    """ĝ[1..ℓ_max] of a (user_id, item) DataFrame (Spark, one task).
 
-    Builds each person's sorted item list (``array_sort`` on the item string: order ≺, C1/C3),
+    Builds each person's sorted set of items (``array_sort(collect_set)`` on the item string:
+    order ≺, C1/C3; a repeated pair counts once, so the input need not be deduplicated: the
+    pass would skip a repeat anyway, its item being covered by then),
     orders persons by :func:`person_order_key` (C2) and runs :func:`greedy_curve_arrays` in a
     single ``mapInPandas`` task that reads every batch first (rounds interleave persons). The
     driver receives the ℓ_max curve values only.
 
     Args:
-        pairs: distinct (user_id, item) pairs (strings).
+        pairs: (user_id, item) pairs (strings); repeated pairs are dropped here.
         ell_max: ℓ_max, public and data-independent.
 
     Returns:
@@ -114,7 +116,7 @@ def greedy_curve(pairs: DataFrame, ell_max: int) -> NDArray[np.int64]:
 
     lists = (
         pairs.groupBy(USER_ID)
-        .agg(F.array_sort(F.collect_list(ITEM)).alias("items"))
+        .agg(F.array_sort(F.collect_set(ITEM)).alias("items"))
         .withColumn("pkey", person_order_key())
     )  # -> (user_id, items, pkey)
     ordered = lists.repartition(1).sortWithinPartitions("pkey", USER_ID).select("items")

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spark_dp.distinct_count.params import DistinctCountParams
-from spark_dp.distinct_count.registry import REGISTRY
+from spark_dp.distinct_count.registry import REGISTRY, curve_method
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
 from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
@@ -47,7 +47,8 @@ def _execute(ctx: JobContext) -> str:
     p: DistinctCountParams = ctx.params
     algorithm = REGISTRY[p.method]
     plan = algorithm.plan(p)
-    pairs = ctx.load_pairs()
+    once = curve_method(p.method).dedupes  # the curve dedupes and reads the input once
+    pairs = ctx.load_pairs(dedupe=not once, persist=not once)
     result: DistinctCountResult = algorithm.run(
         pairs,
         plan,

@@ -119,6 +119,26 @@ def test_same_seed_same_release(input_path: str, tmp_path: Path) -> None:
     assert out[0]["lower_bound"] == out[1]["lower_bound"] and out[0]["ell"] == out[1]["ell"]
 
 
+@pytest.mark.parametrize("method", ["exact", "greedy"])
+def test_repeated_pairs_count_once(
+    spark: SparkSession, input_path: str, tmp_path: Path, method: str
+) -> None:
+    """Each pair written twice (one copy reordered): the same curve and the same release.
+    Greedy skips the read's dedupe (its per-person sets drop repeats), exact relies on it."""
+    pairs = spark.read.parquet(input_path)
+    doubled = tmp_path / "doubled"
+    pairs.unionByName(pairs.orderBy("item")).write.parquet(str(doubled))
+    out = []
+    for k, path in enumerate([input_path, str(doubled)]):
+        report, debug = tmp_path / f"r{k}.json", tmp_path / f"d{k}.json"
+        args = ["--input", path, "--epsilon", "1", "--method", method, "--seed", "5"]
+        args += ["--max-contributions", "30", "--report", str(report)]
+        assert job.main([*args, "--debug-report", str(debug), "--allow-unsafe-debug"]) == 0
+        dbg = json.loads((tmp_path / f"d{k}.NONPRIVATE.json").read_text())
+        out.append((dbg["curve"], dbg["true_count"], json.loads(report.read_text())["estimate"]))
+    assert out[0][1] == TRUE_COUNT and out[0] == out[1]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

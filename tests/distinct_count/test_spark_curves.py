@@ -127,3 +127,6 @@ def test_spark_greedy_curve_equals_the_reference_with_the_same_orders(
     assert np.all(2 * got >= local) and np.all(got <= local)
     again = greedy_curve(df.orderBy(F.rand(3)).repartition(4), ELL_MAX)
     assert again.tolist() == want
+    repeated = df.unionByName(df.sample(fraction=0.5, seed=4)).unionByName(df.limit(7))
+    assert repeated.count() > df.count()  # a repeated pair counts once
+    assert greedy_curve(repeated, ELL_MAX).tolist() == want
