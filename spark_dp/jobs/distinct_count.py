@@ -45,11 +45,11 @@ def debug_report_path(path: str) -> str:
 
 def _execute(ctx: JobContext) -> str:
     p: DistinctCountParams = ctx.params
-    algorithm = REGISTRY[p.method]
-    plan = algorithm.plan(p)
-    once = curve_method(p.method).dedupes  # the curve dedupes and reads the input once
+    method = curve_method(p.method)  # the registry entry's run: plan, summary and curve
+    plan = method.plan(p)
+    once = method.dedupes  # the curve dedupes and reads the input once
     pairs = ctx.load_pairs(dedupe=not once, persist=not once)
-    result: DistinctCountResult = algorithm.run(
+    result: DistinctCountResult = method(
         pairs,
         plan,
         ctx.randomness.child("distinct_count"),
@@ -60,7 +60,7 @@ def _execute(ctx: JobContext) -> str:
         components_min_rows=p.components_min_rows,
         ell_blocks=p.ell_blocks,
     )
-    ctx.report.algorithm = algorithm.summary
+    ctx.report.algorithm = method.summary
     result.fill_report(ctx.report)
     if ctx.args.debug_report:
         path = debug_report_path(ctx.args.debug_report)
