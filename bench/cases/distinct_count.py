@@ -300,8 +300,7 @@ def _trimmed_rel_err(values: NDArray[np.float64], truth: int) -> float:
 
 def _tpch_case(scale: float) -> Callable[[SparkSession, str, str], dict[str, Any]]:
     def run(spark: SparkSession, data_path: str, work: str) -> dict[str, Any]:
-        from pyspark import StorageLevel
-
+        from spark_dp.caching import storage_level
         from spark_dp.distinct_count import (
             contribution_curve,
             exact_curve,
@@ -318,7 +317,7 @@ def _tpch_case(scale: float) -> Callable[[SparkSession, str, str], dict[str, Any
         figures: dict[str, Any] = {"scale_factor": scale, "epsilon": EPSILON, "beta": TPCH_BETA}
         total = 0.0
         for name, df in _tpch_queries(spark, root).items():
-            df = df.persist(StorageLevel.MEMORY_AND_DISK)
+            df = df.persist(storage_level())  # as the jobs cache
             truth = df.select("item").distinct().count()
             t0 = time.perf_counter()
             ell_max = TPCH_ELL_MAX[name]

@@ -184,9 +184,9 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
     deduplication and uniform Δ0 subset (sort and window), the truncation and reroute joins,
     the round-2 UserWeights, item sums and noise, and the report.
     """
-    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    from spark_dp.caching import storage_level
     from spark_dp.randomness import Randomness, add_noise_column
 
     def once() -> dict:
@@ -195,7 +195,7 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
             F.col("user_id").cast("string").alias("user_id"),
             F.col("item").cast("string").alias("item"),
         )
-        grouped = pairs.repartition("user_id").persist(StorageLevel.MEMORY_AND_DISK)
+        grouped = pairs.repartition("user_id").persist(storage_level())
         grouped.count()
         t1 = time.perf_counter()
         _noop(grouped.groupBy("item").agg(F.count(F.lit(1)).alias("w")))
