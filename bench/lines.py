@@ -8,6 +8,8 @@ of the scale, it runs, one job at a time, each in a fresh process (:mod:`bench.w
 * the **floors** of the dataset: A = read + ``groupBy(item).count()`` + write; B = A with every
   pair shuffled by user first (``repartition(user_id)``), the least any per-user step moves;
   C = B with a per-user top-100 by ``row_number()`` over a hash (the sort a uniform cap needs);
+  D = B with the repeated (user, item) pairs dropped by a hash aggregation (deduplication
+  without a sort);
 * spark_dp's **Basic**, **DP-SIPS** ([0.1, 0.9]) and **MAD2R** jobs (ε = 1, δ = 1e-5, Δ0 = 100,
   fixed seed) and the **greedy distinct-count** curve job on the same pairs;
 * the **peers**, each in its own venv on the same pyspark: PipelineDP ``select_partitions``
@@ -80,6 +82,7 @@ PAIR_JOBS = (
     Job("floor-a", "floor-a"),
     Job("floor-b", "floor-b"),
     Job("floor-c", "floor-c"),
+    Job("floor-d", "floor-d"),
     _selection("basic"),
     _selection("dp-sips", "--split", "0.1,0.9"),
     _selection("mad2r"),

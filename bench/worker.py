@@ -123,6 +123,20 @@ def floor_c(spark: Any, data: str, out: str, **_: Any) -> dict[str, Any]:
     return {}
 
 
+def floor_d(spark: Any, data: str, out: str, **_: Any) -> dict[str, Any]:
+    """Floor B with the repeated (user, item) pairs dropped after the shuffle by user
+    (``dropDuplicates``: a hash aggregation, no second shuffle): the least an exact per-user
+    deduplication costs without a sort. The pairs are shuffled as spark_dp shuffles them
+    (:func:`~spark_dp.partition_selection.layout.by_user`, an explicit partition count): merged
+    by adaptive execution, the hash maps spilled (104M pairs on Spark 3.5: 109-116 s against
+    76 s)."""
+    from spark_dp.partition_selection.layout import by_user
+
+    distinct = by_user(spark.read.parquet(data)).dropDuplicates(["user_id", "item"])
+    distinct.groupBy("item").count().write.mode("overwrite").parquet(out)
+    return {}
+
+
 def spark_dp_job(spark: Any, data: str, out: str, *, flags: list[str], **_: Any) -> dict[str, Any]:
     """A spark_dp job (``flags[0]`` names it) with a fixed seed, read to written output."""
     import importlib
@@ -222,6 +236,7 @@ JOBS = {
     "floor-a": floor_a,
     "floor-b": floor_b,
     "floor-c": floor_c,
+    "floor-d": floor_d,
     "spark_dp": spark_dp_job,
     "pipeline-dp": pipeline_dp_job,
     "tumult": tumult_job,

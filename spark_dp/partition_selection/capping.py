@@ -33,7 +33,8 @@ def cap_user_items(
     need not be deduplicated first (a separate deduplication would cost a full shuffle and a
     cache; ``make bench`` measures the job). Deduplicating by hash aggregation instead and
     sorting only the users over Δ0 was measured slower (issue 18: the distinct aggregation
-    over (user, item) costs as much as the sort it would save).
+    over (user, item) costs as much as the sort it would save;
+    ``bench/results/experiments/cap-alternatives.md``).
 
     Args:
         pairs: (user_id, item), without null ids; repeated pairs count once.
