@@ -60,12 +60,19 @@ RELEASED = ("estimate", "ell", "lower_bound", "lower_bound_clamped")
 # AQE would coalesce this small input into one partition, held by one executor; four
 # partitions spread the cached tables and shuffle files over both, so a kill always loses some.
 SPREAD = ["spark.sql.adaptive.coalescePartitions.enabled=false"]
+# Speculation on time alone, checked often: since Spark 3.4 a slow task is also copied only if
+# its rows per second lag the stage's (``efficiency.enabled``, default true), which tasks of
+# equal size rarely do, and most tasks of this small input end within the default 100 ms, so
+# copies depended on timing (CI once ran none, a local run one). Here any task still running
+# after half its stage is done and longer than half the median (at least 10 ms) is copied to a
+# free core on the other host, which the tail of every multi-task stage offers.
 SPECULATION = [
     "spark.speculation=true",
-    "spark.speculation.interval=100ms",
+    "spark.speculation.efficiency.enabled=false",
+    "spark.speculation.interval=10ms",
     "spark.speculation.quantile=0.5",
-    "spark.speculation.multiplier=1.0",
-    "spark.speculation.minTaskRuntime=100ms",
+    "spark.speculation.multiplier=0.5",
+    "spark.speculation.minTaskRuntime=10ms",
 ]
 
 
