@@ -13,7 +13,8 @@ them). Every variant returns the same rows, so the seconds compare only how the 
 * ``hashcap``: dedupe by hash aggregation, degrees by a shuffled hash join, the window only
   over the users with more than Δ0 items;
 * ``minbycap``: ``min_by(item, (salted hash, item), Δ0)`` per user (Spark ≥ 4.2), the sorted
-  cap again for the users whose Δ0 smallest rows hold a repeated pair.
+  cap again for the users whose Δ0 smallest rows hold a repeated pair;
+  ``minby_lower_bound`` the same without that second pass.
 
 Not part of ``make bench``; results in ``bench/results/experiments/cap-alternatives.md``.
 """
@@ -79,13 +80,27 @@ def hashcap(pairs: DataFrame) -> DataFrame:
     return light.unionByName(heavy)
 
 
+def _smallest_rows(pairs: DataFrame) -> DataFrame:
+    """(user_id, _k): the items of the user's Δ0 rows of smallest (salted hash, item)."""
+    order = F.struct(_rank_key(F.col(USER_ID), F.col(ITEM)).alias("h"), F.col(ITEM).alias("i"))
+    return pairs.groupBy(USER_ID).agg(F.min_by(ITEM, order, CAP).alias("_k"))
+
+
+def minby_lower_bound(pairs: DataFrame) -> DataFrame:
+    """``minbycap`` without its second pass: the least that way costs (right only for pairs
+    without repeats, as the bench's)."""
+    kept = _smallest_rows(pairs)
+    return kept.select(
+        USER_ID, F.explode("_k").alias(ITEM), F.size("_k").cast("long").alias(DEGREE)
+    )
+
+
 def minbycap(pairs: DataFrame) -> DataFrame:
     """The Δ0 rows of smallest (salted hash, item) per user by ``min_by(item, ord, k)`` (Spark
     ≥ 4.2: a bounded heap per user, aggregated partially before the shuffle). Repeated pairs
     are not dropped by it: a user whose Δ0 smallest rows hold a repeat is capped again by the
     sorted cap over that user's pairs (none in the bench's data, but the plan carries it)."""
-    order = F.struct(_rank_key(F.col(USER_ID), F.col(ITEM)).alias("h"), F.col(ITEM).alias("i"))
-    smallest = pairs.groupBy(USER_ID).agg(F.min_by(ITEM, order, CAP).alias("_k"))
+    smallest = _smallest_rows(pairs)
     clean = F.size("_k") == F.size(F.array_distinct("_k"))
     kept = smallest.where(clean).select(
         USER_ID, F.explode("_k").alias(ITEM), F.size("_k").cast("long").alias(DEGREE)
@@ -102,6 +117,7 @@ VARIANTS: dict[str, Callable[[DataFrame], DataFrame]] = {
     "setcap": setcap,
     "hashcap": hashcap,
     "minbycap": minbycap,
+    "minby_lower_bound": minby_lower_bound,
 }
 
 
