@@ -64,7 +64,7 @@ def setcap(pairs: DataFrame) -> DataFrame:
 
 
 def hashcap(pairs: DataFrame) -> DataFrame:
-    distinct = by_user(pairs).dropDuplicates([USER_ID, ITEM])
+    distinct = floor_d(pairs)
     degrees = distinct.groupBy(USER_ID).agg(F.count(F.lit(1)).alias("_n"))
     joined = distinct.join(degrees.hint("shuffle_hash"), USER_ID)
     light = joined.where(F.col("_n") <= CAP).select(USER_ID, ITEM, F.col("_n").alias(DEGREE))
@@ -86,13 +86,17 @@ def _smallest_rows(pairs: DataFrame) -> DataFrame:
     return pairs.groupBy(USER_ID).agg(F.min_by(ITEM, order, CAP).alias("_k"))
 
 
+def _exploded(smallest: DataFrame) -> DataFrame:
+    """(user_id, item, degree) from :func:`_smallest_rows`, degree = the rows kept."""
+    return smallest.select(
+        USER_ID, F.explode("_k").alias(ITEM), F.size("_k").cast("long").alias(DEGREE)
+    )
+
+
 def minby_lower_bound(pairs: DataFrame) -> DataFrame:
     """``minbycap`` without its second pass: the least that way costs (right only for pairs
     without repeats, as the bench's)."""
-    kept = _smallest_rows(pairs)
-    return kept.select(
-        USER_ID, F.explode("_k").alias(ITEM), F.size("_k").cast("long").alias(DEGREE)
-    )
+    return _exploded(_smallest_rows(pairs))
 
 
 def minbycap(pairs: DataFrame) -> DataFrame:
@@ -102,9 +106,7 @@ def minbycap(pairs: DataFrame) -> DataFrame:
     sorted cap over that user's pairs (none in the bench's data, but the plan carries it)."""
     smallest = _smallest_rows(pairs)
     clean = F.size("_k") == F.size(F.array_distinct("_k"))
-    kept = smallest.where(clean).select(
-        USER_ID, F.explode("_k").alias(ITEM), F.size("_k").cast("long").alias(DEGREE)
-    )
+    kept = _exploded(smallest.where(clean))
     repeats = smallest.where(~clean).select(USER_ID)
     again = cap_user_items(pairs.join(F.broadcast(repeats), USER_ID, "left_semi"), CAP, RANDOMNESS)
     return kept.unionByName(again)

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import random
 
+import pyspark
 import pytest
 from chispa import assert_df_equality
 
 import bench.cap_alternatives as alternatives
 
 COLUMNS = ("user_id", "item", "degree")
+SPARK = tuple(int(p) for p in pyspark.__version__.split(".")[:2])
+needs_min_by_k = pytest.mark.skipif(
+    SPARK < (4, 2), reason=f"min_by(x, ord, k) needs Spark >= 4.2, this is {pyspark.__version__}"
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,23 +33,17 @@ def pairs(spark):
     return spark.createDataFrame(rows, "user_id long, item string")
 
 
-def _min_by_k_available(spark) -> bool:
-    major, minor = (int(p) for p in spark.version.split(".")[:2])
-    return (major, minor) >= (4, 2)
-
-
-@pytest.mark.parametrize("variant", ["setcap", "hashcap", "minbycap"])
+@pytest.mark.parametrize(
+    "variant", ["setcap", "hashcap", pytest.param("minbycap", marks=needs_min_by_k)]
+)
 def test_every_variant_returns_the_sorted_caps_rows(spark, pairs, variant):
-    if variant == "minbycap" and not _min_by_k_available(spark):
-        pytest.skip(f"min_by(x, ord, k) needs Spark >= 4.2, this is {spark.version}")
     expected = alternatives.sortcap(pairs).select(*COLUMNS)
     got = alternatives.VARIANTS[variant](pairs).select(*COLUMNS)
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
 
 
+@needs_min_by_k
 def test_min_by_without_its_second_pass_is_right_only_without_repeats(spark, pairs):
-    if not _min_by_k_available(spark):
-        pytest.skip(f"min_by(x, ord, k) needs Spark >= 4.2, this is {spark.version}")
     distinct = pairs.dropDuplicates()
     expected = alternatives.sortcap(distinct).select(*COLUMNS)
     got = alternatives.minby_lower_bound(distinct).select(*COLUMNS)
