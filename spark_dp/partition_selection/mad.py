@@ -16,11 +16,13 @@ Sensitivity: Δ2 ≤ 1 (Lemma 4.2 / B.6) and novel Δ∞(t) ≤ b_max/√t (Lemm
 unbiased MAD round uses exactly Basic's σ and ρ (Corollary B.2). The ℓ2 bound holds for the
 dataset-level difference w' − w, not per user (spec A20).
 
-Data flow (spec §4.1 S2-S4): w_init is a sum by item; the truncated items (at most n/τ rows)
-are broadcast onto the pairs and e_u is a sum over each user's pairs (a window over the user's
-pairs, not a per-user table joined back); the final weights are a second sum by item. On pairs
-kept partitioned by user (:func:`~.layout.keep`), as the runs keep their capped pairs, neither
-user step moves a pair between tasks; the sums by item shuffle only partial sums.
+Data flow (spec §4.1 S2-S4): w_init and the part of w that needs no rerouting are one sum by
+item over every pair; the truncated items (at most n/τ rows) are broadcast onto the adaptive
+users' pairs and e_u is a sum over each user's pairs (a window over the user's pairs, not a
+per-user table joined back); the rerouted excess is a second sum by item over those pairs only,
+joined to the first by item. On pairs kept partitioned by user (:func:`~.layout.keep`), as the
+runs keep their capped pairs, neither user step moves a pair between tasks; the sums by item
+shuffle only partial sums.
 """
 
 from __future__ import annotations
@@ -50,12 +52,21 @@ __all__ = ["max_adaptive_degree", "plan", "run"]
 def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheScope) -> DataFrame:
     """MAD item weights (see the module docstring for the maths).
 
+    Two sums by item. The first, over every pair, gives w_init(i) and the part of w(i) that
+    needs no rerouting, B(i) = Σ_u w_b^u(i) − Σ_{u adaptive} 1/d_u. The second, over the pairs
+    of adaptive users only, gives the rerouted excess R(i) = Σ_{u adaptive} α·e_u/d_max
+    (e_u a window over the user's pairs, after a broadcast of the truncated items); the pairs
+    of users with e_u = 0 are dropped before that sum. Then w(i) = min(w_init(i), τ) + B(i) +
+    R(i), a join of two tables with one row per item. Measured on 104M capped pairs
+    (issue 18): 21-22 s instead of 28-31 s for one sum over the adaptive pairs and one window
+    and sum over all pairs, because the window and the second sum read only the adaptive pairs.
+
     Args:
         pairs: (user_id, item, degree, user_weight_private): capped pairs with the users'
             UserWeights (1/√d when unbiased, see
             :func:`~spark_dp.partition_selection.weighting.unbiased_user_weights`).
         constants: τ, α, d_max, d_lo of the round.
-        cache: where the truncated items are kept.
+        cache: where the first sums and the truncated items are kept.
 
     Returns:
         (item, weight_private), one row per item of ``pairs``. Private: never log or write it.
@@ -65,38 +76,41 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     adaptive = (degree >= c.min_adaptive_degree) & (degree <= c.max_adaptive_degree)
     marked = pairs.select(USER_ID, ITEM, DEGREE, USER_WEIGHT, adaptive.alias("_adaptive"))
     # -> (user_id, item, degree, user_weight_private, _adaptive)
-
-    w_init = (
-        per_core(marked.where(F.col("_adaptive")))
+    initial = F.when(F.col("_adaptive"), 1.0 / degree).otherwise(0.0)
+    first = cache.materialize(
+        per_core(marked)
         .groupBy(ITEM)
-        .agg(F.sum(1.0 / degree).alias("_w_init"))
+        .agg(F.sum(initial).alias("_w_init"), F.sum(F.col(USER_WEIGHT) - initial).alias("_base"))
     )
-    # -> (item, _w_init)
+    # -> (item, _w_init, _base): w_init(i) and B(i); read twice (truncated items, final join)
     excess = cache.small_side(
-        w_init.where(F.col("_w_init") > c.tau).select(
+        first.where(F.col("_w_init") > c.tau).select(
             ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")
         )
     )
     # -> (item, _r): only the items truncated at τ, where r(i) > 0 (at most n/τ rows)
-    share = F.when(F.col("_adaptive"), F.coalesce(F.col("_r"), F.lit(0.0)) / degree)
-    user_excess = F.sum(share).over(Window.partitionBy(USER_ID))
-    # e_u = Σ_{i ∈ S_u} r(i)/d_u for an adaptive user (null for the others, unused)
-    reroute = F.lit(c.alpha / c.max_adaptive_degree) * F.coalesce(F.col("_e"), F.lit(0.0))
-    contribution = F.when(
-        F.col("_adaptive"), reroute + F.col(USER_WEIGHT) - 1.0 / degree
-    ).otherwise(F.col(USER_WEIGHT))
-    initial = F.when(F.col("_adaptive"), 1.0 / degree).otherwise(0.0)
-    rerouted = marked.join(excess, ITEM, "left").withColumn("_e", user_excess)
-    # -> (user_id, item, degree, user_weight_private, _adaptive, _r, _e)
-    summed = (
-        per_core(rerouted)
-        .groupBy(ITEM)
-        .agg(F.sum(contribution).alias("_sum"), F.sum(initial).alias("_w_init"))
+    user_excess = F.sum(F.coalesce(F.col("_r"), F.lit(0.0)) / degree).over(
+        Window.partitionBy(USER_ID)
     )
-    # -> (item, _sum, _w_init): w_init summed again here instead of a join with the first sum
+    # e_u = Σ_{i ∈ S_u} r(i)/d_u, over an adaptive user's pairs
+    shares = (
+        marked.where(F.col("_adaptive"))
+        .select(USER_ID, ITEM, DEGREE)
+        .join(excess, ITEM, "left")
+        .select(ITEM, user_excess.alias("_e"))
+    )
+    # -> (item, _e) for every pair of an adaptive user
+    rerouted = (
+        per_core(shares)
+        .where(F.col("_e") > 0.0)
+        .groupBy(ITEM)
+        .agg(F.sum(F.lit(c.alpha / c.max_adaptive_degree) * F.col("_e")).alias("_rerouted"))
+    )
+    # -> (item, _rerouted): R(i), for the items of users with e_u > 0
     w_trunc = F.least(F.col("_w_init"), F.lit(c.tau))
+    weight = F.col("_base") + F.coalesce(F.col("_rerouted"), F.lit(0.0)) + w_trunc
     # -> (item, weight_private)
-    return summed.select(ITEM, (F.col("_sum") + w_trunc).alias(WEIGHT))
+    return first.join(rerouted, ITEM, "left").select(ITEM, weight.alias(WEIGHT))
 
 
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
