@@ -127,6 +127,25 @@ def test_caches_are_deserialized_and_released(clean):
     assert_clean(clean)
 
 
+def test_per_pair_tables_are_kept_on_disk_unless_the_scope_sets_a_level(clean):
+    """layout.keep's tables (one row per pair) go to disk only (spark_dp.caching.
+    pairs_storage_level: at 104M pairs the memory level built every block in the heap first);
+    a scope built with a level uses it for them too."""
+    from pyspark import StorageLevel
+
+    from spark_dp.partition_selection.layout import keep
+
+    with CacheScope() as cache:
+        kept = keep(clean.range(5), cache)
+        level = kept.storageLevel
+        assert (level.useMemory, level.useDisk) == (False, True)
+        assert cache.persist(clean.range(3)).storageLevel.useMemory  # other tables: memory
+    with CacheScope(StorageLevel.MEMORY_ONLY) as cache:
+        level = keep(clean.range(5), cache).storageLevel
+        assert (level.useMemory, level.useDisk) == (True, False)
+    assert_clean(clean)
+
+
 def test_sql_defaults_fill_only_unset_keys_and_leave_the_session_as_found(spark):
     spark.conf.unset(ADVISORY)
     spark.conf.set("spark.sql.shuffle.partitions", "2")

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_dp.caching import CacheScope
+from spark_dp.caching import CacheScope, pairs_storage_level
 from spark_dp.partition_selection.columns import USER_ID
 from spark_dp.session import user_partitions
 
@@ -77,8 +77,9 @@ def aggregated_per_core(table: DataFrame) -> DataFrame:
 
 def keep(df: DataFrame, cache: CacheScope) -> DataFrame:
     """``df`` persisted and computed now, still known to Spark as partitioned and sorted the way
-    it was computed (see the module docstring); :meth:`CacheScope.drop` releases it. Its row
-    count is read and discarded: it may be private."""
-    kept = cache.persist(df)
+    it was computed (see the module docstring), at the level of per-pair tables
+    (:func:`~spark_dp.caching.pairs_storage_level`, on disk); :meth:`CacheScope.drop` releases
+    it. Its row count is read and discarded: it may be private."""
+    kept = cache.persist(df, pairs_storage_level())
     kept.count()
     return kept
