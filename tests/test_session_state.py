@@ -10,6 +10,7 @@ RDD: DataFrame caches and local checkpoints alike) and from its cache manager.
 from __future__ import annotations
 
 import pytest
+from chispa import assert_df_equality
 
 from spark_dp.caching import CacheScope
 from spark_dp.contribution_bounding.api import SPARK_SQL_DEFAULTS, bound_contributions
@@ -143,6 +144,36 @@ def test_per_pair_tables_are_kept_on_disk_unless_the_scope_sets_a_level(clean):
     with CacheScope(StorageLevel.MEMORY_ONLY) as cache:
         level = keep(clean.range(5), cache).storageLevel
         assert (level.useMemory, level.useDisk) == (True, False)
+    assert_clean(clean)
+
+
+def test_fill_builds_a_cache_in_one_job_without_reading_it_back(clean):
+    """caching.fill: one Spark job builds the cache, where count() runs more (adaptive
+    execution builds the cache as a job of its own, then the count reads it back); later
+    queries read the cache, with the same rows."""
+    from spark_dp.caching import _cache_builder, fill
+
+    sc = clean.sparkContext
+
+    def jobs(group: str, action) -> int:
+        sc.setJobGroup(group, group)
+        try:
+            action()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", None)
+        return len(sc.statusTracker().getJobIdsForGroup(group))
+
+    df = clean.range(0, 1000, 1, 8).selectExpr("id", "id % 7 AS r")  # no shuffle
+    with CacheScope() as cache:
+        kept = cache.persist(df)
+        assert not _cache_builder(kept).isCachedColumnBuffersLoaded()
+        assert jobs("spark_dp-fill-test", lambda: fill(kept)) == 1
+        assert _cache_builder(kept).isCachedColumnBuffersLoaded()
+        counted = cache.persist(df.selectExpr("id", "r", "1 AS one"))
+        assert jobs("spark_dp-count-test", counted.count) > 1
+        assert_df_equality(kept, df, ignore_row_order=True)
+        assert _cache_builder(df.limit(3)) is None  # not persisted: fill falls back to count()
+        fill(df.limit(3))
     assert_clean(clean)
 
 

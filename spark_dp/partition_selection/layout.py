@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_dp.caching import CacheScope, pairs_storage_level
+from spark_dp.caching import CacheScope, fill, pairs_storage_level
 from spark_dp.partition_selection.columns import USER_ID
 from spark_dp.session import user_partitions
 
@@ -80,7 +80,7 @@ def keep(df: DataFrame, cache: CacheScope) -> DataFrame:
     """``df`` persisted and computed now, still known to Spark as partitioned and sorted the way
     it was computed (see the module docstring), at the level of per-pair tables
     (:func:`~spark_dp.caching.pairs_storage_level`, on disk); :meth:`CacheScope.drop` releases
-    it. Its row count is read and discarded: it may be private."""
+    it. Its rows are not counted (:func:`~spark_dp.caching.fill`)."""
     kept = cache.persist(df, pairs_storage_level())
-    kept.count()
+    fill(kept)
     return kept

@@ -40,7 +40,7 @@ from spark_dp.partition_selection.rounds import (
     gaussian_round,
 )
 from spark_dp.partition_selection.thresholding import noisy_weights, select_above
-from spark_dp.partition_selection.user_weights import user_weights
+from spark_dp.partition_selection.user_weights import weights_from_sums, with_user_sums
 from spark_dp.partition_selection.weighting import unbiased_user_weights
 from spark_dp.randomness import Randomness
 from spark_dp.report import Step
@@ -202,15 +202,18 @@ def run(
             cache=cache,
         )
         cache.drop(noisy1)
-        reduced = keep(round_two_pairs(capped, removed, biased), cache)
-        cache.drop(capped)
-        # -> (user_id, item, bias_private): S_u without U1 and U_low, kept (still partitioned
-        #    and sorted by user: two broadcast joins onto the capped pairs) for round 2's three
-        #    passes. U1 holds the most popular items, so this is usually a fraction of the
-        #    capped pairs (19% on the bench's 13M pairs: 1.1 s faster than three passes over
-        #    every capped pair), and the capped pairs are released before round 2 reads it
         b_min, b_max = cal2.constants.b_min, cal2.constants.b_max
-        weighted = user_weights(reduced, b_min, b_max, cache)
+        reduced = round_two_pairs(capped, removed, biased)
+        reduced = keep(with_user_sums(reduced, b_min, b_max), cache)
+        cache.drop(capped)
+        # -> (user_id, item, bias_private, degree, _k, _m, needs_loop): S_u without U1 and
+        #    U_low with UserWeights' per-user sums (windows computed once, in this pass), kept
+        #    (still partitioned and sorted by user: two broadcast joins onto the capped pairs)
+        #    for round 2's three passes. U1 holds the most popular items, so this is usually a
+        #    fraction of the capped pairs (19% on the bench's 13M pairs: 1.1 s faster than
+        #    three passes over every capped pair), and the capped pairs are released before
+        #    round 2 reads it
+        weighted = weights_from_sums(reduced, b_min, b_max, cache)
         # -> (user_id, item, degree, user_weight_private); the loop users' weights are
         #    computed (and cached) here, the others are SQL expressions of each pass
 

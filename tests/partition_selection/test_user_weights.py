@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_dp.partition_selection.columns import BIAS, DEGREE, ITEM, USER_ID, USER_WEIGHT
-from spark_dp.partition_selection.user_weights import user_weights, user_weights_arrays
+from spark_dp.partition_selection.layout import by_user, keep
+from spark_dp.partition_selection.user_weights import (
+    user_weights,
+    user_weights_arrays,
+    weights_from_sums,
+    with_user_sums,
+)
 from tests.reference import partition_selection as ref
 
 
@@ -72,7 +78,8 @@ def test_vectorized_equals_reference_and_keeps_lemma_b4(users, b_min, b_max):
         assert np.all(part <= b_max / math.sqrt(d) * (1 + 1e-9))
 
 
-def test_spark_user_weights_match_the_reference(spark, cache):
+@pytest.mark.parametrize("kept", [False, True], ids=["lazy", "kept-sums"])
+def test_spark_user_weights_match_the_reference(spark, cache, kept):
     # spec §5.2 F2 (b(A) = 0.4, b_min = 0.5, b_max = 2): users without a loop, computed in SQL;
     # plus users whose loop runs (all items biased; unbiased item capped at b_max/√d), which
     # go through the pandas UDF.
@@ -86,7 +93,11 @@ def test_spark_user_weights_match_the_reference(spark, cache):
     bias.update({f"b{k}": 0.5 for k in range(1, 6)})
     rows = [(u, i, bias.get(i, 1.0)) for u, s in sets.items() for i in s]
     pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string, {BIAS} double")
-    got = cache.materialize(user_weights(pairs, 0.5, 2.0, cache))
+    if kept:  # as MAD2R's round 2: sums kept with the pairs, partitioned by user, read twice
+        sums = keep(with_user_sums(by_user(pairs), 0.5, 2.0), cache)
+        got = cache.materialize(weights_from_sums(sums, 0.5, 2.0, cache))
+    else:
+        got = cache.materialize(user_weights(pairs, 0.5, 2.0, cache))
     expected_rows = []
     for u, s in sets.items():
         wb = ref.user_weights(s, bias, 0.5, 2.0)
