@@ -134,8 +134,8 @@ def fill(df: DataFrame) -> None:
     cache as a query stage of its own, then the count reads every cached partition back (200
     tasks after a shuffle by user). Counting the cached batches themselves builds the cache and
     reads nothing back. For the per-pair tables of :func:`~spark_dp.partition_selection.layout.
-    keep`: with the round-2 changes of issue 18 it took MAD2R at 13M pairs from 27.8-29.2 s to
-    24.0-24.4 s on Spark 3.5. The job runs outside a SQL execution: the Jobs tab of the Spark UI
+    keep`, where the read-back is 200 tasks: 0.7-0.8 s per table at 13M pairs (issue 18, Spark 4
+    event log; MAD2R keeps two). The job runs outside a SQL execution: the Jobs tab of the Spark UI
     shows it under its stage's description, the SQL tab does not list it (small tables are
     still materialized with ``count()``, so that their plans stay there). Where the session has
     no JVM handle (Spark Connect) or its cache manager does not answer, it falls back to

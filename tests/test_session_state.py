@@ -160,7 +160,8 @@ def test_fill_builds_a_cache_in_one_job_without_reading_it_back(clean):
         try:
             action()
         finally:
-            sc.setLocalProperty("spark.jobGroup.id", None)
+            for key in ("spark.jobGroup.id", "spark.job.description"):
+                sc.setLocalProperty(key, None)
         return len(sc.statusTracker().getJobIdsForGroup(group))
 
     df = clean.range(0, 1000, 1, 8).selectExpr("id", "id % 7 AS r")  # no shuffle
