@@ -211,6 +211,7 @@ class CacheScope(_Releasable):
         self._frames: list[DataFrame] = []
         self._checkpoints: list[DataFrame] = []
         self._aliases: dict[int, DataFrame] = {}  # id(scan of a cache) -> the persisted frame
+        self._rows: dict[int, tuple[DataFrame, int]] = {}  # id(scan) -> (scan, its row count)
 
     def persist(self, df: DataFrame, level: StorageLevel | None = None) -> DataFrame:
         """``df`` persisted (lazily: the first action computes and keeps it), at the scope's
@@ -238,24 +239,54 @@ class CacheScope(_Releasable):
         if not is_classic(df.sparkSession):  # Spark Connect: cut the plan with a checkpoint
             return self.checkpoint(df)
         kept = self.persist(df)
-        kept.count()
+        rows = kept.count()
         scan = _scan_of_cache(kept)
         if scan is None:  # pragma: no cover - _jdf was checked above
             raise RuntimeError("no scan of a cached classic DataFrame")
         self._aliases[id(scan)] = kept
+        self._rows[id(scan)] = (scan, rows)  # only ever compared with a limit (small_subset)
         return scan
 
-    def small_side(self, df: DataFrame, max_rows: int = BROADCAST_MAX_ROWS) -> DataFrame:
+    def counted(self, df: DataFrame) -> tuple[DataFrame, int]:
+        """:meth:`materialize` of ``df`` and its row count, for a table whose size is public (a
+        round's released items): the count the materialization ran anyway, no second job."""
+        scan = self.materialize(df)
+        known = self._rows.get(id(scan))
+        return scan, (known[1] if known is not None and known[0] is scan else scan.count())
+
+    def small_subset(
+        self, table: DataFrame, subset: DataFrame, max_rows: int = BROADCAST_MAX_ROWS
+    ) -> DataFrame:
+        """``subset``, rows of ``table`` (a filter and projection of a table :meth:`materialize`
+        returned), with a broadcast hint when ``table`` has at most ``max_rows`` rows, so that
+        the subset has too: no Spark job runs for it (the broadcast reads ``table``'s cache when
+        the join runs). For a table of unknown or larger size: :meth:`small_side` of ``subset``.
+        As there, only the plan depends on the size, which is never logged or reported. Keep
+        ``table`` until the joins that read ``subset`` have run."""
+        from pyspark.sql import functions as F
+
+        known = self._rows.get(id(table))
+        if known is not None and known[0] is table and known[1] <= max_rows:
+            return F.broadcast(subset)
+        return self.small_side(subset, max_rows)
+
+    def small_side(
+        self, df: DataFrame, max_rows: int = BROADCAST_MAX_ROWS, *, rows: int | None = None
+    ) -> DataFrame:
         """``df`` computed once, with a broadcast hint when it has at most ``max_rows`` rows.
 
-        For the small table of a join onto the (user, item) pairs (per-user sums, MAD's
-        truncated items, MAD2R's removed and biased items): Spark cannot know it is small before
-        running (AQE converts a join to a broadcast only after both sides were shuffled). Only
-        the plan depends on the size; the result is the same either way, and the size is never
-        logged or reported.
+        For the small table of a join onto the (user, item) pairs (UserWeights' loop users,
+        the items DP-SIPS found): Spark cannot know it is small before running (AQE converts a
+        join to a broadcast only after both sides were shuffled). Only the plan depends on the
+        size; the result is the same either way, and the size is never logged or reported.
+        ``rows``: the row count, when it is public and known (released items): then ``df`` is
+        neither cached nor counted here. (A table that is a subset of a materialized one:
+        :meth:`small_subset`.)
         """
         from pyspark.sql import functions as F
 
+        if rows is not None:
+            return F.broadcast(df) if rows <= max_rows else df
         table = self.persist(df)
         n = table.count()
         scan = _scan_of_cache(table) or table
@@ -274,9 +305,11 @@ class CacheScope(_Releasable):
         self._frames = [df for df in self._frames if any(df is f for f in wanted)]
         self._checkpoints = [df for df in self._checkpoints if any(df is f for f in wanted)]
         self._aliases = {k: v for k, v in self._aliases.items() if any(v is f for f in wanted)}
+        self._rows = {k: v for k, v in self._rows.items() if k in self._aliases}
 
     def drop(self, df: DataFrame) -> None:
         """Release one table early (when later steps no longer read it)."""
+        self._rows.pop(id(df), None)
         df = self._aliases.pop(id(df), df)
         if any(df is c for c in self._checkpoints):
             self._checkpoints = [c for c in self._checkpoints if c is not df]
@@ -292,6 +325,7 @@ class CacheScope(_Releasable):
         while self._checkpoints:
             _drop_checkpoint(self._checkpoints.pop())
         self._aliases.clear()
+        self._rows.clear()
 
     def __len__(self) -> int:
         """Number of tables the scope holds (persisted or checkpointed)."""

@@ -9,6 +9,9 @@ RDD: DataFrame caches and local checkpoints alike) and from its cache manager.
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import pytest
 from chispa import assert_df_equality
 
@@ -154,27 +157,63 @@ def test_fill_builds_a_cache_in_one_job_without_reading_it_back(clean):
     from spark_dp.caching import _cache_builder, fill
 
     sc = clean.sparkContext
-
-    def jobs(group: str, action) -> int:
-        sc.setJobGroup(group, group)
-        try:
-            action()
-        finally:
-            for key in ("spark.jobGroup.id", "spark.job.description"):
-                sc.setLocalProperty(key, None)
-        return len(sc.statusTracker().getJobIdsForGroup(group))
-
     df = clean.range(0, 1000, 1, 8).selectExpr("id", "id % 7 AS r")  # no shuffle
     with CacheScope() as cache:
         kept = cache.persist(df)
         assert not _cache_builder(kept).isCachedColumnBuffersLoaded()
-        assert jobs("spark_dp-fill-test", lambda: fill(kept)) == 1
+        assert _jobs(sc, "spark_dp-fill-test", partial(fill, kept))[0] == 1
         assert _cache_builder(kept).isCachedColumnBuffersLoaded()
         counted = cache.persist(df.selectExpr("id", "r", "1 AS one"))
-        assert jobs("spark_dp-count-test", counted.count) > 1
+        assert _jobs(sc, "spark_dp-count-test", counted.count)[0] > 1
         assert_df_equality(kept, df, ignore_row_order=True)
         assert _cache_builder(df.limit(3)) is None  # not persisted: fill falls back to count()
         fill(df.limit(3))
+    assert_clean(clean)
+
+
+def _jobs(sc, group: str, action) -> tuple[int, Any]:
+    """How many Spark jobs ``action()`` ran (under a job group of its own), and its result."""
+    sc.setJobGroup(group, group)
+    try:
+        result = action()
+    finally:
+        for key in ("spark.jobGroup.id", "spark.job.description"):
+            sc.setLocalProperty(key, None)
+    return len(sc.statusTracker().getJobIdsForGroup(group)), result
+
+
+def _hinted(df) -> bool:
+    return "strategy=broadcast" in df._jdf.queryExecution().analyzed().toString()
+
+
+def test_counted_tables_and_subsets_of_materialized_tables_run_no_job_of_their_own(clean):
+    """CacheScope.counted reads the count its materialization ran (a released table's size);
+    small_subset broadcasts a subset of a small materialized table without a job, and falls
+    back to small_side (cached and counted) when the table's size is unknown, too large or
+    forgotten (dropped); small_side with a public row count runs nothing. Every way gives the
+    same join (issue 18: 16 of MAD2R's 50 small jobs)."""
+    sc = clean.sparkContext
+    items = clean.range(0, 40, 1, 4).selectExpr("CAST(id AS STRING) AS item", "id % 5 AS w")
+    pairs = clean.range(0, 400, 1, 4).selectExpr("CAST(id % 50 AS STRING) AS item", "id")
+    with CacheScope() as cache:
+        plain, _ = _jobs(sc, "spark_dp-plain", partial(cache.materialize, items.where("w > 0")))
+        ran, (table, rows) = _jobs(sc, "spark_dp-counted", lambda: cache.counted(items))
+        assert (ran, rows) == (plain, 40)
+        subset = table.where("w = 3").select("item")
+        expected = pairs.join(subset, "item", "left_anti")
+        cases = [("small", table, 40, 0), ("large", table, 39, None), ("unknown", items, 40, None)]
+        for label, of, limit, jobs in cases:
+            subset_of = partial(cache.small_subset, of, subset, limit)
+            ran, side = _jobs(sc, f"spark_dp-{label}", subset_of)
+            assert ran == jobs if jobs is not None else ran > 0, label  # > 0: small_side's count
+            assert _hinted(side), label
+            joined = pairs.join(side, "item", "left_anti")
+            assert_df_equality(joined, expected, ignore_row_order=True)
+        cache.drop(table)
+        ran, _ = _jobs(sc, "spark_dp-dropped", partial(cache.small_subset, table, subset))
+        assert ran > 0
+        public = [cache.small_side(subset, rows=8), cache.small_side(subset, 7, rows=8)]
+        assert [_hinted(side) for side in public] == [True, False]
     assert_clean(clean)
 
 

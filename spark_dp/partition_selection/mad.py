@@ -66,7 +66,8 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
             UserWeights (1/√d when unbiased, see
             :func:`~spark_dp.partition_selection.weighting.unbiased_user_weights`).
         constants: τ, α, d_max, d_lo of the round.
-        cache: where the first sums and the truncated items are kept.
+        cache: where the first sums are kept (and the truncated items, when there are too
+            many items to broadcast them unseen).
 
     Returns:
         (item, weight_private), one row per item of ``pairs``. Private: never log or write it.
@@ -89,12 +90,14 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     # -> (item, _w_init, _base): w_init(i) and B(i); read twice (truncated items, final join),
     #    cached in one partition per core (layout.aggregated_per_core: Spark 3.5 keeps a cached
     #    aggregation's 200 shuffle partitions, and every read of it ran 200 tasks)
-    excess = cache.small_side(
+    excess = cache.small_subset(
+        first,
         first.where(F.col("_w_init") > c.tau).select(
             ITEM, (1.0 - c.tau / F.col("_w_init")).alias("_r")
-        )
+        ),
     )
-    # -> (item, _r): only the items truncated at τ, where r(i) > 0 (at most n/τ rows)
+    # -> (item, _r): only the items truncated at τ, where r(i) > 0 (at most n/τ rows);
+    #    broadcast without a job of its own when the item sums are small
     user_excess = F.sum(F.coalesce(F.col("_r"), F.lit(0.0)) / degree).over(
         Window.partitionBy(USER_ID)
     )

@@ -65,12 +65,14 @@ def round_two_items(
 
     Removed: U1 (w̃1 ≥ ρ1) and U_low (w̃1 + C_ub·σ1 < ρ2). Biased: the remaining items with
     w̃_lb = max{0, w̃1 − C_lb·σ1} ≥ ρ2 get b(i) = ρ2/w̃_lb(i) ≤ 1. Every other item keeps
-    b = 1 (including w̃_lb = 0; spec A6). Both tables are usually small (found, hopeless and
-    popular items): they are cached and broadcast when small
-    (:meth:`~spark_dp.caching.CacheScope.small_side`), so the pairs are not shuffled.
+    b = 1 (including w̃_lb = 0; spec A6). Both tables are subsets of ``noisy``, one row per
+    item: when ``noisy`` is small enough to broadcast, so are they, and they are broadcast
+    without a Spark job of their own (:meth:`~spark_dp.caching.CacheScope.small_subset`), so
+    the pairs are not shuffled. ``noisy`` must stay cached until their join has run.
 
     Args:
-        noisy: (item, noisy_weight_private) of round 1.
+        noisy: (item, noisy_weight_private) of round 1, as :meth:`~spark_dp.caching.CacheScope.
+            materialize` returned it.
         sigma1: σ1.
         rho1: ρ1.
         rho2: ρ2.
@@ -88,7 +90,7 @@ def round_two_items(
     # -> (item): U1 and U_low
     biased = noisy.where((w1 < rho1) & (lower >= rho2)).select(ITEM, (rho2 / lower).alias(BIAS))
     # -> (item, bias_private); lower ≥ ρ2 > 0 implies w̃1 + C_ub·σ1 ≥ ρ2, so not removed
-    return cache.small_side(removed), cache.small_side(biased)
+    return cache.small_subset(noisy, removed), cache.small_subset(noisy, biased)
 
 
 def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) -> DataFrame:
@@ -201,11 +203,11 @@ def run(
             c_ub=cal2.c_ub,
             cache=cache,
         )
-        cache.drop(noisy1)
         b_min, b_max = cal2.constants.b_min, cal2.constants.b_max
         reduced = round_two_pairs(capped, removed, biased)
         reduced = keep(with_user_sums(reduced, b_min, b_max), cache)
         cache.drop(capped)
+        cache.drop(noisy1)  # after the join that broadcast its removed and biased items
         # -> (user_id, item, bias_private, degree, _k, _m, needs_loop): S_u without U1 and
         #    U_low with UserWeights' per-user sums (windows computed once, in this pass), kept
         #    (still partitioned and sorted by user: two broadcast joins onto the capped pairs)

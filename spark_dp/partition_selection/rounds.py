@@ -69,9 +69,9 @@ def capped_input(
 
 def counted_round(step: Step, items: DataFrame, cache: CacheScope) -> RoundResult:
     """A round's selected items, cached (the job writes them from the cache) and counted (the
-    count of released items is public)."""
-    kept = cache.materialize(items)
-    return RoundResult(step, kept, kept.count())
+    count of released items is public) by the job that caches them."""
+    kept, count = cache.counted(items)
+    return RoundResult(step, kept, count)
 
 
 def gaussian_round(
