@@ -188,6 +188,16 @@ def _items(figures: dict[str, Any]) -> int | None:
     return None
 
 
+def _selected(jobs: list[Job], only: list[str]) -> list[Job]:
+    """The jobs whose name has one of ``only`` (every job if empty), with the floors of each
+    dataset that one of them reads (the ratios' denominators)."""
+    if not only:
+        return jobs
+    chosen = [j for j in jobs if any(s in j.name for s in only)]
+    kinds = {j.kind for j in chosen}
+    return [j for j in jobs if j in chosen or ("floor" in j.name and j.kind in kinds)]
+
+
 def run_suite(scale: str, lines: list[str], runs: int, peers: bool, only: list[str]) -> list[Row]:
     """Run the suite; return every row."""
     from bench.venvs import line_venvs, peer_venvs, spark_version
@@ -203,9 +213,7 @@ def run_suite(scale: str, lines: list[str], runs: int, peers: bool, only: list[s
             spark = spark_version(python)
             peer_pythons = peer_venvs(spark) if peers else {}
             jobs = [*PAIR_JOBS, *(j for j in PEER_JOBS if j.peer in peer_pythons), *GRAPH_JOBS]
-            for job in jobs:
-                if only and not any(s in job.name for s in only) and "floor" not in job.name:
-                    continue
+            for job in _selected(jobs, only):
                 dataset = ds[job.kind]
                 path, n = paths[dataset.name]
                 load = _load()
@@ -365,7 +373,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lines", default="3.5,4", help="Spark lines, comma-separated")
     ap.add_argument("--runs", type=int, default=1, help="repeat the sequence (ranges)")
     ap.add_argument("--no-peers", action="store_true", help="skip PipelineDP and Tumult")
-    ap.add_argument("--only", action="append", default=[], help="jobs whose name has TEXT")
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        help="jobs whose name has TEXT, with the floors of the datasets they read",
+    )
     ap.add_argument("--out", default=str(RESULTS_DIR / "lines"))
     args = ap.parse_args(argv)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
