@@ -83,7 +83,6 @@ def run(
     max_items = plan.max_items
     recap_each_round = bool(plan.options["recap_each_round"])
     rounds: list[RoundResult] = []
-    released: list[int] = []
     found: DataFrame | None = None
     first_cap: DataFrame | None = None
     source, shuffled = pairs, False
@@ -92,8 +91,9 @@ def run(
             source, shuffled = keep(by_user(pairs.select(USER_ID, ITEM)), cache), True
         # -> (user_id, item) as read (repeated pairs included), partitioned by user
     for r, step in enumerate(plan.steps, start=1):
-        done = None if found is None else cache.small_side(found, rows=sum(released))
-        # the items found so far, broadcast without a count when few (their number is public)
+        released = sum(earlier.output_items for earlier in rounds)  # public: their releases
+        done = None if found is None else cache.small_side(found, rows=released)
+        # the items found so far, broadcast without a count when few
         if done is None or recap_each_round or first_cap is None:
             remaining = source if done is None else source.join(done, ITEM, "left_anti")
             # -> (user_id, item): the users' sets without the items found so far
@@ -119,7 +119,6 @@ def run(
             )
             info.public(output_items=round_.output_items)
         rounds.append(round_)
-        released.append(round_.output_items)
         found = round_.items if found is None else found.unionByName(round_.items)
         # -> (item): every item found so far
     if first_cap is not None:
