@@ -234,8 +234,10 @@ class CacheScope(_Releasable):
 
     def materialize(self, df: DataFrame) -> DataFrame:
         """``df`` persisted, computed now, and returned as a scan of its cached data (a short
-        plan for what reads it next; see the module docstring). Its row count is read and
-        discarded: it may be private. On Spark Connect: a checkpoint of the scope."""
+        plan for what reads it next; see the module docstring). Its row count may be private: it
+        is kept inside the scope, only to decide whether a subset of the table is broadcast
+        (:meth:`small_subset`), and handed out only by :meth:`counted` for a released table.
+        On Spark Connect: a checkpoint of the scope."""
         if not is_classic(df.sparkSession):  # Spark Connect: cut the plan with a checkpoint
             return self.checkpoint(df)
         kept = self.persist(df)
@@ -244,7 +246,7 @@ class CacheScope(_Releasable):
         if scan is None:  # pragma: no cover - _jdf was checked above
             raise RuntimeError("no scan of a cached classic DataFrame")
         self._aliases[id(scan)] = kept
-        self._rows[id(scan)] = (scan, rows)  # only ever compared with a limit (small_subset)
+        self._rows[id(scan)] = (scan, rows)  # never logged: see the docstring
         return scan
 
     def counted(self, df: DataFrame) -> tuple[DataFrame, int]:
