@@ -8,6 +8,8 @@ them). Every variant returns the same rows, so the seconds compare only how the 
 * ``floor_b``: read, ``repartition(user_id)``, count by item (no cap, the bench's floor B);
 * ``floor_d``: floor B with the repeated pairs dropped by a hash aggregation (no sort);
 * ``sortcap``: spark_dp's cap (:func:`spark_dp.partition_selection.capping.cap_user_items`);
+* ``wholeset``: the same sort, with the degree as the largest rank over the user's whole set
+  (spark_dp's cap until 2026-11-26) instead of a count over the user's kept pairs;
 * ``setcap``: ``collect_set(item)`` per user, then the Δ0 smallest (salted hash, item) by
   ``sort_array``, exploded (every user's set is one JVM object);
 * ``hashcap``: dedupe by hash aggregation, degrees by a shuffled hash join, the window only
@@ -48,6 +50,25 @@ def floor_d(pairs: DataFrame) -> DataFrame:
 
 def sortcap(pairs: DataFrame) -> DataFrame:
     return cap_user_items(pairs, CAP, RANDOMNESS)
+
+
+def wholeset(pairs: DataFrame) -> DataFrame:
+    by_rank = Window.partitionBy(USER_ID).orderBy(F.col("_h"), F.col(ITEM))
+    whole = by_rank.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    rank = F.dense_rank().over(by_rank)
+    ranked = by_user(pairs).select(
+        USER_ID, ITEM, _rank_key(F.col(USER_ID), F.col(ITEM)).alias("_h")
+    )
+    ranked = ranked.select(
+        USER_ID,
+        ITEM,
+        rank.alias("_rank"),
+        F.coalesce(F.lag(ITEM).over(by_rank) == F.col(ITEM), F.lit(False)).alias("_repeat"),
+        F.max(rank).over(whole).alias("_n"),
+    )
+    return ranked.where(~F.col("_repeat") & (F.col("_rank") <= CAP)).select(
+        USER_ID, ITEM, F.least(F.col("_n"), F.lit(CAP)).cast("long").alias(DEGREE)
+    )
 
 
 def setcap(pairs: DataFrame) -> DataFrame:
@@ -116,6 +137,7 @@ VARIANTS: dict[str, Callable[[DataFrame], DataFrame]] = {
     "floor_b": lambda pairs: pairs.repartition(USER_ID),
     "floor_d": floor_d,
     "sortcap": sortcap,
+    "wholeset": wholeset,
     "setcap": setcap,
     "hashcap": hashcap,
     "minbycap": minbycap,

@@ -34,7 +34,7 @@ def pairs(spark):
 
 
 @pytest.mark.parametrize(
-    "variant", ["setcap", "hashcap", pytest.param("minbycap", marks=needs_min_by_k)]
+    "variant", ["wholeset", "setcap", "hashcap", pytest.param("minbycap", marks=needs_min_by_k)]
 )
 def test_every_variant_returns_the_sorted_caps_rows(spark, pairs, variant):
     expected = alternatives.sortcap(pairs).select(*COLUMNS)

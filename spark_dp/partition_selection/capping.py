@@ -32,7 +32,8 @@ def cap_user_items(
     the ranks 1..Δ0; a count over each user's kept pairs (:func:`with_degree`, a second window
     on the same sorted partition, no sort) is the degree min(|S_u|, Δ0). Counting the kept
     pairs instead of taking the largest rank over the user's whole set (a window that buffers
-    every row of a heavy user) took 10-17 % less time on 13M pairs (issue 18).
+    every row of a heavy user) took 10-17 % less time for the cap alone on 13M pairs, 5-12 %
+    with its cache (issue 18, ``bench/results/experiments/cap-alternatives.md``).
 
     This is the whole per-user step of a run, so the input need not be deduplicated first (a
     separate deduplication would cost a full shuffle and a cache; ``make bench`` measures the
