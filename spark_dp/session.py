@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SPARK_CONF",
     "LOG4J2_CONFIG",
+    "ROWS_PER_USER_PARTITION",
+    "SPARK_SHUFFLE_PARTITIONS",
     "default_parallelism",
     "get_session",
     "graphframes_available",
@@ -188,20 +190,47 @@ def spark_info(spark: SparkSession) -> dict[str, Any]:
     }
 
 
+SPARK_SHUFFLE_PARTITIONS = 200
+"""Spark's default of ``spark.sql.shuffle.partitions``."""
+
+
 def default_parallelism(spark: SparkSession) -> int:
     """The session's default parallelism: the SparkContext's on a classic session; on Spark
     Connect ``spark.default.parallelism`` if the server sets it, else its shuffle partitions."""
     if is_classic(spark):
         return int(spark.sparkContext.defaultParallelism)
     configured = spark.conf.get("spark.default.parallelism", None)
-    return int(configured or spark.conf.get("spark.sql.shuffle.partitions", None) or 200)
+    shuffle = spark.conf.get("spark.sql.shuffle.partitions", None)
+    return int(configured or shuffle or SPARK_SHUFFLE_PARTITIONS)
 
 
-def user_partitions(spark: SparkSession) -> int:
-    """How many partitions a table is shuffled into by user: ``spark.sql.shuffle.partitions`` (the
-    knob Spark users already size for their data). An explicit count that adaptive execution
-    never merges, unlike the partitions of a plain ``groupBy``."""
-    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
+ROWS_PER_USER_PARTITION = 400_000
+"""Input rows per partition of the shuffle by user when the session leaves
+``spark.sql.shuffle.partitions`` unset (:func:`user_partitions`). Measured on 2 cores with a 1 GiB
+driver (issue 18, ``bench/results/lines/results-partitions.json``): 13M pairs ran fastest in 40
+partitions (325k rows each; Basic 13.5 s, against 16.2 s in 200 and 14.6-14.7 s in 16 or 80),
+104M pairs in Spark's 200 (520k rows each; 350 partitions cost a map-side sort and a spill)."""
+
+
+def user_partitions(spark: SparkSession, rows: int | None = None) -> int:
+    """How many partitions a table is shuffled into by user, an explicit count that adaptive
+    execution never merges (unlike the partitions of a plain ``groupBy``, which it merges up to
+    64 MB: more than a 1 GiB JVM sorts without spilling).
+
+    ``spark.sql.shuffle.partitions`` when the session sets it (the knob Spark users size for their
+    data). Otherwise, given the input's row count ``rows``: one partition per
+    :data:`ROWS_PER_USER_PARTITION` rows, at least two per core and at most Spark's default of
+    200, so that a small input is not cut into 200 tiny sorts (each a task, and a block of every
+    table cached after it); without ``rows``, 200. ``rows`` is private: it only chooses how Spark
+    splits the work (as a broadcast decision does), never a value; never log it or the count.
+    """
+    configured = spark.conf.get("spark.sql.shuffle.partitions", None)
+    if configured is not None:
+        return max(1, int(configured))
+    if rows is None:
+        return SPARK_SHUFFLE_PARTITIONS
+    wanted = max(2 * default_parallelism(spark), -(-rows // ROWS_PER_USER_PARTITION))
+    return min(SPARK_SHUFFLE_PARTITIONS, wanted)
 
 
 @contextmanager

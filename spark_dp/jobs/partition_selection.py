@@ -32,7 +32,9 @@ def _execute(ctx: JobContext) -> str:
     pairs = ctx.load_pairs(dedupe=False, persist=False)
     # -> validated (user_id, item); the cap of every algorithm drops repeated pairs in its
     #    per-user window, so a separate deduplication (a full shuffle) would be wasted
-    with select_partitions(pairs, p, ctx.randomness, timer=ctx.timer, validate=False) as selection:
+    with select_partitions(
+        pairs, p, ctx.randomness, timer=ctx.timer, validate=False, input_rows=ctx.input_rows
+    ) as selection:
         rows = ctx.write_output(selection.items)  # from the cache the selection holds
         selection.fill_report(ctx.report)
     ctx.report.outputs["items"] = ctx.args.output

@@ -99,6 +99,9 @@ class JobContext:
     staging: Staging
     outputs: dict[str, str] = field(default_factory=dict)
     after_commit: list[Callable[[], None]] = field(default_factory=list)
+    input_rows: int | None = None
+    """The row count :meth:`load_pairs` read (private: it sizes partitions, see
+    :func:`spark_dp.session.user_partitions`; never logged or reported)."""
 
     # ---------------------------------------------------------------- input helpers
     def load_pairs(self, *, dedupe: bool = True, persist: bool = True) -> DataFrame:
@@ -116,6 +119,7 @@ class JobContext:
                 persist=persist,
             )
         summary.log(self.log)
+        self.input_rows = summary.rows_read
         return df
 
     def load_incidences(self) -> DataFrame:

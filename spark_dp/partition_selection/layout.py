@@ -4,10 +4,13 @@ Measured on 13M pairs with Spark's default 1 GiB driver (issue 18, ``make bench`
 a run is set less by its arithmetic than by how its rows move:
 
 * **Per-user steps** (the cap, MAD's excess e_u, UserWeights' sums) need each user's pairs in one
-  task. :func:`by_user` shuffles them into an explicit number of partitions,
-  ``spark.sql.shuffle.partitions`` (the knob Spark users already size for their data).
-  Adaptive execution merges partitions of ``repartition(col)`` up to 64 MB of shuffle data,
-  which a 1 GiB JVM cannot sort without spilling; an explicit count is never merged.
+  task. :func:`by_user` shuffles them into an explicit number of partitions
+  (:func:`~spark_dp.session.user_partitions`): ``spark.sql.shuffle.partitions`` when the session
+  sets it (the knob Spark users already size for their data), else one per 400k input rows,
+  between two per core and Spark's 200, when the run knows its input's row count
+  (:func:`sized_for`). Adaptive execution merges partitions of ``repartition(col)`` up to 64 MB
+  of shuffle data, which a 1 GiB JVM cannot sort without spilling; an explicit count is never
+  merged.
 * **Tables read again** are persisted as they are (:func:`keep`, on disk: at 104M pairs the
   memory level cost MAD2R 15% more), not cut to a scan of their cache: Spark then still knows
   that they are hash-partitioned by user and sorted by user, so a window over a user's pairs
@@ -33,13 +36,35 @@ None of this changes a value: it only decides which task computes what.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_dp.caching import CacheScope, fill, pairs_storage_level
 from spark_dp.partition_selection.columns import USER_ID
 from spark_dp.session import user_partitions
 
-__all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core"]
+__all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core", "sized_for"]
+
+_INPUT_ROWS: ContextVar[int | None] = ContextVar("spark_dp_input_rows", default=None)
+"""The row count of the run's input, where :func:`sized_for` set it (private)."""
+
+
+@contextmanager
+def sized_for(rows: int | None) -> Iterator[None]:
+    """Inside the block, :func:`by_user` and :func:`item_tasks` size their partitions for an input
+    of ``rows`` rows (None: unknown; see :func:`~spark_dp.session.user_partitions`).
+
+    ``rows`` is private (|D| has unbounded sensitivity): it only chooses how many tasks share the
+    work, as the broadcast decisions of :class:`~spark_dp.caching.CacheScope` do, and no value
+    depends on it. Never log it or the partition count."""
+    token = _INPUT_ROWS.set(rows)
+    try:
+        yield
+    finally:
+        _INPUT_ROWS.reset(token)
 
 
 def item_tasks(spark: SparkSession) -> int:
@@ -51,13 +76,14 @@ def item_tasks(spark: SparkSession) -> int:
     except Exception:  # Spark Connect has no SparkContext
         configured = spark.conf.get("spark.default.parallelism", None)
         cores = int(configured) if configured else None
-    n = user_partitions(spark)
+    n = user_partitions(spark, _INPUT_ROWS.get())
     return n if cores is None else max(1, min(cores, n))
 
 
 def by_user(pairs: DataFrame) -> DataFrame:
-    """``pairs`` hash-partitioned by user into :func:`user_partitions` partitions."""
-    return pairs.repartition(user_partitions(pairs.sparkSession), USER_ID)
+    """``pairs`` hash-partitioned by user into :func:`~spark_dp.session.user_partitions`
+    partitions (sized for the input of :func:`sized_for`, if any)."""
+    return pairs.repartition(user_partitions(pairs.sparkSession, _INPUT_ROWS.get()), USER_ID)
 
 
 def per_core(pairs: DataFrame) -> DataFrame:

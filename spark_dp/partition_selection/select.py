@@ -14,9 +14,11 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
+from spark_dp.errors import ParameterError
 from spark_dp.io import validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.columns import ITEM, USER_ID
+from spark_dp.partition_selection.layout import sized_for
 from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
@@ -45,6 +47,7 @@ def select_partitions(
     *,
     timer: StageTimer | None = None,
     validate: bool = True,
+    input_rows: int | None = None,
     user_col: str = USER_ID,
     item_col: str = ITEM,
     algorithm: Algorithm[PartitionSelectionParams, SelectionPlan] | None = None,
@@ -59,6 +62,11 @@ def select_partitions(
         validate: check ``pairs`` first (null ids, types, empty input); pass False for a
             table from :func:`spark_dp.io.load_pairs`, which is already checked. Repeated
             pairs need no separate pass: every algorithm's cap drops them.
+        input_rows: the row count of ``pairs`` when the caller validated them
+            (:func:`spark_dp.io.load_pairs`' summary); when validating, the validation's own
+            count is used. Private: it only sizes the shuffle by user
+            (:func:`~spark_dp.partition_selection.layout.sized_for`), never a value; without it
+            (and without ``spark.sql.shuffle.partitions`` set) the shuffle keeps Spark's 200.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
         algorithm: run this registry entry instead of ``REGISTRY[params.algorithm]``. Only
@@ -74,7 +82,15 @@ def select_partitions(
 
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
+        ParameterError: ``input_rows`` is not a non-negative integer.
     """
+    if input_rows is not None and (
+        isinstance(input_rows, bool) or not isinstance(input_rows, int) or input_rows < 0
+    ):
+        raise ParameterError(
+            f"input_rows must be the input's row count, an integer >= 0 (or None), got "
+            f"{input_rows!r}; pass load_pairs(...)[1].rows_read"
+        )
     with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
         checked = pairs
         if validate:
@@ -82,12 +98,14 @@ def select_partitions(
                 pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
             )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
             summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
+            input_rows = summary.rows_read
         algorithm = algorithm or REGISTRY[params.algorithm]
         cache = CacheScope()
         try:
-            selection: Selection = algorithm.run(
-                checked, algorithm.plan(params), randomness, timer=timer, cache=cache
-            )
+            with sized_for(input_rows):  # private: only how many tasks share the work
+                selection: Selection = algorithm.run(
+                    checked, algorithm.plan(params), randomness, timer=timer, cache=cache
+                )
         except BaseException:
             cache.release()
             raise

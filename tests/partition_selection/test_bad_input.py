@@ -108,3 +108,11 @@ def test_parameter_errors_name_the_parameter(params, message):
 def test_three_round_split_is_fine_for_dp_sips():
     p = PartitionSelectionParams(algorithm="dp-sips", split=[0.05, 0.15, 0.8])
     assert p.split == (0.05, 0.15, 0.8)
+
+
+@pytest.mark.parametrize("rows", [-1, 2.5, "13000000", True])
+def test_input_rows_must_be_a_row_count(spark, rows):
+    df = spark.createDataFrame([("u1", "a")], "user_id string, item string")
+    params = PartitionSelectionParams(algorithm="basic")
+    with pytest.raises(ParameterError, match=r"input_rows must be .* got .*rows_read"):
+        select_partitions(df, params, Randomness.create(1), validate=False, input_rows=rows)

@@ -21,6 +21,7 @@ import pytest
 from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.randomness import Randomness
+from spark_dp.session import SPARK_SHUFFLE_PARTITIONS, user_partitions
 
 STAGE_BOUNDARIES = ("Exchange", "InMemoryTableScan", "Scan ", "BroadcastExchange", "ReusedExchange")
 AGGREGATIONS = ("HashAggregate", "ObjectHashAggregate", "SortAggregate")
@@ -68,9 +69,9 @@ def coalesced_aggregations(description: str) -> list[str]:
     return found
 
 
-def _plans_of(spark, action) -> list[str]:
+def _plans_of(spark, action, settings: dict | None = None) -> list[str]:
     """The physical plans of the queries ``action()`` runs, in a :class:`_layout_session`."""
-    with _layout_session(spark):
+    with _layout_session(spark, settings or LAYOUT_SETTINGS):
         before = len(_executions(spark))
         action()
         ran = _executions(spark)[before:]
@@ -91,12 +92,16 @@ LAYOUT_SETTINGS = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enab
 
 
 @contextmanager
-def _layout_session(spark) -> Iterator[None]:
-    """More shuffle partitions than cores (a coalesce is kept in the plan), no adaptive
-    execution (the plans show every exchange); the settings are restored on exit."""
-    saved = {key: spark.conf.get(key, None) for key in LAYOUT_SETTINGS}
-    for key, value in LAYOUT_SETTINGS.items():
-        spark.conf.set(key, value)
+def _layout_session(spark, settings: dict) -> Iterator[None]:
+    """By default more shuffle partitions than cores (a coalesce is kept in the plan), no
+    adaptive execution (the plans show every exchange); a value None unsets its key; the
+    settings are restored on exit."""
+    saved = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
     try:
         yield
     finally:
@@ -193,3 +198,77 @@ def test_the_udf_check_sees_a_udf_over_an_aggregation(spark):
     sums = df.groupBy("k").agg(F.sum("v").alias("s")).repartition(2)
     (plan,) = _plans_of(spark, sums.select(plus_one("s").alias("t")).where("t > 3").collect)
     assert any(": hashpartitioning(" in i for i in udf_inputs(plan)), plan
+
+
+def user_exchanges(description: str) -> list[int]:
+    """The partition counts of the plan's repartitions by ``user_id`` (:func:`by_user`; an
+    aggregation's own exchange by user keeps the session's count and adaptive merging)."""
+    return [
+        int(n)
+        for n in re.findall(
+            r"hashpartitioning\(user_id#\d+, (\d+)\), REPARTITION_BY_NUM", description
+        )
+    ]
+
+
+UNSET_PARTITIONS = {"spark.sql.shuffle.partitions": None, "spark.sql.adaptive.enabled": "false"}
+
+
+@pytest.mark.parametrize("algorithm", ["basic", "dp-sips", "mad2r"])
+def test_the_shuffle_by_user_is_sized_for_the_input(spark, heavy_tailed, algorithm):
+    """With ``spark.sql.shuffle.partitions`` unset, a validating selection shuffles by user into
+    the partitions :func:`user_partitions` gives for its input's rows (here the floor of two per
+    core), not Spark's 200; a session that sets the count keeps it (8). The same key releases
+    the same items either way: the partitioning chooses tasks, never values."""
+    params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=5, delta=0.05)
+    released: list[set[str]] = []
+
+    def run() -> None:
+        with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
+            released.append({r["item"] for r in selection.items.collect()})
+
+    sized = {n for p in _plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert heavy_tailed.count() < 400_000
+    assert sized == {2 * spark.sparkContext.defaultParallelism}  # not 200
+    configured = {n for p in _plans_of(spark, run) for n in user_exchanges(p)}
+    assert configured == {8}
+    assert released[0] == released[1] and released[0]
+
+
+def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(spark, heavy_tailed, tmp_path):
+    """The job path: the row count its validation read reaches the shuffle by user."""
+    from spark_dp.jobs.partition_selection import main
+
+    path = str(tmp_path / "pairs")
+    heavy_tailed.write.parquet(path)
+
+    def run() -> None:
+        flags = ["--input", path, "--output", str(tmp_path / "out"), "--algorithm", "basic",
+                 "--epsilon", "1", "--delta", "0.05", "--max-contributions", "5", "--seed", "3",
+                 "--overwrite", "--log-level", "WARNING"]  # fmt: skip
+        assert main(flags) == 0
+
+    sized = {n for p in _plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert sized == {2 * spark.sparkContext.defaultParallelism}
+
+
+def test_the_partition_rule(spark):
+    """One partition per 400k rows, between two per core and Spark's 200; a count the session
+    sets wins; no row count: 200."""
+    cores = spark.sparkContext.defaultParallelism
+    saved = spark.conf.get("spark.sql.shuffle.partitions", None)
+    spark.conf.unset("spark.sql.shuffle.partitions")
+    try:
+        assert user_partitions(spark) == SPARK_SHUFFLE_PARTITIONS == 200
+        assert user_partitions(spark, 1) == 2 * cores
+        assert user_partitions(spark, 13_000_000) == 33  # ceil(13M / 400k)
+        assert user_partitions(spark, 400_000 * 40) == 40
+        assert user_partitions(spark, 400_000 * 40 + 1) == 41
+        assert user_partitions(spark, 104_000_000) == 200
+        spark.conf.set("spark.sql.shuffle.partitions", "7")
+        assert user_partitions(spark, 13_000_000) == user_partitions(spark) == 7
+    finally:
+        if saved is None:
+            spark.conf.unset("spark.sql.shuffle.partitions")
+        else:
+            spark.conf.set("spark.sql.shuffle.partitions", saved)
