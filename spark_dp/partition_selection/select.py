@@ -87,9 +87,11 @@ def select_partitions(
     if input_rows is not None and (
         isinstance(input_rows, bool) or not isinstance(input_rows, int) or input_rows < 0
     ):
-        raise ParameterError(
-            f"input_rows must be the input's row count, an integer >= 0 (or None), got "
-            f"{input_rows!r}; pass load_pairs(...)[1].rows_read"
+        is_int = isinstance(input_rows, int) and not isinstance(input_rows, bool)
+        got = "a negative integer" if is_int else type(input_rows).__name__
+        raise ParameterError(  # never the value: a row count is private
+            f"input_rows must be the input's row count, an integer >= 0 (or None), got {got}; "
+            f"pass load_pairs(...)[1].rows_read"
         )
     with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
         checked = pairs
