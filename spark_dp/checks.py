@@ -159,10 +159,21 @@ def check_fractions(name: str, values: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
-def check_int_at_least(name: str, value: int, minimum: int) -> int:
-    """Value must be an integer ≥ minimum (bools are rejected)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def check_int_at_least(
+    name: str, value: int, minimum: int, *, private: bool = False, hint: str = ""
+) -> int:
+    """Value must be an integer ≥ minimum (bools are rejected).
+
+    ``private``: the value may be a count of the data (e.g. an input's row count), so the error
+    names only its kind ("a smaller integer", its type), never the value. ``hint``: how to fix it.
+    """
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if not is_int or value < minimum:
+        shown = (
+            ("a smaller integer" if is_int else type(value).__name__) if private else repr(value)
+        )
+        fix = f"; {hint}" if hint else ""
+        raise ParameterError(f"{name} must be an integer >= {minimum}, got {shown}{fix}")
     return value
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
-from spark_dp.errors import ParameterError
+from spark_dp.checks import check_int_at_least
 from spark_dp.io import validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.columns import ITEM, USER_ID
@@ -84,15 +84,9 @@ def select_partitions(
         InputContractError: when validating and the input breaks the pairs contract.
         ParameterError: ``input_rows`` is not a non-negative integer.
     """
-    if input_rows is not None and (
-        isinstance(input_rows, bool) or not isinstance(input_rows, int) or input_rows < 0
-    ):
-        is_int = isinstance(input_rows, int) and not isinstance(input_rows, bool)
-        got = "a negative integer" if is_int else type(input_rows).__name__
-        raise ParameterError(  # never the value: a row count is private
-            f"input_rows must be the input's row count, an integer >= 0 (or None), got {got}; "
-            f"pass load_pairs(...)[1].rows_read"
-        )
+    if input_rows is not None:  # a row count is private: the error never shows it
+        hint = "pass the input's row count, load_pairs(...)[1].rows_read, or None"
+        check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
         checked = pairs
         if validate:

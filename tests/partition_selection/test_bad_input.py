@@ -112,7 +112,7 @@ def test_three_round_split_is_fine_for_dp_sips():
 
 @pytest.mark.parametrize(
     ("rows", "got"),
-    [(-12345, "a negative integer"), (12345.5, "float"), ("12345", "str"), (True, "bool")],
+    [(-12345, "a smaller integer"), (12345.5, "float"), ("12345", "str"), (True, "bool")],
 )
 def test_input_rows_must_be_a_row_count(spark, rows, got):
     """A clear error that names the parameter, never its value (a row count is private)."""

@@ -256,9 +256,7 @@ def test_the_partition_rule(spark):
     """One partition per 400k rows, between two per core and Spark's 200; a count the session
     sets wins; no row count: 200."""
     cores = spark.sparkContext.defaultParallelism
-    saved = spark.conf.get("spark.sql.shuffle.partitions", None)
-    spark.conf.unset("spark.sql.shuffle.partitions")
-    try:
+    with _layout_session(spark, {"spark.sql.shuffle.partitions": None}):
         assert user_partitions(spark) == SPARK_SHUFFLE_PARTITIONS == 200
         assert user_partitions(spark, 1) == 2 * cores
         assert user_partitions(spark, 13_000_000) == 33  # ceil(13M / 400k)
@@ -267,8 +265,3 @@ def test_the_partition_rule(spark):
         assert user_partitions(spark, 104_000_000) == 200
         spark.conf.set("spark.sql.shuffle.partitions", "7")
         assert user_partitions(spark, 13_000_000) == user_partitions(spark) == 7
-    finally:
-        if saved is None:
-            spark.conf.unset("spark.sql.shuffle.partitions")
-        else:
-            spark.conf.set("spark.sql.shuffle.partitions", saved)
