@@ -44,7 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_dp.caching import CacheScope, fill, pairs_storage_level
 from spark_dp.partition_selection.columns import USER_ID
-from spark_dp.session import user_partitions
+from spark_dp.session import default_parallelism, user_partitions
 
 __all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core", "sized_for"]
 
@@ -68,16 +68,10 @@ def sized_for(rows: int | None) -> Iterator[None]:
 
 
 def item_tasks(spark: SparkSession) -> int:
-    """How many tasks sum over items: the default parallelism (cores), never more than the user
+    """How many tasks sum over items: the default parallelism (cores; on Spark Connect
+    :func:`~spark_dp.session.default_parallelism`'s fallback), never more than the user
     partitions."""
-    cores: int | None
-    try:
-        cores = int(spark.sparkContext.defaultParallelism)
-    except Exception:  # Spark Connect has no SparkContext
-        configured = spark.conf.get("spark.default.parallelism", None)
-        cores = int(configured) if configured else None
-    n = user_partitions(spark, _INPUT_ROWS.get())
-    return n if cores is None else max(1, min(cores, n))
+    return max(1, min(default_parallelism(spark), user_partitions(spark, _INPUT_ROWS.get())))
 
 
 def by_user(pairs: DataFrame) -> DataFrame:
