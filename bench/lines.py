@@ -99,7 +99,7 @@ GRAPH_JOBS = (
     Job(
         "cb-proposal",
         "spark_dp",
-        ("contribution_bounding", "--capacity", "4", "--finish", "continue"),
+        ("contribution_bounding", "--max-contributions", "4", "--finish", "continue"),
         kind="graph",
     ),
 )

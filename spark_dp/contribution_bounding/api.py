@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
+from spark_dp.checks import check_int_at_least
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
@@ -70,6 +71,7 @@ def bound_contributions(
     work_dir: str | None = None,
     restart: bool = False,
     validate: bool = True,
+    input_rows: int | None = None,
     timer: StageTimer | None = None,
     on_round: Callable[[RoundLog], None] | None = None,
 ) -> BoundingResult:
@@ -88,8 +90,14 @@ def bound_contributions(
             reported for reproducibility.
         work_dir: keep per-round state here and resume from it (``None``: in memory).
         restart: discard a work directory that belongs to another run instead of failing.
-        validate: validate and deduplicate ``incidences`` (skip when already done by
-            :func:`spark_dp.io.load_incidences`).
+        validate: validate ``incidences`` (skip when already done by
+            :func:`spark_dp.io.load_incidences`). Repeated pairs need no separate pass: the
+            first step of every algorithm drops them (a pair counts once, spec §2.2).
+        input_rows: the row count of ``incidences`` when the caller validated them
+            (:func:`spark_dp.io.load_incidences`' summary); when validating, the validation's
+            own count is used. It only sizes the shuffle by user
+            (:func:`~spark_dp.session.user_partitions`); without it (and without
+            ``spark.sql.shuffle.partitions`` set) that shuffle keeps Spark's 200.
         timer: stage timer for per-round logging (default: a new one).
         on_round: callback after each saved round (tests use it to simulate a crash).
 
@@ -100,10 +108,14 @@ def bound_contributions(
         or ``result.release()``).
 
     Raises:
-        ParameterError, InputContractError: bad parameters or inputs.
+        ParameterError, InputContractError: bad parameters or inputs (``input_rows`` not a
+            non-negative integer).
         WorkDirMismatchError: ``work_dir`` holds another run's state and ``restart`` is off.
         MinSepInfeasibleError: dp-mf failed for these T, B, min_sep.
     """
+    if input_rows is not None:  # a row count of the graph: the error never shows it
+        hint = "pass the input's row count, load_incidences(...)[1].rows_read, or None"
+        check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     log = get_logger("spark_dp.contribution_bounding")
     timer = timer or StageTimer(log)
     randomness = randomness if randomness is not None else Randomness.create()
@@ -121,10 +133,14 @@ def bound_contributions(
         try:
             if validate:
                 incidences, summary = validate_edges(
-                    incidences, {RECORD_ID: RECORD_ID, USER_ID: USER_ID}, path="<incidences>"
+                    incidences,
+                    {RECORD_ID: RECORD_ID, USER_ID: USER_ID},
+                    path="<incidences>",
+                    dedupe=False,  # prepare's window over each record's users drops them
                 )
                 summary.log(log)  # counts: unsafe debug only
                 cache.adopt(incidences)  # persisted by validate_edges: released with the run
+                input_rows = summary.rows_read
             else:
                 incidences = incidences.select(RECORD_ID, USER_ID)
             # -> (record_id, user_id)
@@ -141,6 +157,7 @@ def bound_contributions(
                 ),
                 randomness=randomness,
                 restart=restart,
+                input_rows=input_rows,
                 ctx=RunContext(StateStore(spark, work_dir, cache=cache), timer, log, on_round),
             )
             result.keep_only_outputs(cache)
@@ -160,6 +177,7 @@ def _run(
     weights: DataFrame | None,
     randomness: Randomness,
     restart: bool,
+    input_rows: int | None,
     ctx: RunContext,
 ) -> BoundingResult:
     """Claim the store, prepare the tables in the planned order and run the algorithm."""
@@ -186,6 +204,7 @@ def _run(
             capacities=capacities,
             weights=weights,
             skew_threshold=params.skew_threshold,
+            input_rows=input_rows,
             store=ctx.store.child("prepared"),
             log=ctx.log,
         )

@@ -75,6 +75,13 @@ def run_single_pass(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> Boun
     }
     chosen = out.selected.select(REC, F.lit(1).cast("long").alias(MULTIPLICITY))
     # -> (rec, multiplicity)
+    by_round = ctx.store.cache.persist(
+        out.selected.join(prep.records, REC).select(RECORD_ID, ROUND)
+    )
+    # -> (record_id, round): the id mapping joined once, for both output tables (the result
+    #    keeps each of them computed; the persisted join is released once both are)
+    one = F.lit(1).cast("long").alias(MULTIPLICITY)
+    selected = by_round.select(RECORD_ID, one) if plan.duplicates else by_round.select(RECORD_ID)
     remaining = out.remaining if out.finish.get("stopped") == "max_rounds" else None
     result = finish_outputs(
         prep,
@@ -85,9 +92,9 @@ def run_single_pass(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> Boun
         summary=summary,
         timer=ctx.timer,
         cache=ctx.store.cache,
+        selected=selected,
     )
-    result.selected_by_round = out.selected.join(prep.records, REC).select(RECORD_ID, ROUND)
-    # -> (record_id, round)
+    result.selected_by_round = by_round
     return result
 
 

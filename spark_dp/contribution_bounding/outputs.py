@@ -249,6 +249,7 @@ def finish_outputs(
     summary: dict[str, Any],
     timer: StageTimer,
     cache: CacheScope,
+    selected: DataFrame | None = None,
 ) -> BoundingResult:
     """Degrees from the input and the selection, the feasibility check, the id mapping.
 
@@ -261,6 +262,8 @@ def finish_outputs(
         summary: the run's summary so far; the degree counts are added to it.
         timer: one stage, ``outputs``.
         cache: the run's scope; it keeps the per-user state (computed once here).
+        selected: the selected record ids when the caller mapped them already
+            ((record_id[, multiplicity]) of ``chosen``), else they are mapped here.
 
     Raises:
         RuntimeError: a user exceeds its capacity (see :func:`check_feasible`).
@@ -270,5 +273,6 @@ def finish_outputs(
         degrees = check_feasible(state)
         summary.update(selected=totals[0], distinct_selected=totals[1], **degrees)
         info.update(selected=totals[0], max_degree=degrees["max_degree"])
-    selected = selected_records(chosen, prep.records, with_multiplicity=duplicates)
+    if selected is None:
+        selected = selected_records(chosen, prep.records, with_multiplicity=duplicates)
     return BoundingResult(selected, state, summary)

@@ -1,7 +1,8 @@
 """Turn validated incidences into the working tables of the distributed algorithm.
 
 Spec contribution_bounding.md §2.2 (normalization) and §3.5 (initialization). Input: string
-(record_id, user_id) pairs, deduplicated (:func:`spark_dp.io.validate_edges`). Output:
+(record_id, user_id) pairs, validated (:func:`spark_dp.io.validate_edges`), repeated pairs
+allowed: the first step drops them (a pair counts once, spec §2.2). Output:
 
 * ``records`` (rec, record_id): rec is the record's 0-based position in the shared order
   (spec §3.3), computed once by a distributed sort; it is the record's compact id afterwards;
@@ -170,19 +171,22 @@ def prepare(
     capacities: DataFrame | None = None,
     weights: DataFrame | None = None,
     skew_threshold: int = 100_000,
+    input_rows: int | None = None,
     store: StateStore,
     log: logging.Logger | None = None,
 ) -> Prepared:
     """Build (or reload from ``store``) the working tables of a run.
 
     Args:
-        incidences: (record_id, user_id) strings, deduplicated.
+        incidences: (record_id, user_id) strings without nulls; a repeated pair counts once.
         plan: the order.
         capacity: default b for users missing from ``capacities`` (``None``: every user must
             be listed).
         capacities: optional (user_id, cap) table; rows of unknown users are ignored.
         weights: checked weights (:func:`check_weights`) for weighted-global / per-user.
         skew_threshold: users with more records are marked heavy.
+        input_rows: the input's row count, if known: it sizes the shuffle by user
+            (:func:`~spark_dp.session.user_partitions`). Private: never logged.
         store: a :class:`~.state_store.StateStore`.
         log: optional logger (counts only).
 
@@ -215,14 +219,22 @@ def prepare(
             )
 
     by_record = Window.partitionBy(RECORD_ID)
-    sized = incidences.select(
-        RECORD_ID,
-        USER_ID,
-        F.count(F.lit(1)).over(by_record).alias(SIZE),
-        (F.col(USER_ID) == F.min(USER_ID).over(by_record)).alias(LEAD),
+    in_record = by_record.orderBy(USER_ID)
+    previous = F.lag(USER_ID).over(in_record)  # ids are never null (validated)
+    sized = (
+        incidences.select(RECORD_ID, USER_ID, previous.alias("_prev"))
+        .where(F.col("_prev").isNull() | (F.col("_prev") != F.col(USER_ID)))
+        .select(
+            RECORD_ID,
+            USER_ID,
+            F.count(F.lit(1)).over(by_record).alias(SIZE),
+            F.col("_prev").isNull().alias(LEAD),
+        )
     )
     sized = store.checkpoint(sized)  # read by the sort's sampling, the sort and the join
-    # -> (record_id, user_id, size, lead): one shuffle by record; lead marks one row per record
+    # -> (record_id, user_id, size, lead): one shuffle by record, sorted by user within it; a
+    #    repeated (record, user) row follows its first copy and is dropped there, so the input
+    #    need not be deduplicated first (a shuffle less); lead marks the record's first user
     records = sized.where(F.col(LEAD)).select(RECORD_ID, SIZE)
     # -> (record_id, size)
     if plan.order == "weighted-global" and weights is not None:  # None was refused above
@@ -251,14 +263,15 @@ def prepare(
     # -> (rec, user_id, size, lead[, urank])
 
     users = (
-        inc.repartition(user_partitions(inc.sparkSession), USER_ID)
+        inc.repartition(user_partitions(inc.sparkSession, input_rows), USER_ID)
         .groupBy(USER_ID)
         .agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
     )
     # -> (user_id, deg). An explicit partition count, never merged by adaptive execution: at
     #    100M incidences it merged the 200 partitions into 12 of 7M users each, and Spark 3.5's
     #    hash aggregation of one of them failed to spill in a 1 GiB driver (UNABLE_TO_ACQUIRE_
-    #    MEMORY; issue 18, `make bench-lines SCALE=xl`). Few incidences per user: a partial
+    #    MEMORY; issue 18, `make bench-lines SCALE=xl`); sized for the input when its row count
+    #    is known (one partition per 400k rows, at most 200). Few incidences per user: a partial
     #    aggregation before this shuffle would hardly reduce it.
     if capacities is not None:
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")

@@ -49,7 +49,7 @@ class InputSummary:
             log_private(
                 logger,
                 "input %s: %d rows read, %d with null ids dropped (repeated pairs are dropped "
-                "by the per-user step of the algorithm)",
+                "by the algorithm's first step)",
                 self.path,
                 self.rows_read,
                 self.null_rows_dropped,
@@ -202,6 +202,14 @@ def validate_edges(
     return deduped, summary
 
 
+def _read_edges(
+    spark: SparkSession, path: str, columns: dict[str, str], fmt: str | None, **options: bool
+) -> tuple[DataFrame, InputSummary]:
+    """:func:`read_table` then :func:`validate_edges` with ``options`` (drop_nulls, dedupe,
+    persist)."""
+    return validate_edges(read_table(spark, path, fmt), columns, path=str(path), **options)
+
+
 def load_pairs(
     spark: SparkSession,
     path: str,
@@ -220,14 +228,9 @@ def load_pairs(
     Returns:
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).
     """
-    df = read_table(spark, path, fmt)
-    return validate_edges(
-        df,
-        {USER_ID: user_col, ITEM: item_col},
-        path=str(path),
-        drop_nulls=drop_nulls,
-        dedupe=dedupe,
-        persist=persist,
+    columns = {USER_ID: user_col, ITEM: item_col}
+    return _read_edges(
+        spark, path, columns, fmt, drop_nulls=drop_nulls, dedupe=dedupe, persist=persist
     )
 
 
@@ -239,18 +242,23 @@ def load_incidences(
     user_col: str = USER_ID,
     fmt: str | None = None,
     drop_nulls: bool = False,
+    dedupe: bool = True,
+    persist: bool = True,
 ) -> tuple[DataFrame, InputSummary]:
     """Read (record, user) incidences of a hypergraph for contribution bounding.
 
     Only the id columns are read: bounding must never depend on record content
-    (fixed-graph DP, spec contribution_bounding.md §1.5).
+    (fixed-graph DP, spec contribution_bounding.md §1.5). ``dedupe`` and ``persist`` as in
+    :func:`validate_edges` (the bounding's first step, a window over each record's users,
+    drops repeated pairs itself).
 
     Returns:
-        ((record_id, user_id) strings, deduplicated, cached; :class:`InputSummary`).
+        ((record_id, user_id) strings, deduplicated and cached by default;
+        :class:`InputSummary`).
     """
-    df = read_table(spark, path, fmt)
-    return validate_edges(
-        df, {RECORD_ID: record_col, USER_ID: user_col}, path=str(path), drop_nulls=drop_nulls
+    columns = {RECORD_ID: record_col, USER_ID: user_col}
+    return _read_edges(
+        spark, path, columns, fmt, drop_nulls=drop_nulls, dedupe=dedupe, persist=persist
     )
 
 

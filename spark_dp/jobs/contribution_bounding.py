@@ -80,6 +80,7 @@ def _execute(ctx: JobContext) -> str:
         work_dir=work_dir,
         restart=ctx.args.overwrite,
         validate=False,
+        input_rows=ctx.input_rows,
         timer=ctx.timer,
     )
     rows = ctx.write_output(result.selected)

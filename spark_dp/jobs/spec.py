@@ -100,8 +100,8 @@ class JobContext:
     outputs: dict[str, str] = field(default_factory=dict)
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     input_rows: int | None = None
-    """The row count :meth:`load_pairs` read (private: it sizes partitions, see
-    :func:`spark_dp.session.user_partitions`; never logged or reported)."""
+    """The row count :meth:`load_pairs` or :meth:`load_incidences` read (private: it sizes
+    partitions, see :func:`spark_dp.session.user_partitions`; never logged or reported)."""
 
     # ---------------------------------------------------------------- input helpers
     def load_pairs(self, *, dedupe: bool = True, persist: bool = True) -> DataFrame:
@@ -123,7 +123,9 @@ class JobContext:
         return df
 
     def load_incidences(self) -> DataFrame:
-        """(record_id, user_id) incidences from ``--input`` (validated, deduplicated, cached)."""
+        """(record_id, user_id) incidences from ``--input``: validated, not deduplicated or
+        cached (the bounding's first step drops repeated pairs, see
+        :func:`spark_dp.contribution_bounding.prepare.prepare`)."""
         with self.timer.stage("read"):
             df, summary = load_incidences(
                 self.spark,
@@ -132,8 +134,11 @@ class JobContext:
                 user_col=self.args.user_col,
                 fmt=self.args.input_format,
                 drop_nulls=self.args.drop_nulls,
+                dedupe=False,
+                persist=False,
             )
         summary.log(self.log)
+        self.input_rows = summary.rows_read
         return df
 
     def path(self, role: str) -> str:

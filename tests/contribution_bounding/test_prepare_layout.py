@@ -1,25 +1,39 @@
-"""Where the prepared users table is aggregated (issue 18: 100M incidences on Spark 3.5).
+"""The prepared tables: repeated pairs dropped by the first step, and where the users table is
+aggregated (issue 18: 100M incidences on Spark 3.5).
 
 Adaptive execution merges small shuffle partitions up to 64 MB; at 100M incidences it merged
 the per-user aggregation's 200 partitions into 12 of about 7M users each, and Spark 3.5's hash
 aggregation of one of them could not acquire memory to spill in a 1 GiB driver. The users table
-is therefore shuffled into an explicit number of partitions, which adaptive execution keeps.
+is therefore shuffled into an explicit number of partitions, which adaptive execution keeps:
+``spark.sql.shuffle.partitions`` when the session sets it, else sized for the input's row count
+when the run knows it (:func:`spark_dp.session.user_partitions`).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
+from spark_dp.contribution_bounding import BoundingParams, bound_contributions
 from spark_dp.contribution_bounding.orders import OrderPlan
-from spark_dp.contribution_bounding.prepare import prepare
+from spark_dp.contribution_bounding.prepare import Prepared, prepare
 from spark_dp.contribution_bounding.state_store import StateStore
+from spark_dp.errors import ParameterError
+from spark_dp.randomness import Randomness
+from tests.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
+
+SCHEMA = "record_id string, user_id string"
 
 
-def _users_plan(spark: SparkSession) -> tuple[str, dict[str, int]]:
+def _users_plan(spark: SparkSession, input_rows: int | None = None) -> tuple[str, dict[str, int]]:
     rows = [(f"r{i}", f"u{j}") for i in range(30) for j in (i % 7, (i + 3) % 7)]
-    inc = spark.createDataFrame(rows, "record_id string, user_id string")
+    inc = spark.createDataFrame(rows, SCHEMA)
     store = StateStore(spark)  # in memory: the kept tables are their lazy plans
-    prepare(inc, plan=OrderPlan("size-hash", 1), capacity=2, store=store)
+    plan = OrderPlan("size-hash", 1)
+    prepare(inc, plan=plan, capacity=2, input_rows=input_rows, store=store)
     users = store.load("users")
     assert users is not None
     plan = users._jdf.queryExecution().executedPlan().toString()
@@ -35,3 +49,98 @@ def test_users_are_counted_in_partitions_adaptive_execution_keeps(spark: SparkSe
     # the same counts as before the explicit shuffle: each user's number of records
     want = {f"u{j}": sum((i % 7 == j) + ((i + 3) % 7 == j) for i in range(30)) for j in range(7)}
     assert degrees == want
+
+
+def test_users_are_counted_in_partitions_sized_for_the_input(spark: SparkSession) -> None:
+    """Without a session setting: one partition per 400k input rows (13M rows: 33), and
+    Spark's 200 when the row count is unknown; the counts do not change."""
+    with layout_session(spark, {"spark.sql.shuffle.partitions": None}):
+        sized, degrees = _users_plan(spark, input_rows=13_000_000)
+        unknown, same = _users_plan(spark)
+    assert ", 33), REPARTITION_BY_NUM" in sized, sized
+    assert ", 200), REPARTITION_BY_NUM" in unknown, unknown
+    assert degrees == same and sum(degrees.values()) == 60
+
+
+def _graph(spark: SparkSession) -> list[tuple[str, str]]:
+    return [(f"r{i}", f"u{j}") for i in range(40) for j in {i % 9, (i * 5 + 1) % 9}]
+
+
+def test_a_validating_run_sizes_the_shuffle_by_user_for_its_input(spark: SparkSession) -> None:
+    """``bound_contributions`` validating its input: the validation's row count reaches the
+    shuffle by user (here the floor of two per core, not Spark's 200); a session that sets
+    the count keeps it (8). The same key selects the same records either way."""
+    inc = spark.createDataFrame(_graph(spark), SCHEMA)
+    selected: list[set[str]] = []
+
+    def run() -> None:
+        params = BoundingParams(capacity=2, finish="continue")
+        with bound_contributions(inc, params, randomness=Randomness.create(4)) as result:
+            selected.append({r["record_id"] for r in result.selected.collect()})
+
+    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert sized == {2 * spark.sparkContext.defaultParallelism}
+    configured = {n for p in plans_of(spark, run) for n in user_exchanges(p)}
+    assert configured == {8}
+    assert selected[0] == selected[1] and selected[0]
+
+
+def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The job path: the row count its validation read reaches the shuffle by user."""
+    from spark_dp.jobs.contribution_bounding import main
+
+    path = str(tmp_path / "incidences")
+    spark.createDataFrame(_graph(spark), SCHEMA).write.parquet(path)
+
+    def run() -> None:
+        flags = ["--input", path, "--output", str(tmp_path / "out"), "--max-contributions", "2",
+                 "--seed", "4", "--overwrite", "--log-level", "WARNING"]  # fmt: skip
+        assert main(flags) == 0
+
+    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert sized == {2 * spark.sparkContext.defaultParallelism}
+
+
+def _prepared(spark: SparkSession, rows: list[tuple[str, str]]) -> tuple[Prepared, StateStore]:
+    store = StateStore(spark)
+    inc = spark.createDataFrame(rows, SCHEMA)
+    return prepare(inc, plan=OrderPlan("size-hash", 3), capacity=2, store=store), store
+
+
+def test_repeated_pairs_count_once(spark: SparkSession) -> None:
+    """The first step (a window over each record's users) drops repeated (record, user) rows:
+    |h| counts distinct users, one lead row per record, each user's degree counts a record
+    once; the tables equal those of the deduplicated input (spec §2.2)."""
+    distinct = [("r1", "a"), ("r1", "b"), ("r2", "a"), ("r3", "c"), ("r3", "a"), ("r3", "b")]
+    repeated = [*distinct, ("r1", "a"), ("r1", "a"), ("r2", "a"), ("r3", "c")]
+    prep, store = _prepared(spark, repeated)
+    clean, clean_store = _prepared(spark, distinct)
+    counts = {"n_records": 3, "n_incidences": 6, "n_users": 3}
+    assert {k: v for k, v in prep.counts().items() if k in counts} == counts
+    assert prep.counts() == clean.counts()
+    inc = {(r["user_id"], r["size"], r["lead"]) for r in prep.inc.collect()}
+    assert prep.inc.count() == 6
+    sizes = {("a", 2), ("b", 2), ("a", 1), ("c", 3), ("a", 3), ("b", 3)}
+    assert {(u, s) for u, s, _ in inc} == sizes
+    assert sorted(u for u, _, lead in inc if lead) == ["a", "a", "a"]  # the smallest user id
+    assert_df_equality(prep.inc, clean.inc, ignore_row_order=True, ignore_nullable=True)
+    users, clean_users = store.load("users"), clean_store.load("users")
+    assert users is not None and clean_users is not None
+    assert {r["user_id"]: r["deg"] for r in users.collect()} == {"a": 3, "b": 2, "c": 1}
+    assert_df_equality(users, clean_users, ignore_row_order=True, ignore_nullable=True)
+
+
+@pytest.mark.parametrize(
+    ("rows", "got"),
+    [(-12345, "a smaller integer"), (12345.5, "float"), ("12345", "str"), (True, "bool")],
+)
+def test_input_rows_must_be_a_row_count(spark: SparkSession, rows: object, got: str) -> None:
+    """A clear error that names the parameter, never its value (a count of the graph)."""
+    inc = spark.createDataFrame([("r1", "u1")], SCHEMA)
+    with pytest.raises(ParameterError, match=rf"input_rows must be .* got {got}; .*rows_read") as e:
+        bound_contributions(
+            inc, BoundingParams(capacity=1), randomness=Randomness.create(0), input_rows=rows
+        )
+    assert "12345" not in str(e.value)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
@@ -22,18 +20,10 @@ from spark_dp.partition_selection import PartitionSelectionParams, select_partit
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.randomness import Randomness
 from spark_dp.session import SPARK_SHUFFLE_PARTITIONS, user_partitions
+from tests.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
 
 STAGE_BOUNDARIES = ("Exchange", "InMemoryTableScan", "Scan ", "BroadcastExchange", "ReusedExchange")
 AGGREGATIONS = ("HashAggregate", "ObjectHashAggregate", "SortAggregate")
-
-
-def _scala_list(collection) -> list:
-    seq = collection.toSeq()
-    return [seq.apply(i) for i in range(seq.size())]
-
-
-def _executions(spark) -> list:
-    return _scala_list(spark._jsparkSession.sharedState().statusStore().executionsList())
 
 
 def _tree(description: str) -> list[tuple[int, str]]:
@@ -69,47 +59,13 @@ def coalesced_aggregations(description: str) -> list[str]:
     return found
 
 
-def _plans_of(spark, action, settings: dict | None = None) -> list[str]:
-    """The physical plans of the queries ``action()`` runs, in a :class:`_layout_session`."""
-    with _layout_session(spark, settings or LAYOUT_SETTINGS):
-        before = len(_executions(spark))
-        action()
-        ran = _executions(spark)[before:]
-    assert ran, "no query ran"
-    return [e.physicalPlanDescription() for e in ran]
-
-
 def test_the_check_finds_a_coalesced_aggregation(spark):
     """The check has power: a coalesce over a groupBy is found, one over a shuffle is not."""
     df = spark.range(100).selectExpr("id % 7 AS k", "id AS v")
-    bad = _plans_of(spark, df.groupBy("k").count().coalesce(1).collect)
-    good = _plans_of(spark, df.groupBy("k").count().repartition(1).collect)
+    bad = plans_of(spark, df.groupBy("k").count().coalesce(1).collect)
+    good = plans_of(spark, df.groupBy("k").count().repartition(1).collect)
     assert any(coalesced_aggregations(p) for p in bad), bad
     assert not any(coalesced_aggregations(p) for p in good), good
-
-
-LAYOUT_SETTINGS = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "false"}
-
-
-@contextmanager
-def _layout_session(spark, settings: dict) -> Iterator[None]:
-    """By default more shuffle partitions than cores (a coalesce is kept in the plan), no
-    adaptive execution (the plans show every exchange); a value None unsets its key; the
-    settings are restored on exit."""
-    saved = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        if value is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +93,7 @@ def test_no_coalesced_task_holds_an_aggregation(spark, heavy_tailed, algorithm, 
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
             selection.items.count()
 
-    plans = _plans_of(spark, run)
+    plans = plans_of(spark, run)
     if algorithm in ("basic", "dp-sips", "mad", "mad2r"):  # their item sums run per core
         assert any("Coalesce" in p for p in plans), "no coalesce: the check saw nothing"
     bad = {f: p for p in plans for f in coalesced_aggregations(p)}
@@ -179,7 +135,7 @@ def test_noise_runs_in_one_python_task_per_core(spark, heavy_tailed, algorithm):
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
             selection.items.count()
 
-    inputs = [i for p in _plans_of(spark, run) for i in udf_inputs(p)]
+    inputs = [i for p in plans_of(spark, run) for i in udf_inputs(p)]
     assert inputs, "no pandas UDF in the plans: the check saw nothing"
     tasks = spark.sparkContext.defaultParallelism
     assert all(f": RoundRobinPartitioning({tasks})," in i for i in inputs), inputs
@@ -196,22 +152,8 @@ def test_the_udf_check_sees_a_udf_over_an_aggregation(spark):
 
     df = spark.range(100).selectExpr("id % 7 AS k", "CAST(id AS DOUBLE) AS v")
     sums = df.groupBy("k").agg(F.sum("v").alias("s")).repartition(2)
-    (plan,) = _plans_of(spark, sums.select(plus_one("s").alias("t")).where("t > 3").collect)
+    (plan,) = plans_of(spark, sums.select(plus_one("s").alias("t")).where("t > 3").collect)
     assert any(": hashpartitioning(" in i for i in udf_inputs(plan)), plan
-
-
-def user_exchanges(description: str) -> list[int]:
-    """The partition counts of the plan's repartitions by ``user_id`` (:func:`by_user`; an
-    aggregation's own exchange by user keeps the session's count and adaptive merging)."""
-    return [
-        int(n)
-        for n in re.findall(
-            r"hashpartitioning\(user_id#\d+, (\d+)\), REPARTITION_BY_NUM", description
-        )
-    ]
-
-
-UNSET_PARTITIONS = {"spark.sql.shuffle.partitions": None, "spark.sql.adaptive.enabled": "false"}
 
 
 @pytest.mark.parametrize("algorithm", ["basic", "dp-sips", "mad2r"])
@@ -227,10 +169,10 @@ def test_the_shuffle_by_user_is_sized_for_the_input(spark, heavy_tailed, algorit
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
             released.append({r["item"] for r in selection.items.collect()})
 
-    sized = {n for p in _plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
     assert heavy_tailed.count() < 400_000
     assert sized == {2 * spark.sparkContext.defaultParallelism}  # not 200
-    configured = {n for p in _plans_of(spark, run) for n in user_exchanges(p)}
+    configured = {n for p in plans_of(spark, run) for n in user_exchanges(p)}
     assert configured == {8}
     assert released[0] == released[1] and released[0]
 
@@ -248,7 +190,7 @@ def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(spark, heavy_tai
                  "--overwrite", "--log-level", "WARNING"]  # fmt: skip
         assert main(flags) == 0
 
-    sized = {n for p in _plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
     assert sized == {2 * spark.sparkContext.defaultParallelism}
 
 
@@ -256,7 +198,7 @@ def test_the_partition_rule(spark):
     """One partition per 400k rows, between two per core and Spark's 200; a count the session
     sets wins; no row count: 200."""
     cores = spark.sparkContext.defaultParallelism
-    with _layout_session(spark, {"spark.sql.shuffle.partitions": None}):
+    with layout_session(spark, {"spark.sql.shuffle.partitions": None}):
         assert user_partitions(spark) == SPARK_SHUFFLE_PARTITIONS == 200
         assert user_partitions(spark, 1) == 2 * cores
         assert user_partitions(spark, 13_000_000) == 33  # ceil(13M / 400k)
