@@ -55,9 +55,13 @@ def test_seeded_releases_repeat_and_entropy_releases_differ() -> None:
     a = dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create(9))
     b = dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create(9))
     assert a == b
-    c = dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create())
-    d = dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create())
-    assert c.lower_bound != d.lower_bound
+    # Two entropy releases coincide with probability Σ_k P(k)² (measured: 0.8 % here, and a
+    # CI run hit it); ten of them all equal has probability below 1e-18.
+    bounds = {
+        dp_distinct_count(FASHION, epsilon=1.0, randomness=Randomness.create()).lower_bound
+        for _ in range(10)
+    }
+    assert len(bounds) > 1
 
 
 def discrete_laplace_cdf(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
