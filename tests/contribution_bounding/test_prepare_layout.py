@@ -32,8 +32,7 @@ def _users_plan(spark: SparkSession, input_rows: int | None = None) -> tuple[str
     rows = [(f"r{i}", f"u{j}") for i in range(30) for j in (i % 7, (i + 3) % 7)]
     inc = spark.createDataFrame(rows, SCHEMA)
     store = StateStore(spark)  # in memory: the kept tables are their lazy plans
-    plan = OrderPlan("size-hash", 1)
-    prepare(inc, plan=plan, capacity=2, input_rows=input_rows, store=store)
+    prepare(inc, plan=OrderPlan("size-hash", 1), capacity=2, input_rows=input_rows, store=store)
     users = store.load("users")
     assert users is not None
     plan = users._jdf.queryExecution().executedPlan().toString()
@@ -62,15 +61,14 @@ def test_users_are_counted_in_partitions_sized_for_the_input(spark: SparkSession
     assert degrees == same and sum(degrees.values()) == 60
 
 
-def _graph(spark: SparkSession) -> list[tuple[str, str]]:
-    return [(f"r{i}", f"u{j}") for i in range(40) for j in {i % 9, (i * 5 + 1) % 9}]
+GRAPH = [(f"r{i}", f"u{j}") for i in range(40) for j in {i % 9, (i * 5 + 1) % 9}]
 
 
 def test_a_validating_run_sizes_the_shuffle_by_user_for_its_input(spark: SparkSession) -> None:
     """``bound_contributions`` validating its input: the validation's row count reaches the
     shuffle by user (here the floor of two per core, not Spark's 200); a session that sets
     the count keeps it (8). The same key selects the same records either way."""
-    inc = spark.createDataFrame(_graph(spark), SCHEMA)
+    inc = spark.createDataFrame(GRAPH, SCHEMA)
     selected: list[set[str]] = []
 
     def run() -> None:
@@ -92,7 +90,7 @@ def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(
     from spark_dp.jobs.contribution_bounding import main
 
     path = str(tmp_path / "incidences")
-    spark.createDataFrame(_graph(spark), SCHEMA).write.parquet(path)
+    spark.createDataFrame(GRAPH, SCHEMA).write.parquet(path)
 
     def run() -> None:
         flags = ["--input", path, "--output", str(tmp_path / "out"), "--max-contributions", "2",
