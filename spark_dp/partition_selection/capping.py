@@ -1,11 +1,11 @@
 """Per-user degree cap Δ0: a uniform random subset of each user's items.
 
-Chen et al. 2025, Alg. 1 lines 3-5 (both versions); spec partition_selection.md §2.1 and A9.
+Chen et al. 2025, Alg. 1 lines 3-5 (both versions); docs/design/selection.md#cap.
 A user with more than Δ0 distinct items keeps a uniformly random subset of exactly Δ0 of them,
 drawn without replacement: the Δ0 items with the smallest salted hash of (user, item). The
 kept subset depends only on the user's own set and the secret salt, never on other users'
-data, which is what the privacy proof needs (spec §5.1 invariant 4). The cap bounds the number
-of novel items t ≤ Δ0 that the threshold ρ is calibrated for.
+data, which is what the privacy proof needs (docs/design/selection.md#cap-own-data). The cap bounds
+the number of novel items t ≤ Δ0 that the threshold ρ is calibrated for.
 """
 
 from __future__ import annotations

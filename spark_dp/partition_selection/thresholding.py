@@ -1,10 +1,10 @@
 """Noise and threshold: the last step of every weight-and-threshold round.
 
-Chen et al. 2025, Alg. 1 lines 7-8 (both versions); spec partition_selection.md §2.2, §4.2 S5.
+Chen et al. 2025, Alg. 1 lines 7-8 (both versions); docs/design/selection.md#meta, #spark-plan S5.
 Every item of the round's union gets independent noise from ``spark_dp.randomness``, the items
 with w̃(i) ≥ ρ are kept, and the noise is dropped. The noise of an item is a keyed pseudorandom
 function of the item, so every read of the result, and every recomputation Spark makes, sees the
-same noise (spec A10 asks that noise is never redrawn; here it cannot be).
+same noise (docs/design/selection.md#noise-rng asks that noise is never redrawn; here it cannot be).
 
 The noise UDF runs in one task per core: the item sums (an aggregation's output, in
 ``spark.sql.shuffle.partitions`` partitions) go through
@@ -38,7 +38,7 @@ def noisy_weights(
 
     :func:`threshold_items` keeps only the items above ρ; a round whose noisy weights are read
     again (MAD2R round 1) keeps this table: it is private and must never be written, logged or
-    released (spec §5.1 invariant 10).
+    released (docs/design/selection.md#never-released).
 
     Args:
         weights: (item, weight_private).
@@ -63,7 +63,7 @@ def noisy_weights(
 
 
 def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
-    """The items with w̃(i) ≥ ρ (``≥``, as in the paper; spec A11).
+    """The items with w̃(i) ≥ ρ (``≥``, as in the paper; docs/design/selection.md#threshold-ge).
 
     Args:
         noisy: (item, noisy_weight_private).

@@ -1,6 +1,6 @@
 """UserWeights: a user's ℓ2-bounded, bias-respecting weights on its own items.
 
-Chen et al. 2025, App. A, Alg. 4 (ICML) / Alg. 2 (arXiv); spec partition_selection.md §2.4.
+Chen et al. 2025, App. A, Alg. 4 (ICML) / Alg. 2 (arXiv); docs/design/selection.md#user-weights.
 For one user with d items and biases b(i) ∈ (0, 1] (1 = unbiased), in units x = √d·w:
 
 1. biased items (b < 1) start at x = max(b_min, b);
@@ -9,8 +9,8 @@ For one user with d items and biases b(i) ∈ (0, 1] (1 = unbiased), in units x 
    C = min(b_max / max_small x, √(1 + (d − Σ x²)/Σ_small x²)).
 
 Every weight ends in [b_min/√d, b_max/√d] and the user's ℓ2 norm is 1 (Lemma B.4 / 5.4).
-Float safeguards (spec §2.4 [rec]): an item is small if x < 1 − 1e-12, the loop stops when
-Σ x² ≥ d·(1 − 1e-12), when no item is small, or after d + 1 iterations.
+Float safeguards (docs/design/selection.md#user-weights-float): an item is small if x < 1 − 1e-12,
+the loop stops when Σ x² ≥ d·(1 − 1e-12), when no item is small, or after d + 1 iterations.
 
 When the unbiased items are not capped (m > 0 and d − Σ_biased x² ≤ b_max²·m), step 2 already
 reaches norm 1 and the loop never runs: such users, including every user without a biased item

@@ -1,4 +1,5 @@
-"""What a run returns: the report it writes (spec §2.3, §6, A36, A37)."""
+"""What a run returns: the report it writes (docs/design/bounding.md#outputs, #accounting,
+#confidential, #seed)."""
 
 from __future__ import annotations
 
