@@ -52,11 +52,10 @@ __all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions"]
 
 SPARK_SQL_DEFAULTS: dict[str, str] = {
     # The size adaptive execution merges small shuffle partitions up to (Spark's default:
-    # 64 MB). At 100M incidences in a 1 GiB local[2] driver, Spark 3.5 failed twice to acquire
-    # execution memory in such merged partitions (UNABLE_TO_ACQUIRE_MEMORY: a hash aggregation,
-    # then in another run the sort of the window by record) and completed with 16 MB; Spark 4
-    # completes with either (make bench-lines SCALE=xl; README "At 104M pairs"). Applied only
-    # while bound_contributions runs and only if the session leaves it unset.
+    # 64 MB). Spark 3.5 in a small driver can fail to acquire execution memory in such merged
+    # partitions (UNABLE_TO_ACQUIRE_MEMORY in a hash aggregation or a window's sort by record);
+    # 16 MB partitions avoid it. Applied only while bound_contributions runs and only if the
+    # session leaves it unset.
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
 }
 

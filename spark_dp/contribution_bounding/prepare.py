@@ -269,11 +269,10 @@ def prepare(
         .groupBy(USER_ID)
         .agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
     )
-    # -> (user_id, deg). An explicit partition count, never merged by adaptive execution: at
-    #    100M incidences it merged the 200 partitions into 12 of 7M users each, and Spark 3.5's
-    #    hash aggregation of one of them failed to spill in a 1 GiB driver (UNABLE_TO_ACQUIRE_
-    #    MEMORY; issue 18, `make bench-lines SCALE=xl`); sized for the input when its row count
-    #    is known (one partition per 400k rows, at most 200). Few incidences per user: a partial
+    # -> (user_id, deg). An explicit partition count, never merged by adaptive execution (merged
+    #    partitions of millions of users make Spark 3.5's hash aggregation fail to spill in a
+    #    small driver: UNABLE_TO_ACQUIRE_MEMORY); sized for the input when its row count is known
+    #    (one partition per 400k rows, at most 200). Few incidences per user: a partial
     #    aggregation before this shuffle would hardly reduce it.
     if capacities is not None:
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")

@@ -71,8 +71,8 @@ class CurveMethod:
         count_function: public description of c(D; ℓ) for the report.
         curve: the curve function.
         dedupes: the curve function drops repeated pairs itself and reads its input once, so a
-            caller need neither deduplicate nor cache the pairs. The job then skips both: the
-            greedy run at 103.7M pairs took 118 s instead of 313 s (``make bench-lines``).
+            caller need neither deduplicate nor cache the pairs, and the job skips both (a
+            deduplication and a cache cost more than the greedy pass itself at scale).
     """
 
     name: str

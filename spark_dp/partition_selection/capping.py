@@ -31,15 +31,14 @@ def cap_user_items(
     (``dense_rank``: a repeated pair gets the rank of its first copy and is dropped) and keeps
     the ranks 1..Δ0; a count over each user's kept pairs (:func:`with_degree`, a second window
     on the same sorted partition, no sort) is the degree min(|S_u|, Δ0). Counting the kept
-    pairs instead of taking the largest rank over the user's whole set (a window that buffers
-    every row of a heavy user) took 10-17 % less time for the cap alone on 13M pairs, 5-12 %
-    with its cache (issue 18, ``bench/results/experiments/cap-alternatives.md``).
+    pairs, not the largest rank over the user's whole set: that window would buffer every row of
+    a heavy user.
 
     This is the whole per-user step of a run, so the input need not be deduplicated first (a
-    separate deduplication would cost a full shuffle and a cache; ``make bench`` measures the
-    job). Deduplicating by hash aggregation instead and sorting only the users over Δ0 was
-    measured slower (issue 18: the distinct aggregation over (user, item) costs as much as the
-    sort it would save; ``bench/results/experiments/cap-alternatives.md``).
+    separate deduplication would cost a full shuffle and a cache). Deduplicating by hash
+    aggregation instead and sorting only the users over Δ0 is slower: the distinct aggregation
+    over (user, item) costs as much as the sort it would save (the alternatives side by side:
+    ``bench/results/experiments/cap-alternatives.md``).
 
     Args:
         pairs: (user_id, item), without null ids; repeated pairs count once.

@@ -58,9 +58,8 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     of adaptive users only, gives the rerouted excess R(i) = Σ_{u adaptive} α·e_u/d_max
     (e_u a window over the user's pairs, after a broadcast of the truncated items); the pairs
     of users with e_u = 0 are dropped before that sum. Then w(i) = min(w_init(i), τ) + B(i) +
-    R(i), a join of two tables with one row per item. Measured on 104M capped pairs
-    (issue 18): 21-22 s instead of 28-31 s for one sum over the adaptive pairs and one window
-    and sum over all pairs, because the window and the second sum read only the adaptive pairs.
+    R(i), a join of two tables with one row per item. The window and the second sum read only
+    the adaptive pairs, not every pair.
 
     Args:
         pairs: (user_id, item, degree, user_weight_private): capped pairs with the users'

@@ -215,9 +215,8 @@ def run(
         #    U_low with UserWeights' per-user sums (windows computed once, in this pass), kept
         #    (still partitioned and sorted by user: two broadcast joins onto the capped pairs)
         #    for round 2's three passes. U1 holds the most popular items, so this is usually a
-        #    fraction of the capped pairs (19% on the bench's 13M pairs: 1.1 s faster than
-        #    three passes over every capped pair), and the capped pairs are released before
-        #    round 2 reads it
+        #    fraction of the capped pairs, and the capped pairs are released before round 2
+        #    reads it
         weighted = weights_from_sums(reduced, b_min, b_max, cache)
         # -> (user_id, item, degree, user_weight_private); the loop users' weights are
         #    computed (and cached) here, the others are SQL expressions of each pass

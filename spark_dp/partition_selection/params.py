@@ -31,8 +31,8 @@ __all__ = ["ALGORITHMS", "MAX_ITEMS_PER_USER_LIMIT", "PartitionSelectionParams"]
 ALGORITHMS = REGISTRY.names
 
 MAX_ITEMS_PER_USER_LIMIT = 1_000_000
-"""Largest Δ0: the calibrations hold arrays of Δ0 floats (8 MB and about 4 s at the limit;
-10^7 takes 0.5 GB and 20 s, 10^12 would need 7 TiB)."""
+"""Largest Δ0: the calibrations hold arrays of Δ0 floats (megabytes and seconds at this limit;
+the memory and time grow linearly with Δ0)."""
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ same noise (docs/design/selection.md#noise-rng asks that noise is never redrawn;
 The noise UDF runs in one task per core: the item sums (an aggregation's output, in
 ``spark.sql.shuffle.partitions`` partitions) go through
 :func:`~spark_dp.partition_selection.layout.aggregated_per_core` first. Without it, Spark 3.5
-ran the UDF of every round in 200 Python tasks (adaptive execution does not merge the partitions
-of a cached plan there): 25 s of a 160 s MAD2R run on 13M pairs for 1 CPU-second of work
-(issue 18, ``make bench-lines``). The noise column is declared nondeterministic so that the
-threshold filter is not pushed, UDF and all, below that shuffle.
+runs the UDF of every round in ``spark.sql.shuffle.partitions`` Python tasks (adaptive execution
+does not merge the partitions of a cached plan there), each paying a Python worker's start-up
+for almost no work. The noise column is declared nondeterministic so that the threshold filter
+is not pushed, UDF and all, below that shuffle.
 
 :func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
 repeated draws over fixed weights in statistical checks.

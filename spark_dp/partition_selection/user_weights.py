@@ -16,10 +16,9 @@ When the unbiased items are not capped (m > 0 and d − Σ_biased x² ≤ b_max�
 reaches norm 1 and the loop never runs: such users, including every user without a biased item
 (x = 1 on all items), are computed in Spark SQL from three per-user sums. Only the others go
 through :func:`user_weights_arrays`, a numpy routine that runs the loop for a whole Arrow batch
-of users at once (a vectorized pandas UDF, one row per user). On text-like data about 7% of the
-users of MAD2R's round 2, with one or two items each, need the loop (``make bench``,
-``user-weights-udf``): their weights are a small table, computed first and joined onto the
-pairs by (user, item).
+of users at once (a vectorized pandas UDF, one row per user). On text-like data few users of
+MAD2R's round 2 need the loop, most with one or two items: their weights are a small table,
+computed first and joined onto the pairs by (user, item).
 
 The per-user sums are windows over each user's pairs, not a per-user table joined back: on
 pairs that are still partitioned by user (:mod:`.layout`) they move no pair between tasks.
@@ -194,8 +193,8 @@ def weights_from_sums(sums: DataFrame, b_min: float, b_max: float, cache: CacheS
     are collected per user (at most Δ0 items each), go through the vectorized pandas UDF around
     :func:`user_weights_arrays`, and their weights (a small table, computed now and cached) are
     joined onto their pairs. The loop users are found in one task per core
-    (:func:`~.layout.per_core`) and only their pairs are shuffled by user: on MAD2R's kept
-    round-2 pairs that pass took 1.2 s less at 13M pairs than 200 tasks (issue 18, Spark 4).
+    (:func:`~.layout.per_core`), not in one task per user partition, and only their pairs are
+    shuffled by user.
 
     Args:
         sums: (user_id, item, bias_private, degree, _k, _m, needs_loop) from
