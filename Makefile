@@ -31,7 +31,7 @@ PY_DESELECT   := --ignore tests/test_notebook.py \
                  --deselect tests/distinct_count/test_release.py::test_coverage_of_the_fashion_curve_by_simulation \
                  -k "not test_coverage_over_4000_seeded_runs"
 
-.PHONY: help setup bench-setup bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
+.PHONY: help setup docs bench-setup bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
         bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
         test-compat
 
@@ -43,7 +43,7 @@ setup: $(VENV)/.installed ## create .venv and install spark_dp with its test too
 $(VENV)/.installed: setup.py pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,docs]"
 	touch $@
 
 airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG test)
@@ -98,10 +98,16 @@ test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on th
 
 test-compat: test-spark35 test-pythons ## pyspark 3.5 and the other Pythons (CI runs it after test)
 
-lint: setup ## ruff lint, ruff format check, mypy type check of spark_dp/
+lint: setup ## ruff, ruff format check, mypy, the configuration reference and the strict docs build
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(PY) -m spark_dp.jobs.reference --check docs/reference/configuration.md
+	$(PY) -m mkdocs build --strict --quiet
+
+docs: setup ## regenerate the configuration reference and build the site into site/ (mkdocs)
+	$(PY) -m spark_dp.jobs.reference --write docs/reference/configuration.md
+	$(PY) -m mkdocs build --strict
 
 format: setup ## apply ruff formatting and import sorting
 	$(PY) -m ruff check --fix --select I .
@@ -147,9 +153,9 @@ bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
 
 # Fresh keys each run (no seed): the table is one random audit, as a user would run it.
-audit: setup ## privacy audit of every mechanism and broken variant (docs/audit/; ~5 minutes)
-	$(PY) -m spark_dp audit --self-test --json docs/audit/audit.json \
-	    --markdown docs/audit/audit.md --plot docs/audit/audit.png $(ARGS)
+audit: setup ## privacy audit of every mechanism and broken variant (docs/privacy/; ~5 minutes)
+	$(PY) -m spark_dp audit --self-test --json docs/privacy/audit.json \
+	    --markdown docs/privacy/audit-results.md --plot docs/privacy/audit.png $(ARGS)
 
 # Issue 13's figure: MAD2R and the exact distinct count at revision BEFORE and at this tree,
 # alternating REPEAT times in one invocation (bench/results/compare/compare.md), then the
@@ -168,5 +174,5 @@ package: ## build the wheel and dist/spark_dp.zip (--py-files) with the system P
 
 clean: ## remove build artifacts, caches and demo output
 	rm -rf dist build *.egg-info .pytest_cache .ruff_cache .hypothesis spark-warehouse \
-	       $(DEMO) bench/work
+	       $(DEMO) bench/work site
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -19,6 +19,8 @@ TEST_CORE = [
     "mpmath>=1.3",
     # an independent discrete-Laplace sampler the exact samplers are tested against
     "opendp>=0.10",
+    # tests/test_docs.py builds the wheel without network (--no-build-isolation)
+    "wheel>=0.40",
 ]
 
 setup(
@@ -70,6 +72,8 @@ setup(
         "postgres": ["psycopg[binary]>=3.1"],
         # Spark Connect clients (make test-connect starts a local server: pyspark >= 4)
         "connect": ["pyspark[connect]>=3.5,<5"],
+        # the documentation site (make docs; make lint builds it with --strict)
+        "docs": ["mkdocs>=1.6,<2"],
         # running the notebooks by hand
         "notebooks": ["jupyterlab>=4", "matplotlib>=3.6"],
         # `make bench`: the PipelineDP peer comparison and the TPC-H generator

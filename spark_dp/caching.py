@@ -61,11 +61,10 @@ def storage_level() -> StorageLevel:
     """The level every spark_dp cache uses: memory, spilling to disk, *deserialized*.
 
     PySpark's ``StorageLevel.MEMORY_AND_DISK`` is the serialized level. Reading one of its
-    blocks back from disk allocates a heap buffer of the whole block at once; at 100M incidences
-    in a 1 GiB driver that allocation failed (``OutOfMemoryError: Java heap space`` in
-    ``BlockManager.maybeCacheDiskBytesInMemory``) and took the driver down. The deserialized
-    level (``DataFrame.cache()``'s default) brings a spilled block back in steps that give up
-    when memory is short, and skips a serialization of the cached column batches.
+    blocks back from disk allocates a heap buffer of the whole block at once, which can fail
+    with ``OutOfMemoryError: Java heap space`` in a small driver and take it down. The
+    deserialized level (``DataFrame.cache()``'s default) brings a spilled block back in steps
+    that give up when memory is short, and skips a serialization of the cached column batches.
     """
     from pyspark import StorageLevel
 
@@ -76,12 +75,9 @@ def pairs_storage_level() -> StorageLevel:
     """The level of the data-sized tables a run reads several times, one row per pair (the
     capped pairs of MAD2R and DP-SIPS, MAD2R's round-2 pairs): on disk only.
 
-    At 104M pairs with a 1 GiB driver most of such a table cannot stay in memory. With the
-    memory level Spark first builds each block in the heap, finds no room, and writes it to disk
-    anyway: MAD2R took 141.5 s and DP-SIPS 104.7 s there, against 123.0 s and 87.3 s on disk
-    only, with less garbage collection (issue 18, Spark 4, one process each, back to back).
-    At 13M pairs, where the table fits, the two levels measured the same (MAD2R 28.4-31.7 s
-    on disk, 27.7-30.8 s in memory). Read back, a block comes from the OS page cache in
+    When such a table does not fit in memory, the memory level makes Spark build each block in
+    the heap, find no room, and write it to disk anyway, with more garbage collection; where it
+    fits, the two levels cost the same. Read back, a block comes from the OS page cache in
     streams, never in one heap allocation. A :class:`CacheScope` built with a ``level`` uses
     that level for these tables too.
     """
@@ -134,8 +130,8 @@ def fill(df: DataFrame) -> None:
     cache as a query stage of its own, then the count reads every cached partition back (200
     tasks after a shuffle by user). Counting the cached batches themselves builds the cache and
     reads nothing back. For the per-pair tables of :func:`~spark_dp.partition_selection.layout.
-    keep`, where the read-back is 200 tasks: 0.7-0.8 s per table at 13M pairs (issue 18, Spark 4
-    event log; MAD2R keeps two). The job runs outside a SQL execution: the Jobs tab of the Spark UI
+    keep`, the read-back is a task per user partition, so each kept table saves a whole pass.
+    The job runs outside a SQL execution: the Jobs tab of the Spark UI
     shows it under its stage's description, the SQL tab does not list it (small tables are
     still materialized with ``count()``, so that their plans stay there). Where the session has
     no JVM handle (Spark Connect) or its cache manager does not answer, it falls back to

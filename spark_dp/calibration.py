@@ -2,7 +2,8 @@
 
 Pure numpy/scipy, no Spark. Every mechanism states its sensitivity once, in the function that
 calibrates it; callers pass the resulting σ or scale on and never pass a sensitivity again
-(the lesson of STYLE.md §1). Tiny probabilities are handled in log space throughout.
+(a sensitivity two functions take as an argument is owned by neither). Tiny probabilities are
+handled in log space throughout.
 
 The families calibrate their own mechanisms beside them, on top of these:
 :mod:`spark_dp.partition_selection.calibration` (weight-and-threshold rounds, MAD constants),
@@ -76,7 +77,7 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0) -> fl
     """Smallest σ such that N(0, σ²) noise is (ε, δ)-DP for ℓ2 sensitivity Δ.
 
     Solves ln δ(σ) = ln δ_target by Brent's method on ln σ (a relative tolerance, so tiny δ
-    such as 1e-15 are as accurate as large ones; spec partition_selection.md §3.1 pitfall),
+    such as 1e-15 are as accurate as large ones; docs/design/selection.md#sigma-tolerance),
     then rounds σ up until δ(σ) ≤ δ_target holds exactly in floating point.
 
     Args:

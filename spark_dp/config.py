@@ -14,7 +14,8 @@ parameter is declared exactly once.
 
 A field's flag may differ from its name (``flag=``: the command line shares one vocabulary
 across jobs, e.g. ``--max-contributions`` for every per-user bound) and may keep deprecated
-aliases (``aliases=``: the old flags, still accepted for one release with a warning). Config
+aliases (``aliases=``: the old flags, accepted with a warning until
+:data:`ALIASES_REMOVED_IN`). Config
 files accept the field name, the flag's name (``max_contributions``) and, with the same
 warning, an alias's.
 """
@@ -37,6 +38,7 @@ from spark_dp.errors import ConfigError
 _log = logging.getLogger("spark_dp.config")
 
 __all__ = [
+    "ALIASES_REMOVED_IN",
     "DeprecatedAlias",
     "add_param_arguments",
     "cli_overrides",
@@ -51,6 +53,9 @@ __all__ = [
 ]
 
 P = TypeVar("P")
+
+ALIASES_REMOVED_IN = "0.2.0"
+"""The release that removes the deprecated flag aliases and config keys (see CHANGELOG.md)."""
 
 
 # --------------------------------------------------------------------------- declaration
@@ -253,7 +258,12 @@ def resolve_params(
                 )
             if spelled in deprecated and source == "config file":
                 new = _flag(fields[key]).lstrip("-").replace("-", "_")
-                _log.warning("config key %r is deprecated; use %r", raw_key, new)
+                _log.warning(
+                    "config key %r is deprecated (removed in %s); use %r",
+                    raw_key,
+                    ALIASES_REMOVED_IN,
+                    new,
+                )
             if value is None and source == "command line":
                 continue
             merged[key] = _coerce(key, value, hints[key])
@@ -315,7 +325,7 @@ def name_flags(message: str, cls: type) -> str:
 def deprecation_warnings(args: argparse.Namespace) -> list[str]:
     """One sentence per deprecated flag the user passed."""
     return [
-        f"{old} is deprecated and will be removed in the next release; use {new}"
+        f"{old} is deprecated and will be removed in {ALIASES_REMOVED_IN}; use {new}"
         for old, new in getattr(args, "deprecated_flags", None) or []
     ]
 

@@ -4,7 +4,7 @@
 
 The zip holds the ``spark_dp`` package only (no tests, no caches). Executors need its Python
 dependencies (numpy, scipy, pandas, pyarrow) installed in their interpreter, as for any PySpark
-job; the README's cluster section lists them.
+job; docs/operations/cluster.md lists them.
 """
 
 from __future__ import annotations

@@ -58,13 +58,11 @@ DEFAULT_SPARK_CONF: dict[str, str] = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.adaptive.skewJoin.enabled": "true",
     # Let AQE coalesce the partitions of cached plans (the validated input every job caches):
-    # without it a 200-partition cache makes each later stage run 200 tiny tasks (measured
-    # 22 s instead of 0.9 s for one groupBy on 366k cached pairs, local[2]).
+    # without it a 200-partition cache makes each later stage run 200 tiny tasks.
     "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
-    # Cache uncompressed: the algorithms cache string id pairs and scan them a few times.
-    # Measured on 5.3M capped pairs, local[2]: caching 8.1 s instead of 10.4 s, and each later
-    # groupBy(item) 1.5 s instead of 2.6 s. The cost is memory (MEMORY_AND_DISK spills);
-    # set it back to "true" with --conf when executor memory is tight.
+    # Cache uncompressed: the algorithms cache string id pairs and scan them a few times, and
+    # both the caching and every later scan are faster without compression. The cost is memory
+    # (MEMORY_AND_DISK spills); set it back to "true" with --conf when executor memory is tight.
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
@@ -206,10 +204,9 @@ def default_parallelism(spark: SparkSession) -> int:
 
 ROWS_PER_USER_PARTITION = 400_000
 """Input rows per partition of the shuffle by user when the session leaves
-``spark.sql.shuffle.partitions`` unset (:func:`user_partitions`). Measured on 2 cores with a 1 GiB
-driver (issue 18, ``bench/results/lines/results-partitions.json``): 13M pairs ran fastest in 40
-partitions (325k rows each; Basic 13.5 s, against 16.2 s in 200 and 14.6-14.7 s in 16 or 80),
-104M pairs in Spark's 200 (520k rows each; 350 partitions cost a map-side sort and a spill)."""
+``spark.sql.shuffle.partitions`` unset (:func:`user_partitions`): fewer partitions save per-task
+overhead on smaller inputs, and more than Spark's 200 cost a sort of every map task's output
+(the counts tried: ``bench/results/lines/results-partitions.json``)."""
 
 
 def user_partitions(spark: SparkSession, rows: int | None = None) -> int:

@@ -1,6 +1,7 @@
-"""General driver-side calibration (analytic Gaussian, Laplace): spec σ vectors, high-precision
-checks, round trips, tiny δ, validation. The partition-selection thresholds built on it are
-tested in tests/partition_selection/test_calibration.py."""
+"""General driver-side calibration (analytic Gaussian, Laplace): the σ vectors of
+docs/design/selection.md#vectors, high-precision checks, round trips, tiny δ, validation. The
+partition-selection thresholds built on it are tested in
+tests/partition_selection/test_calibration.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from spark_dp import calibration as cal
 from spark_dp.errors import ParameterError
 
-# spec partition_selection.md §3.6: σ of a round with budget (ε, δ) is calibrated for (ε, δ/2).
+# docs/design/selection.md#vectors: σ of a round with budget (ε, δ) is calibrated for (ε, δ/2).
 SIGMA_3_6 = [
     ((1.0, 1e-5), 3.884141),
     ((0.1, 1e-6), 37.867164),
@@ -47,7 +48,8 @@ def test_sigma_is_tight_and_conservative_against_high_precision(eps, delta):
 
 
 def test_tiny_delta_pitfall_values_from_spec():
-    # spec §3.1: absolute-tolerance solvers give 6.324061 and 62.048; the right values are larger.
+    # docs/design/selection.md#sigma: absolute-tolerance solvers give 6.324061 and 62.048; the right
+    # values are larger.
     assert rel(cal.gaussian_sigma(1.0, 1e-11 / 2), 6.324115) < 1e-6
     assert rel(cal.gaussian_sigma(0.1, 1e-12 / 2), 62.578591) < 1e-6
 

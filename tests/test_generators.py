@@ -22,15 +22,15 @@ from spark_dp.generators.spark_frames import hypergraph_frame, pairs_frame
 
 
 def test_number_of_users_follows_m_equals_E_mu_over_du():
-    # spec contribution_bounding.md §5.1 table
+    # docs/design/bounding.md#generators
     assert n_users_for(125_000, 2, 2) == 125_000
     assert n_users_for(1_000_000, 2, 4) == 500_000
     assert n_users_for(8_000_000, 2, 8) == 2_000_000
 
 
 def test_regular_graph_statistics():
-    # spec §8 T15: mean size within ±1% of μ with empties included; empty fraction within
-    # ±0.5 pp of e^-2; users in 0..m-1.
+    # docs/design/bounding.md#generators: mean size within ±1% of μ with empties included; empty
+    # fraction within ±0.5 pp of e^-2; users in 0..m-1.
     g = regular_hypergraph(200_000, records_per_user=4, seed=3)
     sizes = g.sizes()
     assert abs((sizes.sum() / g.n_records) - 2.0) < 0.02
@@ -60,7 +60,7 @@ def test_skewed_exact_model_agrees_with_the_approximation_in_shape():
     ap = skewed_hypergraph(3_000, records_per_user=8, seed=2)
     assert ex.generator == "skewed_exact"
     assert abs(ex.sizes().sum() / ex.n_records - 2.0) < 0.15  # capped p lowers it slightly
-    # spec §5.3: a dominant hub and ~40% users of degree 0 in both models
+    # docs/design/bounding.md#skewed: a dominant hub and ~40% users of degree 0 in both models
     for g in (ex, ap):
         assert 0.25 < (g.degrees() == 0).mean() < 0.6
         assert g.degrees().max() > 0.2 * g.sizes().sum() / 2

@@ -1,8 +1,9 @@
-"""Benchmarks of contribution bounding for multi-owner records (issue 4; spec §5, App. R1/R2).
+"""Benchmarks of contribution bounding for multi-owner records (issue 4;
+docs/design/bounding.md#generators, #measured).
 
-Synthetic hypergraphs of spec §5 (μ = 2 users per record, empty records dropped), regular and
-skewed (preferential attachment, α = 1.5), with d_u = 4 records per user, at 125k, 1M and 8M
-generated records; capacities b ∈ {2, 4, 8}.
+Synthetic hypergraphs of docs/design/bounding.md#generators (μ = 2 users per record, empty records
+dropped), regular and skewed (preferential attachment, α = 1.5), with d_u = 4 records per user, at
+125k, 1M and 8M generated records; capacities b ∈ {2, 4, 8}.
 
 * ``contribution_bounding/proposal/<graph>/b<b>``: the whole ``contribution_bounding`` job
   (read + validate + prepare + rounds + write the selection and the user state), order
@@ -11,17 +12,19 @@ generated records; capacities b ∈ {2, 4, 8}.
   + write on the same data, same run). Figures: |M|, rounds to exhaustion, r99 (first round
   after which |M| reached 99% of its final value), the share of |M| accepted in round 1,
   k = max degree, and the sequential greedy ([B] Alg. 2 on the driver, not timed) with a flag
-  that the two are identical (spec P4). The exact ILP does not finish in minutes at 125k
-  records here, so it is compared on the 5k graphs below.
+  that the two are identical (docs/design/bounding.md#greedy-equivalence). The exact ILP does not
+  finish in minutes at 125k records here, so it is compared on the 5k graphs below.
 * ``contribution_bounding/vs-ilp/<graph>-5k/b<b>``: |M| of the distributed job vs the
-  sequential greedy vs the exact ILP on 5k-record graphs, where HiGHS finishes (spec App. R2).
+  sequential greedy vs the exact ILP on 5k-record graphs, where HiGHS finishes
+  (docs/design/bounding.md#measured).
 * ``contribution_bounding/default/<graph>/b4``: the job with its defaults (driver-greedy
   finish below 5M eligible incidences), the configuration users run: 1M in ``full``, 8M in
   ``extended``.
 * ``quick``: the proposal and vs-ilp cases on 20k/5k-record graphs.
 
 The time growth from 1M to 8M records is the ratio of the 8M and 1M ``seconds`` of the same
-kind and b (goal ≤ 9×). Seeds are fixed (the order seed only breaks ties; spec A37).
+kind and b (goal ≤ 9×). Seeds are fixed (the order seed only breaks ties;
+docs/design/bounding.md#seed).
 """
 
 from __future__ import annotations
@@ -161,7 +164,7 @@ for _kind in ("regular", "skewed"):
                 scales=("full",) if _label == "1m" else ("extended",),
                 notes="job defaults: driver-greedy finish below 5M eligible incidences",
             )(_default_case(4))
-    # distributed vs sequential vs exact on 5k-record graphs (spec App. R2)
+    # distributed vs sequential vs exact on 5k-record graphs (docs/design/bounding.md#measured)
     _small = _graph(_kind, "5k", 5_000)
     for _b in CAPACITIES:
         register(

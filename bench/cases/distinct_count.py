@@ -1,4 +1,4 @@
-"""Benchmarks of the person-level DP distinct count (issue 5; spec distinct_count.md §5).
+"""Benchmarks of the person-level DP distinct count (issue 5; docs/design/counting.md#experiments).
 
 Zipf person–item data (the baseline datasets, ~100k / 1M / 10M pairs), ℓ_max = 100:
 
@@ -46,13 +46,13 @@ Curve = NDArray[np.int64]
 ELL_MAX = 100
 RELEASES = 100
 EPSILON, BETA = 1.0, 0.05
-R2T_ELL = 2 ** math.ceil(math.log2(ELL_MAX))  # R2T reads c(D; 2^J), J = ⌈log₂ ℓ_max⌉ (§6.4)
+R2T_ELL = 2 ** math.ceil(math.log2(ELL_MAX))  # R2T reads c(D; 2^J), J = ⌈log₂ ℓ_max⌉
 _EXACT: dict[str, Curve] = {}  # data path -> exact curve (greedy gap, baselines)
 
-# TPC-H settings: the authors' script defaults (spec §5.3) are ε = 1 and β = 0.1 with candidate
-# ranges up to 10^7 (suppliers) and 10^4 (customers). Ours are fixed from the public TPC-H
-# schema, not from the data: about 600 line items per supplier per unit of scale factor, and
-# customers' orders span a 7-year calendar.
+# TPC-H settings: the authors' script defaults (docs/design/counting.md#experiments) are ε = 1 and β
+# = 0.1 with candidate ranges up to 10^7 (suppliers) and 10^4 (customers). Ours are fixed from the
+# public TPC-H schema, not from the data: about 600 line items per supplier per unit of scale
+# factor, and customers' orders span a 7-year calendar.
 TPCH_BETA = 0.1
 TPCH_ELL_MAX = {"PS.AQ": 1000, "L.EP": 1000, "O.OD": 100, "L.RD": 100}
 
@@ -147,7 +147,8 @@ def _exact_for(pairs: DataFrame, path: str, length: int) -> Curve:
 
 
 def _baselines_case(spark: SparkSession, path: str, work: str) -> dict[str, Any]:
-    """Spec §6 baselines on the same data, 100 seeded runs each, ε = 1 (median rel. errors).
+    """Baselines (docs/design/counting.md#baselines) on the same data, 100 seeded runs each, ε = 1
+    (median rel. errors).
 
     Max Contrib and 90th PC Contrib choose ℓ from the data (NOT DP); the un-shifted
     c(D; ℓ) + Lap(ℓ/ε) is reported, as in the paper's tables. Sampling uses GEM like ours.
@@ -225,8 +226,9 @@ for _ds, _scales in ((ZIPF_SMALL, ("quick",)), (ZIPF_1M, ("full",)), (ZIPF_10M, 
         "distinct_count",
         _ds,
         scales=_scales,
-        notes="spec §6 baselines, median relative error of 100 seeded runs at ε = 1: fixed ℓ "
-        "(max / 90th pct contribution, not DP), sampling + GEM, R2T; seconds = sampling curve",
+        notes="baselines of docs/design/counting.md#baselines, median relative error of 100 "
+        "seeded runs at ε = 1: fixed ℓ (max / 90th pct contribution, not DP), sampling + GEM, "
+        "R2T; seconds = sampling curve",
     )(_baselines_case)
 
 
@@ -321,7 +323,8 @@ def _tpch_case(scale: float) -> Callable[[SparkSession, str, str], dict[str, Any
             truth = df.select("item").distinct().count()
             t0 = time.perf_counter()
             ell_max = TPCH_ELL_MAX[name]
-            r2t_max = 2 ** math.ceil(math.log2(ell_max))  # R2T reads c(D; 2^J) (spec §6.4)
+            # R2T reads c(D; 2^J) (docs/design/counting.md#r2t)
+            r2t_max = 2 ** math.ceil(math.log2(ell_max))
             exact = exact_curve(df, r2t_max).curve
             t_exact = time.perf_counter() - t0
             greedy = contribution_curve(df, "greedy", ell_max)

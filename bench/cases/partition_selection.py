@@ -1,4 +1,4 @@
-"""Benchmarks of private partition selection (issue 3; spec partition_selection.md §6).
+"""Benchmarks of private partition selection (issue 3; docs/design/selection.md#paper-parameters).
 
 For each algorithm at the defaults (ε = 1, δ = 1e-5, Δ0 = 100, d_max = 50, β = 2, split
 [0.1, 0.9], b_min = 0.5, b_max = 2, C_lb = 1, C_ub = 3), the whole ``partition_selection`` job
@@ -177,9 +177,9 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
     Read and normalize ids as the job does; shuffle every pair by user and cache (the cap must
     see each user's whole set, and both rounds reread the capped pairs); then the four passes
     over those pairs that MAD2R cannot merge, since each needs a global result of the one
-    before (spec §2.5-2.6): the round-1 initial item sums (w_init), a per-user sum (the excess
-    e_u needs the truncated items), the round-1 final item sums with the noise draw (seeded
-    UDF) and threshold (written out), and a per-user pass (round 2 drops round 1's found and
+    before (docs/design/selection.md#mad): the round-1 initial item sums (w_init), a per-user sum
+    (the excess e_u needs the truncated items), the round-1 final item sums with the noise draw
+    (seeded UDF) and threshold (written out), and a per-user pass (round 2 drops round 1's found and
     hopeless items from every set). Left out, so the real job can only be slower: validation, the
     deduplication and uniform Δ0 subset (sort and window), the truncation and reroute joins,
     the round-2 UserWeights, item sums and noise, and the report.

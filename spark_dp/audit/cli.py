@@ -2,7 +2,7 @@
 
     spark-dp audit --mechanism basic --fast
     spark-dp audit --mechanism mad2r --epsilon 1 --delta 0.1 --max-contributions 4 --runs 5000
-    spark-dp audit --all --fast --json docs/audit/audit.json --plot docs/audit/audit.png
+    spark-dp audit --all --fast --json docs/privacy/audit.json --plot docs/privacy/audit.png
     spark-dp audit --self-test
 
 Exit codes: 0 every audit passed (self-test: every real mechanism passed and every broken

@@ -67,7 +67,8 @@ def place_epsilon_item(
 
 def dlap_sf(x: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
     """P[X ≥ x] for X discrete Laplace of scale b and integer x; P[X > c] = p^(c+1)/(1 + p)
-    with p = e^(−1/b) (spec distinct_count.md §8.4), and the distribution is symmetric."""
+    with p = e^(−1/b) (docs/design/counting.md#discrete-laplace), and the distribution is
+    symmetric."""
     p = math.exp(-1.0 / scale)
     x = np.asarray(x, dtype=float)
     upper = np.power(p, np.maximum(x, 1.0)) / (1.0 + p)

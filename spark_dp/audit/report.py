@@ -1,4 +1,4 @@
-"""The audit's outputs: a JSON file, a markdown table (the README's) and a plot.
+"""The audit's outputs: a JSON file, a markdown table (docs/privacy/audit-results.md) and a plot.
 
 Plotting needs matplotlib (the ``test`` and ``notebooks`` extras install it); without it the
 plot is skipped with a message that says how to get it, and everything else is written.

@@ -284,7 +284,8 @@ class OracleSelection:
 def policy_gaussian_target(
     epsilon: float, delta: float, max_items_per_user: int = 100, beta: float = 4.0
 ) -> OracleSelection:
-    """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ (spec §2.8)."""
+    """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ
+    (docs/design/selection.md#oracles)."""
     cal = WeightAndThreshold.for_budget(epsilon, delta, max_items_per_user)
     claim = Claim(epsilon, delta, cal.delta_threshold, cal.delta_noise)
     gamma = cal.rho + beta * cal.sigma
@@ -297,7 +298,8 @@ def greedy_update_target(
     epsilon: float, delta: float, beta: float = 4.0, run: OracleRun = greedy_update
 ) -> OracleSelection:
     """GreedyUpdate: Laplace(1/ε) noise, ρ_GW for one novel item with the whole δ, no Δ0 cap,
-    Γ = ρ_GW + β/ε (spec §2.8); ρ_GW is Laplace count thresholding's threshold at k = 1."""
+    Γ = ρ_GW + β/ε (docs/design/selection.md#oracles); ρ_GW is Laplace count thresholding's
+    threshold at k = 1."""
     cal = LaplaceThresholding.for_budget(epsilon, delta, 1)
     claim = Claim(epsilon, delta, cal.delta_threshold, 0.0)
     gamma = cal.threshold + beta * cal.scale

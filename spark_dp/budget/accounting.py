@@ -20,7 +20,7 @@ query's ℓ2 sensitivity), and the (ε, δ_noise) that step claims under basic c
   mechanisms (Laplace rounds, GEM, the distinct count's Laplace release) and the δ terms that
   are not noise: in partition selection a Gaussian weight-and-threshold round (or Gaussian count
   thresholding) spends δ/2 on the Gaussian noise and δ/2 on the event that a novel item crosses
-  the threshold ρ (spec partition_selection.md §3.4); only the first half is composed tightly,
+  the threshold ρ (docs/design/selection.md#budget-split); only the first half is composed tightly,
   the threshold's δ/2 is always added as is (a union bound over the rounds' bad events).
 
 So the charged datasets' releases are (ε_rest + ε_G, δ_rest + δ_G(ε_G))-DP for every ε_G ≥ 0.

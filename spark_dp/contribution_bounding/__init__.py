@@ -13,7 +13,8 @@ Modules:
 * :mod:`.registry`: :data:`REGISTRY`, name → (plan, run) for every algorithm.
 * :mod:`.plan`: :class:`BoundingPlan`, what a run does, from the parameters alone.
 * :mod:`.columns`: names of the working tables' columns.
-* :mod:`.orders`: the preference orders of spec §3.3 (SHA-256 keys, Spark columns).
+* :mod:`.orders`: the preference orders of docs/design/bounding.md#orders (SHA-256 keys, Spark
+  columns).
 * :mod:`.prepare`: order positions, capacities, heavy users (Spark).
 * :mod:`.proposal_rounds`: one proposal round as a DataFrame step.
 * :mod:`.passes`: a pass of rounds until the finish mode stops it, resumable.
@@ -33,7 +34,7 @@ Modules:
 
 Privacy: bounding reads ids only (fixed-graph DP) and spends no budget; downstream training
 must account with k = ``max_degree`` of the result. The hypergraph and every by-product
-(selected ids, degrees, round logs) are confidential (spec A36).
+(selected ids, degrees, round logs) are confidential (docs/design/bounding.md#confidential).
 """
 
 from spark_dp.contribution_bounding.api import bound_contributions

@@ -7,19 +7,19 @@ positions, capacities), and hand them to the algorithm's run, which maps positio
 record ids, recomputes per-user degrees from the input and checks feasibility. Algorithms:
 
 ==================  ========================================================================
-``proposal``        [A]'s distributed rounds with any order and finish mode (spec §3)
+``proposal``        [A]'s distributed rounds with any order and finish mode
 ``greedy``          [B] Alg. 2 = ``proposal`` with a shared order run to exhaustion (P4);
                     small inputs run entirely on the driver (P6), identical result
-``greedy-dup``      [B] Alg. 3 as passes of rounds on the previous pass's additions (§4.3)
-``bias-mitigating`` Alg. 2 over the small/large interleave, as a shared order (§4.6)
-``ilp``/``ilp-dup`` exact optimum with HiGHS (§4.5), small inputs only
-``dp-mf``           [B] Alg. 4: T batches of B with min-separation (§4.4), driver side
-``bias-sweep``      the 76-setting Pareto sweep of §4.6, driver side
+``greedy-dup``      [B] Alg. 3 as passes of rounds on the previous pass's additions
+``bias-mitigating`` Alg. 2 over the small/large interleave, as a shared order
+``ilp``/``ilp-dup`` exact optimum with HiGHS, small inputs only
+``dp-mf``           [B] Alg. 4: T batches of B with min-separation, driver side
+``bias-sweep``      the 76-setting Pareto sweep, driver side
 ==================  ========================================================================
 
-Privacy: selection reads ids only (fixed-graph DP, spec §1.5); it spends no budget. The
-bound to use in accounting is ``max_degree`` k = max_u Σ_{h∋u} mult(h) of the result. All
-outputs and the summary are confidential (spec A36).
+Privacy: selection reads ids only (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp); it
+spends no budget. The bound to use in accounting is ``max_degree`` k = max_u Σ_{h∋u} mult(h) of the
+result. All outputs and the summary are confidential (docs/design/bounding.md#confidential).
 """
 
 from __future__ import annotations
@@ -52,11 +52,10 @@ __all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions"]
 
 SPARK_SQL_DEFAULTS: dict[str, str] = {
     # The size adaptive execution merges small shuffle partitions up to (Spark's default:
-    # 64 MB). At 100M incidences in a 1 GiB local[2] driver, Spark 3.5 failed twice to acquire
-    # execution memory in such merged partitions (UNABLE_TO_ACQUIRE_MEMORY: a hash aggregation,
-    # then in another run the sort of the window by record) and completed with 16 MB; Spark 4
-    # completes with either (make bench-lines SCALE=xl; README "At 104M pairs"). Applied only
-    # while bound_contributions runs and only if the session leaves it unset.
+    # 64 MB). Spark 3.5 in a small driver can fail to acquire execution memory in such merged
+    # partitions (UNABLE_TO_ACQUIRE_MEMORY in a hash aggregation or a window's sort by record);
+    # 16 MB partitions avoid it. Applied only while bound_contributions runs and only if the
+    # session leaves it unset.
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16m",
 }
 
@@ -84,15 +83,16 @@ def bound_contributions(
             ``params.capacity``.
         record_weights: content-free weights, (record_id, weight) for ``weighted-global`` or
             (record_id, user_id, weight) for ``per-user`` (missing keys weigh 0).
-        randomness: where the seed of the order's hash (spec §3.3) comes from. Seeded: that
-            seed. Entropy mode or ``None``: the seed stored in ``work_dir`` when resuming,
-            else a fresh one from OS entropy. Not sensitive under fixed-graph DP (spec A37);
-            reported for reproducibility.
+        randomness: where the seed of the order's hash (docs/design/bounding.md#orders) comes from.
+            Seeded: that seed. Entropy mode or ``None``: the seed stored in ``work_dir`` when
+            resuming, else a fresh one from OS entropy. Not sensitive under fixed-graph DP
+            (docs/design/bounding.md#seed); reported for reproducibility.
         work_dir: keep per-round state here and resume from it (``None``: in memory).
         restart: discard a work directory that belongs to another run instead of failing.
         validate: validate ``incidences`` (skip when already done by
             :func:`spark_dp.io.load_incidences`). Repeated pairs need no separate pass: the
-            first step of every algorithm drops them (a pair counts once, spec §2.2).
+            first step of every algorithm drops them (a pair counts once,
+            docs/design/bounding.md#inputs).
         input_rows: the row count of ``incidences`` when the caller validated them
             (:func:`spark_dp.io.load_incidences`' summary); when validating, the validation's
             own count is used. It only sizes the shuffle by user
@@ -195,7 +195,7 @@ def _run(
     order = plan.order_plan(seed)
     capacity = params.capacity
     if capacity is None and capacities is None and not plan.capacity_required:
-        capacity = 0  # Alg. 4 has no capacities (spec A15)
+        capacity = 0  # Alg. 4 has no capacities (docs/design/bounding.md#min-sep)
     with ctx.timer.stage("prepare") as info:
         prep = prepare(
             incidences,

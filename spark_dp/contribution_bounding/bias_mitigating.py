@@ -1,19 +1,20 @@
 """The bias-mitigating variant of Algorithm 2 and its Pareto sweep.
 
-[B] §5.5 and App. C.5; spec contribution_bounding.md §4.6. Maximizing |S| favours records
+[B] §5.5 and App. C.5; docs/design/bounding.md#bias-mitigating. Maximizing |S| favours records
 with few users. The variant splits the records at a size threshold u_thr into small
 (|h| ≤ u_thr) and large (|h| > u_thr) lists, each in the ``size-hash`` order, and scans c1
 small records, then c2 large ones, and so on; once one list runs out the rest of the other
-follows (spec A28). The scan is Alg. 2's single pass with bound k.
+follows (docs/design/bounding.md#bias-mitigating). The scan is Alg. 2's single pass with bound k.
 
-As a global order (spec §4.6, for the distributed job): a small record at 0-based position q
-of its list has key (floor(q/c1), 0, q), a large one (floor(q/c2), 1, q). Sorting by the key
-reproduces the scan, and the key's rank has the closed form of :func:`interleave_position`,
-so no second sort is needed. Being a shared order, the proposal rounds run to exhaustion
-return exactly this variant's output (spec P4).
+As a global order (docs/design/bounding.md#bias-mitigating, for the distributed job): a small record
+at 0-based position q of its list has key (floor(q/c1), 0, q), a large one (floor(q/c2), 1, q).
+Sorting by the key reproduces the scan, and the key's rank has the closed form of
+:func:`interleave_position`, so no second sort is needed. Being a shared order, the proposal rounds
+run to exhaustion return exactly this variant's output (docs/design/bounding.md#greedy-equivalence).
 
 The tuning grid of [B] App. C.5 is k = 3, u_thr ∈ {1, 2, 3, 4}, (c1, c2) ∈ {(1, c)} or {(c, 1)}
-for c = 1..10: [B] counts 80 settings but (1, 1) appears twice, so 76 are distinct (spec A27).
+for c = 1..10: [B] counts 80 settings but (1, 1) appears twice, so 76 are distinct
+(docs/design/bounding.md#bias-mitigating).
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def bias_mitigated_greedy(
     seed: int | str = 0,
     base_sequence: np.ndarray | None = None,
 ) -> np.ndarray:
-    """BiasMitigatedAlg2 (spec §4.6): Alg. 2's single pass over the interleaved scan.
+    """BiasMitigatedAlg2 (docs/design/bounding.md#bias-mitigating): Alg. 2's single pass over the
+    interleaved scan.
 
     Returns:
         Boolean mask of selected records.
@@ -161,7 +163,8 @@ def pareto_sweep(
     grid: Iterable[tuple[int, int, int]] | None = None,
     base_sequence: np.ndarray | None = None,
 ) -> list[SweepPoint]:
-    """Run the variant for every setting and mark the Pareto front (spec §4.6).
+    """Run the variant for every setting and mark the Pareto front
+    (docs/design/bounding.md#bias-mitigating).
 
     The bound k comes from the graph's capacities ([B] uses k = 3 for all users).
     ``base_sequence`` is the size-hash order when already known (else computed from ``seed``).

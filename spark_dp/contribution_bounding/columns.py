@@ -1,11 +1,12 @@
 """Column names used inside the contribution-bounding pipelines.
 
 The input and output id columns come from :mod:`spark_dp.io` (``record_id``, ``user_id``,
-``cap``). Everything else here names a column of a working table (spec contribution_bounding.md
-§3.5). All of them are confidential (spec A36): with the hypergraph they reveal who shares
-records with whom. Only :data:`RECORD_ID`, :data:`MULTIPLICITY`, the dp-mf batch columns and the
-user-state columns (:data:`USER_ID`, :data:`CAPACITY`, :data:`DEGREE`, :data:`STATUS`) leave a
-job, into its confidential outputs.
+``cap``). Everything else here names a column of a working table
+(docs/design/bounding.md#round-plan). All of them are confidential
+(docs/design/bounding.md#confidential): with the hypergraph they reveal who shares records with
+whom. Only :data:`RECORD_ID`, :data:`MULTIPLICITY`, the dp-mf batch columns and the user-state
+columns (:data:`USER_ID`, :data:`CAPACITY`, :data:`DEGREE`, :data:`STATUS`) leave a job, into its
+confidential outputs.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ __all__ = [
 # --------------------------------------------------------------------------- records
 
 REC = "rec"
-"""A record's 0-based position in the shared order (spec §3.3); its compact id afterwards."""
+"""A record's 0-based position in the shared order (docs/design/bounding.md#orders); its compact id
+afterwards."""
 
 SIZE = "size"
 """|h|, the number of distinct users of the record."""
@@ -79,10 +81,12 @@ INCIDENCE_COUNT = "deg"
 """The number of incidences of a user in the input (marks heavy users)."""
 
 HEAVY = "heavy"
-"""The user has more records than the skew threshold: ranked in salted buckets (spec §3.6)."""
+"""The user has more records than the skew threshold: ranked in salted buckets
+(docs/design/bounding.md#skew)."""
 
 STATUS = "status"
-"""SATURATED / EXHAUSTED / OPEN (spec §2.3); an output column of user_state."""
+"""SATURATED / EXHAUSTED / OPEN (docs/design/bounding.md#outputs); an output column of
+user_state."""
 
 COPIES = "count"
 """Alg. 3 passes: copies of records selected so far per user."""
@@ -113,7 +117,8 @@ MULTIPLICITY = "multiplicity"
 """Copies of a selected record (1 without duplicates)."""
 
 BATCH_INDEX = "batch_index"
-"""dp-mf: the batch t of an entry (batches are consumed in this order, spec A14)."""
+"""dp-mf: the batch t of an entry (batches are consumed in this order,
+docs/design/bounding.md#min-sep)."""
 
 POSITION = "position"
 """dp-mf: the entry's position inside its batch."""

@@ -1,14 +1,18 @@
-"""The distributed algorithms: passes of proposal rounds on Spark (spec §3, §4.2–4.3, §4.6).
+"""The distributed algorithms: passes of proposal rounds on Spark
+(docs/design/bounding.md#proposal-rounds, #greedy, #bias-mitigating).
 
 * :func:`run_single_pass` (``proposal``, ``greedy``, ``bias-mitigating``): one pass of
   rounds in the plan's order. With a shared order run to exhaustion the result is exactly
-  [B] Alg. 2 in that order (spec P4); the bias-mitigating variant is Alg. 2 over the
-  small/large interleave, which :func:`~.prepare.prepare` turned into the order positions.
-* :func:`run_passes` (``greedy-dup``): [B] Alg. 3 as passes of rounds (spec §4.3).
+  [B] Alg. 2 in that order (docs/design/bounding.md#greedy-equivalence); the bias-mitigating variant
+  is Alg. 2 over the small/large interleave, which :func:`~.prepare.prepare` turned into the order
+  positions.
+* :func:`run_passes` (``greedy-dup``): [B] Alg. 3 as passes of rounds
+  (docs/design/bounding.md#duplicates).
 
 Both read the prepared tables, keep their state in the run's store (resumable), and end with
 :func:`~.outputs.finish_outputs`, which recomputes the degrees from the input and checks
-feasibility. Selection reads ids only and spends no budget (fixed-graph DP, spec §1.5).
+feasibility. Selection reads ids only and spends no budget (fixed-graph DP,
+docs/design/bounding.md#fixed-graph-dp).
 """
 
 from __future__ import annotations
@@ -99,8 +103,9 @@ def run_single_pass(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> Boun
 
 
 def run_passes(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingResult:
-    """[B] Alg. 3 by passes (spec §4.3): pass 1 is Alg. 2; pass p ≥ 2 runs the rounds on the
-    records pass p − 1 added (D3), with capacities cap − count, in the same order (D2)."""
+    """[B] Alg. 3 by passes (docs/design/bounding.md#duplicates): pass 1 is Alg. 2; pass p ≥ 2 runs
+    the rounds on the records pass p − 1 added (D3), with capacities cap − count, in the same order
+    (D2)."""
     from pyspark.sql import functions as F
 
     settings = _settings(plan)

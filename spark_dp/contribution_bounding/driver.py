@@ -7,13 +7,15 @@ conversion :meth:`~.hypergraph.CompactHypergraph.from_frames`:
 * :func:`collect_graph`: the whole prepared hypergraph, for the driver-side algorithms (ILP,
   Alg. 4, the bias sweep); refused above ``driver_max_rows`` incidences;
 * :func:`compact_state`: the eligible remainder of a pass with residual capacities
-  cap(u) − d(u), and :func:`driver_finish`, which completes the pass on it (spec §3.4 P6:
-  Greedy(π) over the remainder gives the answer more rounds would give);
+  cap(u) − d(u), and :func:`driver_finish`, which completes the pass on it
+  (docs/design/bounding.md#driver-finish: Greedy(π) over the remainder gives the answer more rounds
+  would give);
 * :func:`to_spark`: driver results (record positions, batches, sweep points) back to Spark.
 
 Records are collected by their position ``rec`` in the shared order, so the graph's record
-index order *is* the order π (spec §3.3) and the greedy scans need no sequence. Everything
-collected is confidential (spec A36) and is never logged, only counted.
+index order *is* the order π (docs/design/bounding.md#orders) and the greedy scans need no sequence.
+Everything collected is confidential (docs/design/bounding.md#confidential) and is never logged,
+only counted.
 """
 
 from __future__ import annotations

@@ -5,14 +5,15 @@ Each collects the whole prepared hypergraph in the ``size-hash`` order
 driver, and hands the result back to Spark:
 
 * :func:`run_ilp` (``ilp``, ``ilp-dup``): the exact optimum with HiGHS, ILP (1) or (2) of
-  [B] App. C.4 (spec §4.5); small inputs only (``ilp_max_records``);
+  [B] App. C.4 (docs/design/bounding.md#ilp); small inputs only (``ilp_max_records``);
 * :func:`run_dp_mf` (``dp-mf``): [B] Alg. 4, T batches of B records with min-separation
-  (spec §4.4), or :class:`MinSepInfeasibleError`;
+  (docs/design/bounding.md#min-sep), or :class:`MinSepInfeasibleError`;
 * :func:`run_bias_sweep` (``bias-sweep``): the 76 settings of the bias-mitigating variant and
-  their Pareto front (spec §4.6).
+  their Pareto front (docs/design/bounding.md#bias-mitigating).
 
-Selection reads ids only and spends no budget (fixed-graph DP, spec §1.5); every output is
-confidential (spec A36).
+Selection reads ids only and spends no budget (fixed-graph DP,
+docs/design/bounding.md#fixed-graph-dp); every output is confidential
+(docs/design/bounding.md#confidential).
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ def run_ilp(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingResu
 def run_dp_mf(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingResult:
     """[B] Alg. 4: T batches of B records, a user's records at least min_sep batches apart.
 
-    The bound for accounting is k = max_u appearances of u ≤ ceil(T / min_sep) (spec A15).
+    The bound for accounting is k = max_u appearances of u ≤ ceil(T / min_sep)
+    (docs/design/bounding.md#min-sep).
 
     Raises:
         MinSepInfeasibleError: a full cycle over the records added nothing (FAIL).
@@ -154,7 +156,8 @@ def run_dp_mf(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingRe
 
 def run_bias_sweep(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingResult:
     """Every setting of [B]'s grid (u_thr, c1, c2) with its |S| and mean record size; the
-    Pareto front is flagged (spec §4.6). The bound k comes from the capacities."""
+    Pareto front is flagged (docs/design/bounding.md#bias-mitigating). The bound k comes from the
+    capacities."""
     graph = _collect(prep, plan, ctx)
     summary: dict[str, Any] = {"rounds": 0}
     with ctx.timer.stage("bias sweep") as info:

@@ -1,6 +1,6 @@
 """The proposal rounds of [A] simulated on the driver with vectorized numpy.
 
-Same semantics as the distributed rounds (spec contribution_bounding.md §3.2), on a
+Same semantics as the distributed rounds (docs/design/bounding.md#proposal-rounds), on a
 :class:`~spark_dp.contribution_bounding.hypergraph.CompactHypergraph`: every unsaturated user
 proposes its best cap(u) − d(u) eligible records, a record is accepted when all its users
 propose it, degrees and saturation update, and records of saturated users leave the eligible
@@ -8,7 +8,8 @@ set. Each round costs O(incidences).
 
 Uses: the driver finish of a run with per-user orders (where P6 does not hold, so the rounds
 themselves must be continued), round counts in experiments, and cross-checks in tests.
-With a shared order the result at exhaustion equals :func:`~.greedy.greedy` (spec P4).
+With a shared order the result at exhaustion equals :func:`~.greedy.greedy`
+(docs/design/bounding.md#greedy-equivalence).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class DriverRounds:
         degree: d(u) per user.
         rounds: rounds run.
         stalled: True when the last round accepted nothing while records were eligible
-            (only possible with per-user orders, spec P7); the caller must switch orders.
+            (only possible with per-user orders, docs/design/bounding.md#per-user-orders); the
+            caller must switch orders.
         log: per round: accepted, newly_saturated, eligible_records (left), proposals.
     """
 
@@ -71,10 +73,11 @@ def simulate_rounds(
             with smaller keys among its incidences; must be strict within each user.
         max_rounds: stop after this many rounds (``None``: run to exhaustion or a stall).
         counts: starting d(u) (default zeros). Users with d ≥ cap start saturated and their
-            records are not eligible (spec §3.2, the cap = 0 rule A7).
+            records are not eligible (docs/design/bounding.md#proposal-rounds, the cap = 0 rule A7).
 
     Returns:
-        The state reached; ``stalled`` tells a per-user order deadlocked (spec P7).
+        The state reached; ``stalled`` tells a per-user order deadlocked
+        (docs/design/bounding.md#per-user-orders).
     """
     n, m = graph.n_records, graph.n_users
     rec = graph.record_of_incidence

@@ -1,21 +1,22 @@
 """Sequential greedy contribution bounding on the driver: [B] Algorithms 2, 3 and 4.
 
-Ganesh et al. 2025, "It's My Data Too", §4 and App. B.2; spec contribution_bounding.md §4.1–4.4.
+Ganesh et al. 2025, "It's My Data Too", §4 and App. B.2; docs/design/bounding.md#greedy-order.
 All three scan the records in one shared total order π (by default the ``size-hash`` key,
-spec §4.1), the same order the distributed algorithm uses, so that:
+docs/design/bounding.md#greedy-order), the same order the distributed algorithm uses, so that:
 
 * :func:`greedy` (Alg. 2) is exactly the distributed proposal rounds run to exhaustion
-  (spec §3.4 P4), and the driver finish of those rounds (P6);
+  (docs/design/bounding.md#greedy-equivalence), and the driver finish of those rounds (P6);
 * :func:`greedy_with_duplicates` (Alg. 3) keeps the distinct records of Alg. 2 (D1) and adds
   copies in later passes (D2, D3);
 * :func:`min_sep_batches` (Alg. 4) cuts the cyclic scan into T batches of size B under
   min-separation, or reports FAIL.
 
 The feasibility test "S plus h satisfies the bound" only involves the users of h, so it is
-``count(u) < cap(u) for every u ∈ h`` (spec §4.1). These loops are plain Python over the CSR
-lists of a :class:`~spark_dp.contribution_bounding.hypergraph.CompactHypergraph`: linear time,
-a few million records per second-ish; the Spark path hands them only what fits the driver.
-Selection reads the hypergraph only (fixed-graph DP).
+``count(u) < cap(u) for every u ∈ h`` (docs/design/bounding.md#greedy-order). These loops are plain
+Python over the CSR lists of a
+:class:`~spark_dp.contribution_bounding.hypergraph.CompactHypergraph`: linear time, a few million
+records per second-ish; the Spark path hands them only what fits the driver. Selection reads the
+hypergraph only (fixed-graph DP).
 """
 
 from __future__ import annotations
@@ -76,14 +77,14 @@ def greedy(
     """Greedy(π), [B] Algorithm 2 (no duplicates): one pass in order π.
 
     Keeps record h iff count(u) < cap(u) for every u ∈ h, then counts it. The result is a
-    maximal feasible b-matching, so |S| ≥ OPT / max_h |h| (spec §1.4).
+    maximal feasible b-matching, so |S| ≥ OPT / max_h |h| (docs/design/bounding.md#maximal).
 
     Args:
         graph: the hypergraph with capacities.
         sequence: π as record indices, best first (default: index order); records not listed
             are skipped (used to scan only the still-eligible records).
         counts: starting count(u) per user (default zeros), e.g. the degrees reached by
-            distributed rounds before the driver finish (spec §3.4 P6).
+            distributed rounds before the driver finish (docs/design/bounding.md#driver-finish).
 
     Returns:
         Boolean mask over records: selected or not.
@@ -128,8 +129,9 @@ def greedy_with_duplicates(
     counts reached so far (D2). A record that gains a copy in pass p gained one in pass p − 1
     (D3: its users' counts never decrease), so pass p only visits the records pass p − 1 added,
     which gives exactly the same multiset as visiting all records. mult(h) ≤ min_{u∈h} cap(u),
-    and the bound for accounting is k = max_u Σ_{h∋u} mult(h) (spec §4.3).
-    The paper's per-example stopping rule equals this pass rule (spec A12).
+    and the bound for accounting is k = max_u Σ_{h∋u} mult(h) (docs/design/bounding.md#duplicates).
+    The paper's per-example stopping rule equals this pass rule
+    (docs/design/bounding.md#duplicates).
     """
     seq = _sequence(graph, sequence)
     ptr, users, cap = graph.ptr.tolist(), graph.users.tolist(), graph.cap.tolist()
@@ -177,10 +179,11 @@ def min_sep_batches(
 
     The cursor runs cyclically over π. Record h joins batch t = floor(|S| / B) iff every user
     of h last appeared in a batch t' with t − t' ≥ min_sep. The loop stops at exactly T·B
-    entries (the source writes ``while |S| ≤ TB``, one too many; spec §4.4, A13) and fails after
-    n consecutive misses, [B]'s "nothing added since h was last seen". Batches are positional:
-    training must consume them in this order (spec A14). Capacities are not used: k is
-    measured afterwards and is at most ceil(T / min_sep) (spec A15).
+    entries (the source writes ``while |S| ≤ TB``, one too many; docs/design/bounding.md#min-sep)
+    and fails after n consecutive misses, [B]'s "nothing added since h was last seen". Batches are
+    positional: training must consume them in this order (docs/design/bounding.md#min-sep).
+    Capacities are not used: k is measured afterwards and is at most ceil(T / min_sep)
+    (docs/design/bounding.md#min-sep).
 
     Args:
         graph: the hypergraph (capacities ignored).

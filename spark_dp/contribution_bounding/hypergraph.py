@@ -1,12 +1,13 @@
 """A hypergraph held on the driver as compact arrays, for the sequential algorithms.
 
-Records are hyperedges, users are vertices (spec contribution_bounding.md §1.1). The record →
+Records are hyperedges, users are vertices (docs/design/bounding.md#model). The record →
 users lists are stored as CSR arrays (``ptr``, ``users``) over dense user indices, with one
 capacity per user. The sequential greedy algorithms (Alg. 2, 3, 4), the ILPs and the driver
 finish of the distributed algorithm all work on this form; Spark tables only reach it through
 an explicit, size-limited collect.
 
-The hypergraph is confidential (spec A36): it reveals who shares records with whom.
+The hypergraph is confidential (docs/design/bounding.md#confidential): it reveals who shares records
+with whom.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class CompactHypergraph:
     ) -> CompactHypergraph:
         """Build from parallel (record, user) incidence arrays.
 
-        Ids are canonicalized to strings and duplicate pairs count once (spec §2.2).
+        Ids are canonicalized to strings and duplicate pairs count once
+        (docs/design/bounding.md#inputs).
 
         Args:
             record_ids, user_ids: one entry per incidence.
@@ -161,13 +163,14 @@ class CompactHypergraph:
 
         Raises:
             InputContractError: a record with no user (it would be duplicated forever by
-                Alg. 3 and make the duplicate ILP unbounded; spec §2.2, A22).
+                Alg. 3 and make the duplicate ILP unbounded; docs/design/bounding.md#inputs,
+                #generators).
         """
         empty = [r for r, us in records.items() if len(us) == 0]
         if empty:
             raise InputContractError(
                 f"{len(empty)} records have no user; drop them before bounding "
-                "(user-less records are never selected, spec A22)"
+                "(user-less records are never selected, docs/design/bounding.md#generators)"
             )
         pairs = [(r, u) for r, us in records.items() for u in us]
         return cls.from_incidences(
@@ -222,11 +225,11 @@ class CompactHypergraph:
         return int(self.degrees(multiplicity).max()) if self.n_users else 0
 
     def is_feasible(self, multiplicity: np.ndarray) -> bool:
-        """True when d(u) ≤ cap(u) for every user (spec §1.2)."""
+        """True when d(u) ≤ cap(u) for every user (docs/design/bounding.md#model)."""
         return bool(np.all(self.degrees(multiplicity) <= self.cap))
 
     def is_maximal(self, selected: np.ndarray) -> bool:
-        """True when no unselected record can be added without breaking a capacity (§1.4)."""
+        """True when no unselected record can be added without breaking a capacity."""
         sel = np.asarray(selected).astype(np.int64)
         full = self.degrees(sel) >= self.cap
         blocked = np.bincount(

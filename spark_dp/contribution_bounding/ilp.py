@@ -1,17 +1,17 @@
 """Exact contribution bounding by integer linear programming (small inputs only).
 
-[B] App. C.4, ILPs (1) and (2); spec contribution_bounding.md §4.5. With x_i the copies of
+[B] App. C.4, ILPs (1) and (2); docs/design/bounding.md#ilp. With x_i the copies of
 record i and b(j) the capacity of user j:
 
     maximize Σ_i x_i   subject to   Σ_{i : j ∈ e_i} x_i ≤ b(j) for every user j,
     x_i ∈ {0, 1} (no duplicates)   or   x_i ∈ Z≥0 (duplicates; x_i ≤ min_{j ∈ e_i} b(j)).
 
 Solved exactly with HiGHS through ``scipy.optimize.milp``. [B] reports using GLOP, an LP
-solver that does not enforce integrality (spec A18); the LP relaxation is offered separately
-as an upper bound (:func:`lp_upper_bound`). The problem is NP-hard (spec §1.3), so a size
-limit guards the driver; a time limit returns the best solution found with its MIP gap.
-Records without users cannot occur here (the incidence form has none), which keeps ILP (2)
-bounded (spec A22).
+solver that does not enforce integrality (docs/design/bounding.md#ilp); the LP relaxation is offered
+separately as an upper bound (:func:`lp_upper_bound`). The problem is NP-hard
+(docs/design/bounding.md#hardness), so a size limit guards the driver; a time limit returns the best
+solution found with its MIP gap. Records without users cannot occur here (the incidence form has
+none), which keeps ILP (2) bounded (docs/design/bounding.md#generators).
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ def lp_upper_bound(
     duplicates: bool = False,
     max_records: int | None = 10 * DEFAULT_MAX_RECORDS,
 ) -> float:
-    """Optimum of the LP relaxation: an upper bound on the ILP optimum (spec §4.5)."""
+    """Optimum of the LP relaxation: an upper bound on the ILP optimum
+    (docs/design/bounding.md#ilp)."""
     from scipy.optimize import milp
 
     _check_size(graph, max_records)

@@ -1,4 +1,4 @@
-"""Preference orders over records: the keys of spec contribution_bounding.md §3.3.
+"""Preference orders over records: the keys of docs/design/bounding.md#orders.
 
 A preference order is a strict total order on records (smaller key = more preferred). Every
 key ends with ``record_id`` so it stays total even on hash collisions.
@@ -13,14 +13,14 @@ order             key per (user, record), ascending = preferred   shared?
 ================  ==============================================  ===========
 
 ``prio(h)`` is the SHA-256 of the UTF-8 string ``f"{seed}:{record_id}"`` and ``prio_u(u, h)``
-the SHA-256 of ``f"{seed}:{user_id}:{record_id}"`` (spec §3.3, A3). Spark compares them as
-32-byte binaries (``unhex`` of the lowercase hex digest), Python as ``bytes``: both are
-unsigned lexicographic comparisons, the same as comparing the 64-character hex strings or the
-256-bit integers. Record ids are strings; Spark orders strings by their UTF-8 bytes and Python
-by code points, which is the same order.
+the SHA-256 of ``f"{seed}:{user_id}:{record_id}"`` (docs/design/bounding.md#orders, #order-hash).
+Spark compares them as 32-byte binaries (``unhex`` of the lowercase hex digest), Python as
+``bytes``: both are unsigned lexicographic comparisons, the same as comparing the 64-character hex
+strings or the 256-bit integers. Record ids are strings; Spark orders strings by their UTF-8 bytes
+and Python by code points, which is the same order.
 
 Weights ``w`` must be content-free (computed from the hypergraph or public metadata, never from
-record content: fixed-graph DP, spec §1.5 and A10).
+record content: fixed-graph DP, docs/design/bounding.md#fixed-graph-dp, #orders).
 
 For the distributed algorithm a shared order is turned once into a dense global position
 ``rec`` (0 = most preferred) by :func:`global_positions`; afterwards every round sorts a single
@@ -67,7 +67,8 @@ SHARED_ORDERS = ("size-hash", "hash", "weighted-global")
 @dataclass(frozen=True)
 class OrderPlan:
     """The order a run uses: a name of :data:`ORDERS`, its seed, and optionally the
-    small/large interleave (u_thr, c1, c2) of the bias-mitigating variant (spec §4.6)."""
+    small/large interleave (u_thr, c1, c2) of the bias-mitigating variant
+    (docs/design/bounding.md#bias-mitigating)."""
 
     order: str
     seed: int | str
@@ -75,7 +76,8 @@ class OrderPlan:
 
     @property
     def per_user(self) -> bool:
-        """True for per-user orders (no shared order; spec P7 applies)."""
+        """True for per-user orders (no shared order; docs/design/bounding.md#per-user-orders
+        applies)."""
         return self.order == "per-user"
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,7 +89,7 @@ class OrderPlan:
 
 
 def canonical_order(name: str) -> str:
-    """The order's canonical (dashed) name; accepts the spec's underscores (``size_hash``)."""
+    """The order's canonical (dashed) name; accepts underscores (``size_hash``)."""
     value = str(name).strip().lower().replace("_", "-")
     return check_choice("order", value, ORDERS)
 
@@ -96,7 +98,8 @@ def canonical_order(name: str) -> str:
 
 
 def prio_hex(seed: int | str, record_id: Any) -> str:
-    """prio(h): lowercase hex SHA-256 of ``f"{seed}:{record_id}"`` (spec §3.3)."""
+    """prio(h): lowercase hex SHA-256 of ``f"{seed}:{record_id}"``
+    (docs/design/bounding.md#orders)."""
     return hashlib.sha256(f"{seed}:{record_id}".encode()).hexdigest()
 
 
@@ -106,7 +109,8 @@ def prio_bytes(seed: int | str, record_id: Any) -> bytes:
 
 
 def user_prio_hex(seed: int | str, user_id: Any, record_id: Any) -> str:
-    """prio_u(u, h): lowercase hex SHA-256 of ``f"{seed}:{user_id}:{record_id}"`` (spec §3.3)."""
+    """prio_u(u, h): lowercase hex SHA-256 of ``f"{seed}:{user_id}:{record_id}"``
+    (docs/design/bounding.md#orders)."""
     return hashlib.sha256(f"{seed}:{user_id}:{record_id}".encode()).hexdigest()
 
 
@@ -123,7 +127,7 @@ def negated_weight(weight: float) -> float:
 def shared_key(
     order: str, record_id: str, size: int, seed: int | str, weight: float = 0.0
 ) -> tuple[Any, ...]:
-    """The sort key of a record under a shared order (spec §3.3).
+    """The sort key of a record under a shared order (docs/design/bounding.md#orders).
 
     Returns:
         ``(size, prio, record_id)`` for ``size-hash``, ``(prio, record_id)`` for ``hash``,

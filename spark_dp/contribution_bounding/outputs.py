@@ -1,14 +1,16 @@
 """The outputs of a bounding run: selected records, per-user final degrees, the report.
 
-Spec contribution_bounding.md §2.3. Both tables are confidential (spec A36): together with
-the hypergraph they reveal who shares records. The per-user degrees are recomputed here from
-the full incidence table and the final selection, independently of the round bookkeeping, and
-every run checks d(u) ≤ cap(u) on them (spec T1) before anything is written.
+docs/design/bounding.md#outputs. Both tables are confidential
+(docs/design/bounding.md#confidential): together with the hypergraph they reveal who shares records.
+The per-user degrees are recomputed here from the full incidence table and the final selection,
+independently of the round bookkeeping, and every run checks d(u) ≤ cap(u) on them
+(docs/design/bounding.md#feasibility) before anything is written.
 
 :class:`BoundingResult` is what :func:`~.api.bound_contributions` returns; it writes its own
 account into a privacy report (:meth:`BoundingResult.fill_report`): the algorithm, the bound
 k = ``max_degree`` that downstream accounting must use, and the confidentiality notes.
-Selection spends no privacy budget (fixed-graph DP, spec §1.5), so it books no budget step.
+Selection spends no privacy budget (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp), so it
+books no budget step.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ __all__ = [
 
 PRIVACY_UNIT = "user (fixed-graph DP, [B] Def. 2.1)"
 ACCOUNTING = (
-    "DP-SGD: Poisson-subsampled Gaussian with group size k (mixture of Gaussians PLD, spec "
-    "§6.2); DP-MF with these min-sep batches: one Gaussian with noise multiplier σ/√k (spec "
-    "§6.3)"
+    "DP-SGD: Poisson-subsampled Gaussian with group size k (mixture of Gaussians PLD, "
+    "docs/design/bounding.md#accounting); DP-MF with these min-sep batches: one Gaussian with "
+    "noise multiplier σ/√k"
 )
 
 
@@ -95,8 +97,9 @@ class BoundingResult(HoldsCache):
     def fill_report(self, report: PrivacyReport) -> None:
         """Write the algorithm, the released counts, the bound k and the notes into ``report``.
 
-        The bound to use in the training's accounting is k = ``max_degree`` (spec §6); the
-        run itself spends no budget, so ``report`` gains no budget step.
+        The bound to use in the training's accounting is k = ``max_degree``
+        (docs/design/bounding.md#accounting); the run itself spends no budget, so ``report`` gains
+        no budget step.
         """
         s = self.summary
         report.algorithm = self.description
@@ -117,12 +120,12 @@ class BoundingResult(HoldsCache):
         report.note(
             "CONFIDENTIAL: the selected ids, per-user degrees, round log and counts in this "
             "report reveal the hypergraph; store them with the same access controls as the raw "
-            "graph (spec A36)."
+            "graph (docs/design/bounding.md#confidential)."
         )
         report.note(
             "The order's hash is keyed by the release key (its fingerprint is in the randomness "
             "section): it only breaks ties in the preference order and is not sensitive under "
-            "fixed-graph DP (spec A37); the same key reproduces the selection."
+            "fixed-graph DP (docs/design/bounding.md#seed); the same key reproduces the selection."
         )
         if s.get("resumed_from_round") is not None:
             report.note(f"Resumed from the saved state after round {s['resumed_from_round']}.")

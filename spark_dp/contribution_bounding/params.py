@@ -2,9 +2,9 @@
 
 :class:`BoundingParams` holds the algorithm's parameters (what library callers build);
 :class:`ContributionBoundingParams` adds the job's paths. The job ``contribution_bounding``
-derives its command-line flags from these fields (see :mod:`spark_dp.config`). Spec
-contribution_bounding.md §2.1 lists the parameters; the defaults follow its recommendations
-(§3.5, A1, A38).
+derives its command-line flags from these fields (see :mod:`spark_dp.config`).
+docs/design/bounding.md#inputs lists the parameters; the defaults follow its recommendations
+(docs/design/bounding.md#finish, #orders).
 
 The algorithm names come from the registry (:mod:`.registry`), and so do the checks that
 depend on the algorithm: building the parameters runs the algorithm's data-free plan.
@@ -41,7 +41,8 @@ added and compared as 64-bit integers."""
 class BoundingParams:
     """Algorithmic parameters of contribution bounding (no paths).
 
-    Selection reads record and user ids only: fixed-graph DP (spec §1.5).
+    Selection reads record and user ids only: fixed-graph DP
+    (docs/design/bounding.md#fixed-graph-dp).
     """
 
     algorithm: str = param("proposal", REGISTRY.summaries(), choices=ALGORITHMS)

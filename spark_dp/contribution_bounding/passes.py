@@ -1,6 +1,6 @@
 """A pass of proposal rounds: rounds until the finish mode stops them, resumable.
 
-Spec contribution_bounding.md §3.5 (finish modes, step 7: resume), §3.6. A pass starts from a
+docs/design/bounding.md#round-plan (finish modes, step 7: resume), #skew. A pass starts from a
 :class:`~.prepare.RoundState`, runs :func:`~.proposal_rounds.proposal_round` after
 :func:`~.proposal_rounds.proposal_round`, saves every round's flagged table and a small JSON
 log (``pass.json``) in its :class:`~.state_store.StateStore`, and stops when
@@ -12,10 +12,12 @@ log (``pass.json``) in its :class:`~.state_store.StateStore`, and stops when
 * ``none`` and ``max_rounds`` rounds ran (``max_rounds``: feasible, maybe not maximal).
 
 With ``continue`` the rounds go on to exhaustion. Per-user orders can deadlock (P7): on the
-first round that accepts nothing the pass switches to the shared hash order (A9). A restarted
-pass continues after its last saved round; a finished one is only read back.
+first round that accepts nothing the pass switches to the shared hash order
+(docs/design/bounding.md#per-user-orders). A restarted pass continues after its last saved round; a
+finished one is only read back.
 
-The round log holds counts only, never ids; it is confidential all the same (spec A36).
+The round log holds counts only, never ids; it is confidential all the same
+(docs/design/bounding.md#confidential).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ _DRIVER_SELECTED = "driver/selected"
 
 @dataclass(frozen=True)
 class RoundSettings:
-    """How a pass runs (spec §3.5 "finish mode"; defaults of A1)."""
+    """How a pass runs (docs/design/bounding.md#finish; defaults of A1)."""
 
     max_rounds: int = 64
     finish: str = "driver-greedy"
@@ -64,7 +66,8 @@ class RoundSettings:
 
 @dataclass
 class RoundLog:
-    """One round's counts (spec §2.3 ``round_log``); confidential, never ids."""
+    """One round's counts (docs/design/bounding.md#outputs ``round_log``); confidential, never
+    ids."""
 
     round: int
     order: str
@@ -190,13 +193,14 @@ def run_pass(
             if order_col != URANK:
                 raise RuntimeError(
                     f"round {r + 1} accepted nothing under a shared order while records are "
-                    "eligible; this contradicts spec P3 and is a bug"
+                    "eligible; this contradicts docs/design/bounding.md#progress and is a bug"
                 )
             order_col = REC
             finish["order_switched_after_round"] = r + 1
             log.warning(
-                "per-user orders made no progress in round %d (spec P7); switching to the "
-                "shared hash order for the rest of the run",
+                "per-user orders made no progress in round %d "
+                "(docs/design/bounding.md#per-user-orders); switching to the shared hash "
+                "order for the rest of the run",
                 r + 1,
             )
         entry.selected_cumulative = sum(e["accepted"] for e in doc["rounds"]) + entry.accepted

@@ -6,7 +6,8 @@ the round settings of its distributed passes (or none: the whole run is on the d
 the shape of its output. :func:`~.api.bound_contributions` prepares the working tables in the
 plan's order and hands them to the algorithm's ``run(prep, plan, context)``.
 
-Which order each algorithm scans (spec §3.3, §4.1): the distributed algorithms use
+Which order each algorithm scans (docs/design/bounding.md#orders, #greedy-order): the distributed
+algorithms use
 ``params.order``; the driver-side ones (ILP, Alg. 4, the bias sweep) always collect the
 records in the ``size-hash`` order, [B]'s sort.
 """
@@ -42,7 +43,8 @@ __all__ = [
 ]
 
 DRIVER_ORDER = "size-hash"
-"""The order the driver-side algorithms collect the records in ([B]'s sort, spec §4.1)."""
+"""The order the driver-side algorithms collect the records in ([B]'s sort,
+docs/design/bounding.md#greedy-order)."""
 
 
 @dataclass(frozen=True)
@@ -51,14 +53,15 @@ class BoundingPlan:
 
     Attributes:
         params: the parameters planned from (the algorithm's own knobs: T, B, ILP limits).
-        order: the preference order scanned (spec §3.3).
-        interleave: (u_thr, c1, c2) of the bias-mitigating order (spec §4.6), else ``None``.
+        order: the preference order scanned (docs/design/bounding.md#orders).
+        interleave: (u_thr, c1, c2) of the bias-mitigating order
+            (docs/design/bounding.md#bias-mitigating), else ``None``.
         rounds: settings of the distributed passes; ``None`` when the whole hypergraph is
             collected to the driver instead.
         duplicates: the output is a multiset (a ``multiplicity`` column).
         user_state: the run produces the per-user state table (user_id, cap, d, status).
         capacity_required: the run needs a capacity b or a capacities table (Alg. 4 does not:
-            its bound k is measured afterwards, spec A15).
+            its bound k is measured afterwards, docs/design/bounding.md#min-sep).
     """
 
     params: BoundingParams
@@ -76,7 +79,8 @@ class BoundingPlan:
 
     @property
     def per_user(self) -> bool:
-        """True for per-user orders (no shared order; spec P7 applies)."""
+        """True for per-user orders (no shared order; docs/design/bounding.md#per-user-orders
+        applies)."""
         return self.order == "per-user"
 
     @property
@@ -139,47 +143,52 @@ def _check_shared_at_exhaustion(params: BoundingParams) -> None:
 
 
 def plan_proposal(params: BoundingParams) -> BoundingPlan:
-    """[A]'s rounds with any order and finish mode (spec §3)."""
+    """[A]'s rounds with any order and finish mode (docs/design/bounding.md#proposal-rounds)."""
     return BoundingPlan(params, params.order, rounds=_round_settings(params))
 
 
 def plan_greedy(params: BoundingParams) -> BoundingPlan:
-    """Alg. 2 = the rounds with a shared order run to exhaustion (spec P4)."""
+    """Alg. 2 = the rounds with a shared order run to exhaustion
+    (docs/design/bounding.md#greedy-equivalence)."""
     _check_shared_at_exhaustion(params)
     return BoundingPlan(params, params.order, rounds=_round_settings(params))
 
 
 def plan_greedy_dup(params: BoundingParams) -> BoundingPlan:
-    """Alg. 3 = passes of rounds, each on the records the previous pass added (spec §4.3)."""
+    """Alg. 3 = passes of rounds, each on the records the previous pass added
+    (docs/design/bounding.md#duplicates)."""
     _check_shared_at_exhaustion(params)
     return BoundingPlan(params, params.order, rounds=_round_settings(params), duplicates=True)
 
 
 def plan_bias_mitigating(params: BoundingParams) -> BoundingPlan:
-    """Alg. 2 over the small/large interleave of two size-hash lists (spec §4.6)."""
+    """Alg. 2 over the small/large interleave of two size-hash lists
+    (docs/design/bounding.md#bias-mitigating)."""
     _check_shared_at_exhaustion(params)
     if params.order != "size-hash":
         raise ParameterError(
-            "bias-mitigating interleaves two size-hash lists (spec §4.6); pass --order size-hash"
+            "bias-mitigating interleaves two size-hash lists "
+            "(docs/design/bounding.md#bias-mitigating); pass --order size-hash"
         )
     interleave = (params.size_threshold, params.small_block, params.large_block)
     return BoundingPlan(params, params.order, interleave=interleave, rounds=_round_settings(params))
 
 
 def plan_ilp(params: BoundingParams) -> BoundingPlan:
-    """ILP (1) on the driver (spec §4.5)."""
+    """ILP (1) on the driver (docs/design/bounding.md#ilp)."""
     _check_shared_at_exhaustion(params)
     return BoundingPlan(params, DRIVER_ORDER)
 
 
 def plan_ilp_dup(params: BoundingParams) -> BoundingPlan:
-    """ILP (2), with duplicates, on the driver (spec §4.5)."""
+    """ILP (2), with duplicates, on the driver (docs/design/bounding.md#ilp)."""
     _check_shared_at_exhaustion(params)
     return BoundingPlan(params, DRIVER_ORDER, duplicates=True)
 
 
 def plan_dp_mf(params: BoundingParams) -> BoundingPlan:
-    """Alg. 4 on the driver: needs the schedule T, B; no capacities (spec §4.4, A15)."""
+    """Alg. 4 on the driver: needs the schedule T, B; no capacities
+    (docs/design/bounding.md#min-sep)."""
     _check_shared_at_exhaustion(params)
     if params.iterations is None or params.batch_size is None:
         raise ParameterError(
@@ -191,6 +200,6 @@ def plan_dp_mf(params: BoundingParams) -> BoundingPlan:
 
 
 def plan_bias_sweep(params: BoundingParams) -> BoundingPlan:
-    """The 76-setting Pareto sweep of §4.6 on the driver (one row per setting)."""
+    """The 76-setting Pareto sweep (docs/design/bounding.md#bias-mitigating), on the driver."""
     _check_shared_at_exhaustion(params)
     return BoundingPlan(params, DRIVER_ORDER, user_state=False)

@@ -1,19 +1,20 @@
 """Turn validated incidences into the working tables of the distributed algorithm.
 
-Spec contribution_bounding.md §2.2 (normalization) and §3.5 (initialization). Input: string
+docs/design/bounding.md#inputs (normalization), #round-plan (initialization). Input: string
 (record_id, user_id) pairs, validated (:func:`spark_dp.io.validate_edges`), repeated pairs
-allowed: the first step drops them (a pair counts once, spec §2.2). Output:
+allowed: the first step drops them (a pair counts once, docs/design/bounding.md#inputs). Output:
 
 * ``records`` (rec, record_id): rec is the record's 0-based position in the shared order
-  (spec §3.3), computed once by a distributed sort; it is the record's compact id afterwards;
+  (docs/design/bounding.md#orders), computed once by a distributed sort; it is the record's compact
+  id afterwards;
 * ``inc`` (rec, user_id, size, lead[, urank]): all incidences, with |h| and ``lead`` = this
   row is the record's first user (so Σ lead counts records without a distinct); ``urank`` is
   the record's rank in its user's own order (``per-user`` orders only);
 * ``users`` (user_id, cap, heavy): capacity (per-user table, else the default b) and whether
-  the user has more records than the skew threshold (salted ranking, spec §3.6).
+  the user has more records than the skew threshold (salted ranking, docs/design/bounding.md#skew).
 
 The state before round 1 is :func:`~.proposal_rounds.initial_state`. Nothing here reads record
-content (fixed-graph DP, spec §1.5, T19): only ids, sizes and
+content (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp): only ids, sizes and
 content-free weights.
 """
 
@@ -152,7 +153,8 @@ def _record_positions(
         keys = {
             "size-hash": [SIZE, PRIO, RECORD_ID],
             "hash": [PRIO, RECORD_ID],
-            "per-user": [PRIO, RECORD_ID],  # the fallback order of spec A9
+            # the fallback order of docs/design/bounding.md#per-user-orders
+            "per-user": [PRIO, RECORD_ID],
             "weighted-global": [NEGATED_WEIGHT, PRIO, RECORD_ID],
         }[plan.order]
         if plan.order == "weighted-global":
@@ -267,11 +269,10 @@ def prepare(
         .groupBy(USER_ID)
         .agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
     )
-    # -> (user_id, deg). An explicit partition count, never merged by adaptive execution: at
-    #    100M incidences it merged the 200 partitions into 12 of 7M users each, and Spark 3.5's
-    #    hash aggregation of one of them failed to spill in a 1 GiB driver (UNABLE_TO_ACQUIRE_
-    #    MEMORY; issue 18, `make bench-lines SCALE=xl`); sized for the input when its row count
-    #    is known (one partition per 400k rows, at most 200). Few incidences per user: a partial
+    # -> (user_id, deg). An explicit partition count, never merged by adaptive execution (merged
+    #    partitions of millions of users make Spark 3.5's hash aggregation fail to spill in a
+    #    small driver: UNABLE_TO_ACQUIRE_MEMORY); sized for the input when its row count is known
+    #    (one partition per 400k rows, at most 200). Few incidences per user: a partial
     #    aggregation before this shuffle would hardly reduce it.
     if capacities is not None:
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")

@@ -1,28 +1,29 @@
 """DistributedContributionBounding: one proposal round as a DataFrame step.
 
-[A] Algorithm 1 and §2; spec contribution_bounding.md §3.2 (semantics), §3.5 (DataFrame
-plan), §3.6 (performance). One round:
+[A] Algorithm 1 and §2; docs/design/bounding.md#proposal-rounds (semantics), #round-plan (DataFrame
+plan), #skew (performance). One round:
 
 1. every unsaturated user u with eligible records proposes its best cap(u) − d(u) of them
-   (all of them if fewer remain, A4): a window rank per user;
+   (all of them if fewer remain, docs/design/bounding.md#proposal-rounds): a window rank per user;
 2. a record is accepted iff all its users proposed it (count of proposals = |h|);
 3. degrees grow by the accepted records; users reaching d = cap saturate;
 4. accepted records and all eligible records of newly saturated users leave the eligible set.
 
-Invariants (spec §3.4): after every round d(u) ≤ cap(u) (P1: a user proposes at most its
-residual and accepted records are a subset of its proposals); M only grows (P2); with a shared
-order the best eligible record is accepted in every round (P3), the result at exhaustion is
-exactly the sequential greedy in that order (P4), and a driver greedy over the remainder gives
-the same answer as more rounds (P6). Per-user orders can deadlock (P7); on the first round
-that accepts nothing the run switches to the shared hash order (A9).
+Invariants (docs/design/bounding.md#properties): after every round d(u) ≤ cap(u) (P1: a user
+proposes at most its residual and accepted records are a subset of its proposals); M only grows
+(P2); with a shared order the best eligible record is accepted in every round (P3), the result at
+exhaustion is exactly the sequential greedy in that order (P4), and a driver greedy over the
+remainder gives the same answer as more rounds (P6). Per-user orders can deadlock (P7); on the first
+round that accepts nothing the run switches to the shared hash order
+(docs/design/bounding.md#per-user-orders).
 
 Sensitivity/privacy: the selection reads only the hypergraph (fixed-graph DP); it spends no
-privacy budget. Its by-products (round logs, degrees, selected ids) are confidential (A36):
-they are logged as counts only, never with ids.
+privacy budget. Its by-products (round logs, degrees, selected ids) are confidential
+(docs/design/bounding.md#confidential): they are logged as counts only, never with ids.
 
-Skew (spec §3.6): users with more records than the skew threshold are ranked in two stages,
-first within (user, salt) buckets, salt = pmod(xxhash64(rec), S), keeping ≤ resid rows per
-bucket, then per user. The top resid of a user are among the union of each bucket's top resid,
+Skew (docs/design/bounding.md#skew): users with more records than the skew threshold are ranked in
+two stages, first within (user, salt) buckets, salt = pmod(xxhash64(rec), S), keeping ≤ resid rows
+per bucket, then per user. The top resid of a user are among the union of each bucket's top resid,
 so the result is unchanged.
 
 A round maps a :class:`RoundState` (eligible incidences, unsaturated users, their counts) to
@@ -91,7 +92,8 @@ def initial_state(
     *,
     known: tuple[int, int, int] | None = None,
 ) -> RoundState:
-    """Round-0 state: users with cap ≤ 0 start saturated and their records leave (spec A7).
+    """Round-0 state: users with cap ≤ 0 start saturated and their records leave
+    (docs/design/bounding.md#zero-capacity).
 
     Args:
         inc: (rec, user_id, size, lead[, urank]) of the instance.
@@ -135,7 +137,8 @@ def round_table(r: int, what: str) -> str:
 def proposal_round(
     state: RoundState, order_col: str, *, salted: bool, salt_buckets: int
 ) -> DataFrame:
-    """One round (spec §3.5 table, rows 1–6) as one table of flagged eligible incidences.
+    """One round (docs/design/bounding.md#round-plan, rows 1–6) as one table of flagged eligible
+    incidences.
 
     Every eligible incidence (rec, u) gets, with window functions rather than joins so that a
     round is a handful of shuffles (by user, by record, by user, by record):
@@ -152,7 +155,7 @@ def proposal_round(
         state: eligible incidences (rec, user_id, size, lead[, urank]) and unsaturated users
             (user_id, cap, heavy, d).
         order_col: ``rec`` (shared order position) or ``urank`` (per-user rank).
-        salted: rank heavy users in salted buckets first (spec §3.6).
+        salted: rank heavy users in salted buckets first (docs/design/bounding.md#skew).
         salt_buckets: S.
 
     Returns:

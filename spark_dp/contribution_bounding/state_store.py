@@ -5,15 +5,16 @@ Two modes:
 * **work directory** (the job): every table a later round reads is written as Parquet under
   ``work_dir`` and read back, which cuts the query lineage and survives a crash; a small JSON
   log per pass records which rounds finished. A restarted job resumes after the last logged
-  round (spec contribution_bounding.md §3.5 step 7, §3.6).
+  round (docs/design/bounding.md#round-plan, #skew).
 * **memory** (library calls without a work directory, tests): a checkpoint of the run's
   :class:`~spark_dp.caching.CacheScope` (:meth:`~spark_dp.caching.CacheScope.checkpoint`:
   reliable when the session has a checkpoint directory, local otherwise) cuts the lineage;
   the scope drops it when the run is released; nothing survives the session.
 
-The contents are confidential (spec A36): per-round selections and degrees reveal the graph.
-Writes go through :func:`spark_dp.io.write_parquet_atomic` / :func:`~spark_dp.io.write_json_atomic`,
-so a crash never leaves a half-written table that looks finished.
+The contents are confidential (docs/design/bounding.md#confidential): per-round selections and
+degrees reveal the graph. Writes go through :func:`spark_dp.io.write_parquet_atomic` /
+:func:`~spark_dp.io.write_json_atomic`, so a crash never leaves a half-written table that looks
+finished.
 
 Before a run uses a work directory it claims it (:func:`claim_store`): the directory's
 ``meta.json`` holds digests of the inputs, the parameters that change the answer and the order
@@ -226,7 +227,8 @@ def input_fingerprint(
 def fingerprint_params(params: BoundingParams) -> dict[str, Any]:
     """The parameters that can change the answer (the algorithm's, never paths or speed knobs).
 
-    At exhaustion the answer does not depend on R or the finish mode (spec P4, P6), so
+    At exhaustion the answer does not depend on R or the finish mode
+    (docs/design/bounding.md#greedy-equivalence, #driver-finish), so
     ``max_rounds`` and ``finish`` only count under ``finish=none``.
     """
     out = {
@@ -241,12 +243,14 @@ def fingerprint_params(params: BoundingParams) -> dict[str, Any]:
 
 
 def order_seed(randomness: Randomness, meta: dict[str, Any] | None) -> int:
-    """The seed of the order's hash (spec §3.3): a secret 63-bit integer of the release key.
+    """The seed of the order's hash (docs/design/bounding.md#orders): a secret 63-bit integer of the
+    release key.
 
     The same key gives the same order, so a re-run with the key reproduces the selection. A
     resumed run with a fresh entropy key keeps the seed its crashed predecessor stored in the
-    work directory (that key is gone). Not sensitive under fixed-graph DP (spec A37), but it is
-    derived from the key, so reports show the key's fingerprint instead.
+    work directory (that key is gone). Not sensitive under fixed-graph DP
+    (docs/design/bounding.md#seed), but it is derived from the key, so reports show the key's
+    fingerprint instead.
     """
     if randomness.mode == "entropy" and meta is not None and "seed" in meta:
         return int(meta["seed"])

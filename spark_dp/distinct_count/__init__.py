@@ -1,4 +1,4 @@
-"""Person-level ε-DP distinct count (Knop & Steinke 2023; spec distinct_count.md).
+"""Person-level ε-DP distinct count (Knop & Steinke 2023; docs/design/counting.md).
 
 Each person contributes a set of items; the release is a DP lower bound ν̂ on the number of
 distinct items DC(D), with P[ν̂ ≤ DC(D)] ≥ 1 − β, under pure ε-DP when one person (with all
@@ -19,7 +19,7 @@ of :data:`spark_dp.distinct_count.registry.REGISTRY`: ``plan(params)``, then
   ν̂ = c(D; ℓ̂) − (2ℓ̂/ε)·ln(1/(2β)) + Lap(2ℓ̂/ε) at ε/2, returned as a :class:`DPResult`;
   the run wraps it in a :class:`DistinctCountResult`, which fills the privacy report;
 * :mod:`.baselines`: the paper's comparison points (fixed ℓ, non-private best ℓ, sampling,
-  R2T) — not DP where the spec says so.
+  R2T) — not DP where docs/design/counting.md#baselines says so.
 
 Example::
 

@@ -1,16 +1,17 @@
-"""Comparison baselines of the paper's experiments (spec distinct_count.md §5.2 and §6).
+"""Comparison baselines of the paper's experiments (docs/design/counting.md#compared, #baselines).
 
 For benchmarks and studies only. Which of them are DP is stated per function:
 
 * :func:`fixed_ell_release` — c(D; ℓ) + Lap(ℓ/ε) at a fixed ℓ. DP only if ℓ is chosen without
   the data; with ℓ = the true maximum contribution ("Max Contrib") or the 90th percentile of
-  contributions ("90th PC Contrib", :func:`contribution_quantiles`) it is **not** DP (§6.1).
-* :func:`max_utility_ell` — the non-private best ℓ: argmax c(D; ℓ) − (ℓ/ε)·ln(1/(2β)) (§6.2).
+  contributions ("90th PC Contrib", :func:`contribution_quantiles`) it is **not** DP.
+* :func:`max_utility_ell` — the non-private best ℓ: argmax c(D; ℓ) − (ℓ/ε)·ln(1/(2β)).
 * :func:`sampling_curve` — each person keeps a uniform random sample of min(ℓ, |u_i|) of its
-  items; the distinct count of the union has sensitivity ℓ (§6.3), so adding Lap(ℓ/ε) at a
+  items; the distinct count of the union has sensitivity ℓ, so adding Lap(ℓ/ε) at a
   data-independent ℓ is ε-DP.
-* :func:`r2t_release` — Race-to-the-Top adapted to DC (§6.4): ε/J per bound τ_j = 2^j,
-  j = 1..J = ⌈log₂ ℓ_max⌉, release the largest shifted noisy value (ε-DP, a 1 − β lower bound).
+* :func:`r2t_release` — Race-to-the-Top adapted to DC (docs/design/counting.md#r2t): ε/J per bound
+  τ_j = 2^j, j = 1..J = ⌈log₂ ℓ_max⌉, release the largest shifted noisy value (ε-DP, a 1 − β lower
+  bound).
 
 Noise is drawn through :mod:`spark_dp.randomness` like the mechanism's own.
 """
@@ -49,8 +50,8 @@ def contribution_quantiles(pairs: DataFrame, quantiles: Sequence[float] = (0.9,)
     """Max and quantiles of the per-person contribution |u_i| (NON-private statistics).
 
     Quantiles are ``int(numpy.quantile(deg, q))`` with linear interpolation, as in the authors'
-    experiment code (spec §5.2 item 2); computed from the degree histogram (one row per
-    distinct degree), never from a collect of the persons.
+    experiment code (docs/design/counting.md#compared); computed from the degree histogram (one row
+    per distinct degree), never from a collect of the persons.
     """
     from pyspark.sql import functions as F
 
@@ -86,7 +87,7 @@ def fixed_ell_release(
 ) -> float:
     """c(D; ℓ) + Lap(ℓ/ε); minus (ℓ/ε)·ln(1/(2β)) when ``beta`` is given (a lower bound).
 
-    ε-DP only when ℓ does not depend on the data (spec §6.1).
+    ε-DP only when ℓ does not depend on the data (docs/design/counting.md#fixed-ell).
     """
     check_int_at_least("ell", ell, 1)
     scale = laplace_scale(epsilon, sensitivity=float(ell))
@@ -97,7 +98,8 @@ def fixed_ell_release(
 
 
 def max_utility_ell(curve: ArrayLike, *, epsilon: float = 1.0, beta: float = 0.001) -> int:
-    """Non-private argmax_ℓ c(D; ℓ) − (ℓ/ε)·ln(1/(2β)), ties to the smallest ℓ (spec §6.2)."""
+    """Non-private argmax_ℓ c(D; ℓ) − (ℓ/ε)·ln(1/(2β)), ties to the smallest ℓ
+    (docs/design/counting.md#max-utility)."""
     c = check_curve(curve)
     epsilon = check_epsilon(epsilon)
     ells = np.arange(1, len(c) + 1)
@@ -109,8 +111,8 @@ def sampling_curve(pairs: DataFrame, ell_max: int, randomness: Randomness) -> ND
 
     One random permutation per person (rank by a salted hash of (user, item)) gives nested
     samples for all ℓ at once: count_ℓ = #{x : min over holders of rank(i, x) ≤ ℓ}; each ℓ's
-    marginal is a uniform sample without replacement (spec §6.3). The driver receives ℓ_max
-    values. Private unless noised at a data-independent ℓ.
+    marginal is a uniform sample without replacement (docs/design/counting.md#sampling). The driver
+    receives ℓ_max values. Private unless noised at a data-independent ℓ.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -128,7 +130,8 @@ def sampling_curve(pairs: DataFrame, ell_max: int, randomness: Randomness) -> ND
 def r2t_release(
     curve: ArrayLike, *, epsilon: float, beta: float, ell_max: int, noise: DriverNoise
 ) -> float:
-    """R2T for DC (spec §6.4): max(0, max_j [c(τ_j) + Lap(J·τ_j/ε) − J·ln(J/β)·τ_j/ε]).
+    """R2T for DC (docs/design/counting.md#r2t): max(0, max_j [c(τ_j) + Lap(J·τ_j/ε) −
+    J·ln(J/β)·τ_j/ε]).
 
     τ_j = 2^j for j = 1..J, J = ⌈log₂ ℓ_max⌉; each term is (ε/J)-DP (sensitivity τ_j), so the
     maximum is ε-DP, and a union bound makes it a lower bound with probability ≥ 1 − β.

@@ -1,7 +1,7 @@
 """Calibration of the distinct-count release: GEM's choice of ℓ and the noisy count (driver only).
 
 Knop & Steinke 2023, Algorithm 1 lines 9–15 and Algorithm 2 lines 8–12, Theorem 3.4 (GEM) and
-Lemma 3.2 (composition); spec distinct_count.md §3.2–§3.4 and §8.4.
+Lemma 3.2 (composition); docs/design/counting.md#scores, #discrete-laplace.
 
 Each object below knows the share of ε it spends (``epsilon``, ``delta`` = 0: pure DP), the
 sensitivity of what it noises and its own constants, and describes itself for the privacy report
@@ -16,7 +16,8 @@ them is decided once, by :func:`spark_dp.distinct_count.plan.plan_release`.
   discrete Laplace of scale b = ℓ̂/ε_count, P[X = x] ∝ exp(−|x|/b), sampled exactly
   (:mod:`spark_dp.randomness.exact`). c(·; ℓ̂) is an integer query of sensitivity ℓ̂, so the
   release is ε_count-DP for every fixed ℓ̂ with no floating-point caveat; the integer shift is
-  the smallest c with P[X > c] = p^(c+1)/(1+p) ≤ β, p = e^(−1/b) (spec §8.4).
+  the smallest c with P[X > c] = p^(c+1)/(1+p) ≤ β, p = e^(−1/b)
+  (docs/design/counting.md#discrete-laplace).
 * :class:`LaplaceRelease`: the paper's continuous Laplace with shift (ℓ/ε_count)·ln(1/(2β))
   (paper eq. (4)); kept for the baselines and for comparisons with the paper's figures, not
   used by the job (its floating-point noise is open to the attacks of Mironov 2012).
@@ -48,13 +49,15 @@ __all__ = [
 
 
 def lower_bound_shift(ell: ArrayLike, epsilon_count: float, beta: float) -> NDArray[np.float64]:
-    """(ℓ/ε_count)·ln(1/(2β)): P[Lap(ℓ/ε_count) ≥ shift] = β (paper eq. (4), spec §3.4)."""
+    """(ℓ/ε_count)·ln(1/(2β)): P[Lap(ℓ/ε_count) ≥ shift] = β (paper eq. (4),
+    docs/design/counting.md#release)."""
     return np.asarray(ell, dtype=float) / epsilon_count * math.log(1.0 / (2.0 * beta))
 
 
 @dataclass(frozen=True)
 class GemSelection:
-    """The GEM choice of the contribution bound ℓ̂ ∈ {1, …, ℓ_max} (Algorithm 3; spec §3.3).
+    """The GEM choice of the contribution bound ℓ̂ ∈ {1, …, ℓ_max} (Algorithm 3;
+    docs/design/counting.md#gem).
 
     Attributes:
         epsilon: ε_select, the budget of the choice.
@@ -130,11 +133,12 @@ class CountCalibration(Protocol):
 
 @dataclass(frozen=True)
 class LaplaceRelease:
-    """The Laplace release of c(D; ℓ̂) shifted down to a 1 − β lower bound (spec §3.4).
+    """The Laplace release of c(D; ℓ̂) shifted down to a 1 − β lower bound
+    (docs/design/counting.md#release).
 
     Sensitivity ℓ̂ (ℓ̂ is fixed by the earlier GEM step), scale ℓ̂/ε_count, shift
     (ℓ̂/ε_count)·ln(1/(2β)): the paper's full shift, not the half that the authors' public code
-    subtracts (which fails with probability √(β/2); spec §8.1 A6).
+    subtracts (which fails with probability √(β/2); docs/design/counting.md#half-shift).
 
     Attributes:
         epsilon: ε_count, the budget of the release.
@@ -191,9 +195,10 @@ class LaplaceRelease:
 def discrete_lower_bound_shift(scale: float, beta: float) -> int:
     """The smallest integer c ≥ 0 with P[X > c] ≤ β for X discrete Laplace of scale b.
 
-    P[X > c] = p^(c+1)/(1+p), p = e^(−1/b), so c = max(0, ⌈b·ln(1/(β(1+p)))⌉ − 1) (spec §8.4;
-    b = 7.3, β = 0.05 gives 17). The bound is rechecked in log space and c raised while it
-    fails, so rounding can only make the shift larger (a safer lower bound).
+    P[X > c] = p^(c+1)/(1+p), p = e^(−1/b), so c = max(0, ⌈b·ln(1/(β(1+p)))⌉ − 1)
+    (docs/design/counting.md#discrete-laplace; b = 7.3, β = 0.05 gives 17). The bound is rechecked
+    in log space and c raised while it fails, so rounding can only make the shift larger (a safer
+    lower bound).
     """
     p = math.exp(-1.0 / scale)
     log_tail_bound = math.log(beta)
@@ -209,7 +214,8 @@ def discrete_lower_bound_shift(scale: float, beta: float) -> int:
 
 @dataclass(frozen=True)
 class DiscreteLaplaceRelease:
-    """The exact discrete-Laplace release of c(D; ℓ̂) as a 1 − β lower bound (spec §8.4).
+    """The exact discrete-Laplace release of c(D; ℓ̂) as a 1 − β lower bound
+    (docs/design/counting.md#discrete-laplace).
 
     Sensitivity ℓ̂ (an integer query; ℓ̂ is fixed by the earlier GEM step), noise
     P[X = x] ∝ exp(−|x|·ε_count/ℓ̂) drawn exactly, and the integer shift of

@@ -1,7 +1,7 @@
 """Connected components of an edge DataFrame: GraphFrames when usable, plain DataFrames otherwise.
 
 Used to split the peeled person–item core into independent pieces: DC(D; ℓ) is a sum over the
-connected components of the graph (spec distinct_count.md §8.2, end of "E3"), so each piece can
+connected components of the graph (docs/design/counting.md#curve, end of "E3"), so each piece can
 be solved exactly on its own executor task.
 
 * **GraphFrames** ``connectedComponents`` runs when both its Python package and its JVM jar are

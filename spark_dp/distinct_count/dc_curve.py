@@ -1,8 +1,8 @@
 """The exact curve DC(D; ℓ), ℓ = 1..ℓ_max, in Spark: peel, split into components, solve.
 
-Knop & Steinke 2023, eq. (2), Algorithm 1 (SENSITIVEDISTINCTCOUNT) and Theorem 1.1; spec
-distinct_count.md §2.3, §2.5, §3.1 and §8.2 "Job D". The values are exactly those of Algorithm
-1 (max-flow per ℓ); only the way of computing them differs:
+Knop & Steinke 2023, eq. (2), Algorithm 1 (SENSITIVEDISTINCTCOUNT) and Theorem 1.1;
+docs/design/counting.md#exact, #peeling, #curve. The values are exactly those of Algorithm 1
+(max-flow per ℓ); only the way of computing them differs:
 
 1. :func:`~spark_dp.distinct_count.peeling.first_round`: the reductions R1/R2 once, in closed
    form for every ℓ. Most of the data leaves here; what survives are edges alive on an ℓ range.
@@ -22,7 +22,7 @@ task no flow is solved when the warm start meets the upper bound min(#items, Σ 
 
 The driver receives only per-ℓ sums (ℓ_max values). The curve is private: never log it. The
 engineering knobs (``spark_rounds``, ``spark_rounds_min_rows``, ``ell_blocks``, components
-method) never change a value (C4 of spec §2.4).
+method) never change a value (C4 of docs/design/counting.md#greedy).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Generalized exponential mechanism (GEM) of Raskhodnikova & Smith, on the driver.
 
 Knop & Steinke 2023, Algorithm 3 and Theorem 3.4 (after [RS15, Thm 1.4]); the O(m log m)
-scores of App. B; spec distinct_count.md §3.3 and §8.3.
+scores of App. B; docs/design/counting.md#gem, #release.
 
 Given scores q_1..q_m whose sensitivities are Δ_1..Δ_m > 0, privacy parameter ε_g and β:
 
@@ -83,7 +83,7 @@ def _scores_naive(a: np.ndarray, sens: np.ndarray) -> np.ndarray:
 
 
 def _scores_hull(a: np.ndarray, sens: np.ndarray) -> np.ndarray:
-    """The same scores in O(m log m) (App. B; spec §3.3 GEM_SCORES_FAST).
+    """The same scores in O(m log m) (App. B; docs/design/counting.md#gem-fast).
 
     s_i is the root of a_i − Δ_i·s = g(s), g(s) = max_j (a_j + Δ_j·s) the upper envelope of
     lines; the left side decreases and g increases, so the root is unique. Find the envelope

@@ -1,7 +1,7 @@
 """The greedy curve ĝ[ℓ], ℓ = 1..ℓ_max, in one incremental round-robin pass (Algorithm 2).
 
 Knop & Steinke 2023, Algorithm 2 and Theorem 1.2 (the incremental form is Algorithm 4,
-App. A); spec distinct_count.md §2.4 and §8.2 "Job C".
+App. A); docs/design/counting.md#greedy.
 
 Round ℓ gives every person one more slot: in a fixed person order, each person takes the first
 item of its list (in a fixed item order ≺) that nobody has covered yet; ĝ[ℓ] = |S| after the
@@ -10,7 +10,7 @@ round. ĝ[ℓ] is the size of a maximal matching in the ℓ-copy graph, so
     ½·DC(D; ℓ) ≤ ĝ[ℓ] ≤ DC(D; ℓ) ≤ DC(D),
 
 and removing one person lowers every ĝ[ℓ] by at most ℓ (sensitivity ℓ) **provided** the orders
-do not depend on other persons' data (spec §2.4):
+do not depend on other persons' data (docs/design/counting.md#greedy):
 
 * C1 item order: byte-lexicographic order of the item string (Spark's binary string order,
   which equals Python's code-point order) — never global frequency or first-appearance ids;
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PERSON_ORDER_SALT", "greedy_curve", "greedy_curve_arrays", "person_order_key"]
 
-#: Public, data-independent salt of the person order (spec §4 "person order"; C2). Changing it
-#: changes the (still private and valid) curve, never the privacy guarantee.
+#: Public, data-independent salt of the person order (docs/design/counting.md#person-order; C2).
+# Changing it : changes the (still private and valid) curve, never the privacy guarantee.
 PERSON_ORDER_SALT = 0x5D1C0D15
 
 

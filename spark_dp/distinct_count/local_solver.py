@@ -4,27 +4,28 @@ This is the numpy/scipy engine that runs inside one executor task (``applyInPand
 connected component of the peeled core, see :mod:`spark_dp.distinct_count.dc_curve`) and, on
 small data, directly on the driver.
 
-Model (Knop & Steinke 2023, eq. (2) and §1.1 "Efficient computation"; spec distinct_count.md
-§2.3). DC(D; ℓ) is the value of a maximum flow in the network source → person (capacity
-c_i) → item (capacity 1) → sink (capacity 1), with c_i = min(ℓ, |u_i|) on the raw data. After
-the exact reductions the capacities are general c_i ≥ 1 and the value sought is
+Model (Knop & Steinke 2023, eq. (2) and §1.1 "Efficient computation";
+docs/design/counting.md#exact). DC(D; ℓ) is the value of a maximum flow in the network source →
+person (capacity c_i) → item (capacity 1) → sink (capacity 1), with c_i = min(ℓ, |u_i|) on the raw
+data. After the exact reductions the capacities are general c_i ≥ 1 and the value sought is
 ``covered + maxflow(core)``.
 
 Rows. An instance is a list of (person, item) edges, each alive for ℓ in [lo, hi], whose person
 has capacity ``ℓ − offset`` at those ℓ (raw data: lo = 1, hi = ℓ_max, offset = 0, so the
 capacity is ℓ and the reduction R1 below turns it into min(ℓ, |u_i|)). Spark's first peeling
-round produces exactly such rows (spec §2.5; :func:`spark_dp.distinct_count.peeling.first_round`).
+round produces exactly such rows (docs/design/counting.md#peeling;
+:func:`spark_dp.distinct_count.peeling.first_round`).
 
 For each ℓ, ascending:
 
-1. **Peel** (spec §2.5, proofs App. A.4) to a fixpoint: R1, a person whose degree is at most
-   its capacity covers all its items; R2, a person's private items (held by nobody else) are
-   taken up to its capacity, which drops by that amount. Both keep DC exactly and act on
+1. **Peel** (docs/design/counting.md#peeling, proofs App. A.4) to a fixpoint: R1, a person whose
+   degree is at most its capacity covers all its items; R2, a person's private items (held by nobody
+   else) are taken up to its capacity, which drops by that amount. Both keep DC exactly and act on
    disjoint items, so one round applies both.
 2. **Max-flow** on the remaining core (scipy ``maximum_flow``, Dinic), warm-started from the
    previous ℓ's core flow: the edges it used that are still in the core, trimmed to the new
    capacities, form a feasible flow, and only the augmentation on its residual graph is solved
-   (spec §3.1 "Warm start"). When the warm start already meets the trivial upper bound
+   (docs/design/counting.md#warm-start). When the warm start already meets the trivial upper bound
    min(#items, Σ c_i), no flow is solved.
 
 Every number here (curves, degrees, counts) is private: nothing is logged.
@@ -66,7 +67,8 @@ class PeelResult:
 def peel(person: np.ndarray, item: np.ndarray, capacity: np.ndarray, n_items: int) -> PeelResult:
     """Apply the exact reductions R1 and R2 in rounds until nothing changes.
 
-    DC(instance) = covered + DC(core with the returned capacities) (spec §2.5, App. A.4).
+    DC(instance) = covered + DC(core with the returned capacities) (docs/design/counting.md#peeling,
+    #peeling-proofs).
 
     Args:
         person, item: edges as dense int ids (person ids index ``capacity``).
@@ -179,7 +181,7 @@ def solve_rows(
         n_persons, n_items: id ranges (default: max id + 1).
         saturation: when the rows are a whole instance (not a piece of a peeled one), the
             number of its distinct items DC(D): once a value reaches it, every larger ℓ has it
-            too (spec §3.1, P1/P2) and the loop stops early.
+            too (docs/design/counting.md#curve, #dc/P2) and the loop stops early.
 
     Returns:
         int64 array aligned with ``ells``.
@@ -239,8 +241,8 @@ def _greedy_extend(
     n_items: int,
     passes: int = 10,
 ) -> np.ndarray:
-    """Add free edges to a feasible flow greedily (spec §3.1: a greedy matching is a valid
-    warm start): each pass gives every free item to one person with spare capacity."""
+    """Add free edges to a feasible flow greedily (docs/design/counting.md#curve: a greedy matching
+    is a valid warm start): each pass gives every free item to one person with spare capacity."""
     f = flow.copy()
     spare = capacity - np.bincount(person[f], minlength=len(capacity))
     used = np.bincount(item[f], minlength=n_items) > 0

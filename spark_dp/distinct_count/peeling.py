@@ -1,6 +1,6 @@
 """Exact problem-size reductions of DC(D; ℓ) in Spark ("peeling"), for all ℓ at once.
 
-Spec distinct_count.md §2.5 (rules R1/R2, proofs App. A.4) and §8.2 "Job D, E2". Not in the
+docs/design/counting.md#peeling (rules R1/R2, proofs App. A.4), #curve. Not in the
 paper; they keep DC(D; ℓ) exactly. With per-person capacities c_i (initially min(ℓ, |u_i|)):
 
 * **R1 (light persons)**: a person whose degree is ≤ c_i covers all its items; they are
@@ -20,7 +20,8 @@ Both rules depend on ℓ. Two Spark forms are implemented:
   ℓ ∈ [p_i + 1, min(d_i, m_x) − 1], with capacity ℓ − p_i. The covered counts per ℓ are
   cumulative sums of per-ℓ events (≤ ℓ_max rows), so the cost does not grow with ℓ_max × data.
 * :func:`peel_rounds` — further rounds on an (ell, user, item) table, each ℓ separately, to a
-  fixpoint or a round cap (spec E2: "batch several ℓ by adding an ell column").
+  fixpoint or a round cap (docs/design/counting.md#curve: "batch several ℓ by adding an ell
+  column").
 
 Every count here is private: functions return DataFrames and the caller aggregates them to
 ℓ_max values on the driver; nothing is logged except row counts.

@@ -1,7 +1,7 @@
 """The plan of a distinct-count release: ε split between GEM and the count, before any data.
 
-Knop & Steinke 2023, Algorithm 1 lines 9–15 (Algorithm 2 lines 8–12) and Lemma 3.2; spec
-distinct_count.md §3.5. The release spends ε in two steps, in this order:
+Knop & Steinke 2023, Algorithm 1 lines 9–15 (Algorithm 2 lines 8–12) and Lemma 3.2;
+docs/design/counting.md#mechanism. The release spends ε in two steps, in this order:
 
     ε_select = ε·SELECT_FRACTION      GEM choice of ℓ̂            (:class:`GemSelection`)
     ε_count  = ε − ε_select           noisy count of c(D; ℓ̂)      (:class:`DiscreteLaplaceRelease`)
@@ -78,7 +78,8 @@ class DistinctCountPlan:
         )
 
     def scores(self, curve: NDArray[np.int64]) -> NDArray[np.float64] | NDArray[np.int64]:
-        """q_ℓ = c(D; ℓ) − shift(ℓ), ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2). Private.
+        """q_ℓ = c(D; ℓ) − shift(ℓ), ℓ = 1..len(curve) (Alg. 1 line 11;
+        docs/design/counting.md#scores). Private.
 
         The shift is the count step's, so q_ℓ is the expected lower bound if ℓ were chosen.
         """
@@ -114,7 +115,8 @@ def plan_release(
     method: str = "exact",
     noise: str = "discrete-laplace",
 ) -> DistinctCountPlan:
-    """Split ε into the GEM choice and the discrete-Laplace count (spec §3.5, §8.4).
+    """Split ε into the GEM choice and the discrete-Laplace count
+    (docs/design/counting.md#mechanism, #discrete-laplace).
 
     Args:
         epsilon: total budget ε > 0.

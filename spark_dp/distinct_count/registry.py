@@ -3,9 +3,9 @@
 Algorithm 1 (``exact``: DPDISTINCTCOUNT) and Algorithm 2 (``greedy``: DPAPPROXDISTINCTCOUNT) of
 Knop & Steinke 2023 differ only in the curve c(D; ℓ); the plan
 (:func:`~spark_dp.distinct_count.plan.plan_release`) and the release
-(:func:`~spark_dp.distinct_count.release.release_curve`) are the same (spec distinct_count.md
-§3.5). The method is fixed by configuration, never by the data (spec §2.4 C4, §8.1 A19: a
-failed exact solve aborts, it never falls back to greedy).
+(:func:`~spark_dp.distinct_count.release.release_curve`) are the same
+(docs/design/counting.md#mechanism). The method is fixed by configuration, never by the data
+(docs/design/counting.md#same-function: a failed exact solve aborts, it never falls back to greedy).
 
 * ``REGISTRY[name].plan(params)``: the data-free :class:`DistinctCountPlan`;
 * ``REGISTRY[name].run(pairs, plan, randomness, timer=None, **options)``: the curve of the
@@ -71,8 +71,8 @@ class CurveMethod:
         count_function: public description of c(D; ℓ) for the report.
         curve: the curve function.
         dedupes: the curve function drops repeated pairs itself and reads its input once, so a
-            caller need neither deduplicate nor cache the pairs. The job then skips both: the
-            greedy run at 103.7M pairs took 118 s instead of 313 s (``make bench-lines``).
+            caller need neither deduplicate nor cache the pairs, and the job skips both (a
+            deduplication and a cache cost more than the greedy pass itself at scale).
     """
 
     name: str

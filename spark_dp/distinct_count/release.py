@@ -1,7 +1,7 @@
 """The DP release: GEM choice of ℓ̂, then a noisy lower bound on c(D; ℓ̂) (driver only).
 
 Knop & Steinke 2023, Algorithm 1 lines 9–15 (exact curve) and Algorithm 2 lines 8–12 (greedy
-curve), Theorems 1.1 and 1.2; spec distinct_count.md §3.2–§3.5 and §8.3.
+curve), Theorems 1.1 and 1.2; docs/design/counting.md#scores, #release.
 
 With the curve c(D; ℓ) (exact DC or greedy ĝ, sensitivity ℓ) and a plan (:mod:`.plan` splits ε
 into ε_select = ε_count = ε/2; :mod:`.calibration` calibrates both steps):
@@ -12,8 +12,8 @@ into ε_select = ε_count = ε/2; :mod:`.calibration` calibrates both steps):
 
 so (ℓ̂, ν̂) is ε-DP (sequential composition, Lemma 3.2) and, since P[Lap(b) ≥ b·ln(1/(2β))] = β
 and c(D; ℓ̂) ≤ DC(D), P[ν̂ ≤ DC(D)] ≥ 1 − β whatever ℓ̂ GEM returned. Post-processing (free):
-``estimate`` = ν̂ + shift, the un-shifted noisy DC(D; ℓ̂) that the paper's tables report (spec
-§1.4, A5), and ``max(0, ν̂)``.
+``estimate`` = ν̂ + shift, the un-shifted noisy DC(D; ℓ̂) that the paper's tables report
+(docs/design/counting.md#model), and ``max(0, ν̂)``.
 """
 
 from __future__ import annotations
@@ -92,7 +92,8 @@ def check_curve(curve: ArrayLike) -> NDArray[np.int64]:
 def utility_scores(
     curve: ArrayLike, epsilon: float, beta: float, *, noise: str = "discrete-laplace"
 ) -> NDArray[np.float64] | NDArray[np.int64]:
-    """q_ℓ = c(D; ℓ) − shift(ℓ) for ℓ = 1..len(curve) (Alg. 1 line 11; spec §3.2, §8.4)."""
+    """q_ℓ = c(D; ℓ) − shift(ℓ) for ℓ = 1..len(curve) (Alg. 1 line 11;
+    docs/design/counting.md#scores, #discrete-laplace)."""
     c = check_curve(curve)
     return plan_release(epsilon, beta, len(c), noise=noise).scores(c)
 
@@ -107,10 +108,10 @@ def selection_probabilities(
 
 
 def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomness) -> DPResult:
-    """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max, as ``plan`` says (ε-DP; §3.5).
+    """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max, as ``plan`` says (ε-DP).
 
     GEM chooses ℓ̂ on the scores q (``plan.select``), then ν̂ = q_ℓ̂ + noise (``plan.count``):
-    the same curve value the GEM saw (spec §3.4).
+    the same curve value the GEM saw (docs/design/counting.md#release).
 
     Args:
         curve: c(D; ℓ) for ℓ = 1..``plan.ell_max`` (exact DC or the greedy curve).
@@ -156,7 +157,8 @@ def dp_distinct_count(
     method: str = "exact",
     noise: str = "discrete-laplace",
 ) -> DPResult:
-    """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max (ε-DP; spec §3.5).
+    """Release (ℓ̂, ν̂) from the curve c(D; ℓ), ℓ = 1..ℓ_max (ε-DP;
+    docs/design/counting.md#mechanism).
 
     :func:`~spark_dp.distinct_count.plan.plan_release` with ℓ_max = ``len(curve)``, then
     :func:`release_curve`.

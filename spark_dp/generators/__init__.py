@@ -2,10 +2,10 @@
 
 * :mod:`~spark_dp.generators.hypergraphs`: multi-owner records (record_id, user_id):
   probabilistic regular graphs (Poisson arity) and skewed graphs (preferential attachment),
-  spec contribution_bounding.md §5.
+  docs/design/bounding.md#generators.
 * :mod:`~spark_dp.generators.user_items`: user item sets (user_id, item): Zipf-like
   vocabularies with a heavy tail of singletons, and the heavy/light example of
-  spec partition_selection.md §6.6.
+  docs/design/selection.md#heavy-light.
 * :mod:`~spark_dp.generators.spark_frames`: the same as Spark DataFrames, generated in
   parallel chunks whose seeds depend only on (seed, chunk), never on partitioning.
 """

@@ -1,16 +1,16 @@
 """Synthetic hypergraphs: records (hyperedges) owned by several users.
 
-Ganesh et al. 2025 ("It's My Data Too"), §5.1 and App. C.1; spec contribution_bounding.md §5.
+Ganesh et al. 2025 ("It's My Data Too"), §5.1 and App. C.1; docs/design/bounding.md#generators.
 
-Parameters shared by both kinds (spec §5.1):
+Parameters shared by both kinds (docs/design/bounding.md#generators):
 
 * ``n_records`` = |E|, records generated (before dropping empty ones);
 * ``mean_size`` = μ = E[|e|] (the paper fixes μ = 2);
 * ``records_per_user`` = d_u, the expected number of records per user;
-* the number of users is m = |E|·μ/d_u (spec A21);
+* the number of users is m = |E|·μ/d_u (docs/design/bounding.md#generators);
 * record sizes are Poisson(μ), so a fraction e^{−μ} of records has no user. By default those
-  are dropped and counted (``empty_policy="drop"``, spec A22); they must never reach the
-  bounding algorithms.
+  are dropped and counted (``empty_policy="drop"``, docs/design/bounding.md#generators); they must
+  never reach the bounding algorithms.
 
 Output ids are integers: ``record_id`` is the record's index among all generated records
 (dropped empty records leave gaps), ``user_id`` lies in 0..m−1.
@@ -78,7 +78,7 @@ class GraphSample:
 
 
 def n_users_for(n_records: int, mean_size: float, records_per_user: float) -> int:
-    """m = |E|·μ/d_u (spec contribution_bounding.md §5.1, A21), at least 1."""
+    """m = |E|·μ/d_u (docs/design/bounding.md#generators), at least 1."""
     return max(1, round(n_records * mean_size / records_per_user))
 
 
@@ -124,8 +124,8 @@ def regular_hypergraph_chunk(
     """Records ``start..stop-1`` of a probabilistic regular hypergraph.
 
     Each record draws its size n_i ~ Poisson(μ) (clipped to m), then n_i distinct users
-    uniformly without replacement (spec §5.2). The chunk's generator is seeded by
-    SeedSequence([seed, chunk]), so a chunk is reproducible on its own.
+    uniformly without replacement (docs/design/bounding.md#regular). The chunk's generator is seeded
+    by SeedSequence([seed, chunk]), so a chunk is reproducible on its own.
 
     Returns:
         (record ids, user ids, number of empty records in the chunk).
@@ -151,7 +151,7 @@ def regular_hypergraph(
     mean_size: float = 2.0,
     seed: int = 0,
 ) -> GraphSample:
-    """A probabilistic regular hypergraph (Ganesh et al. App. C.1; spec §5.2).
+    """A probabilistic regular hypergraph (Ganesh et al. App. C.1; docs/design/bounding.md#regular).
 
     Every record contains each of the m users with probability ≈ μ/m (Poisson arity), so
     user degrees are ≈ Poisson(d_u) and the maximum degree stays small.
@@ -210,7 +210,8 @@ def skewed_hypergraph(
     seed: int = 0,
     block_fraction: float = 0.01,
 ) -> GraphSample:
-    """A skewed hypergraph by preferential attachment, scalable approximation (spec §5.3).
+    """A skewed hypergraph by preferential attachment, scalable approximation
+    (docs/design/bounding.md#skewed).
 
     Records are made one after another. Record i draws n_i ~ Poisson(μ) users without
     replacement, each with probability ∝ (1 + deg(j))^α, where deg(j) counts the records that
@@ -219,7 +220,7 @@ def skewed_hypergraph(
     To run in seconds at 8M records, degrees are refreshed in blocks: the records of a block see
     the degrees at the start of the block, and a block holds ``block_fraction`` of the records
     made so far (at least one record). Early records, where the hubs are decided, are made one
-    at a time. ``block_fraction → 0`` gives the spec's sequential approximation exactly. Users
+    at a time. ``block_fraction → 0`` gives the sequential approximation exactly. Users
     of degree 0 all have weight 1 and are drawn uniformly, so the cost per block is linear in
     the number of users seen so far, not in m.
 
@@ -277,7 +278,8 @@ def skewed_hypergraph_exact(
     alpha: float = 1.5,
     seed: int = 0,
 ) -> GraphSample:
-    """The literal preferential-attachment model (spec §5.3), for small cross-checks only.
+    """The literal preferential-attachment model (docs/design/bounding.md#skewed), for small
+    cross-checks only.
 
     Record i includes each user j independently with probability
     p_ij = min(1, μ·(1 + deg(j))^α / Σ_j' (1 + deg(j'))^α). Costs Θ(|E|·m).

@@ -3,10 +3,10 @@
 * :func:`zipf_user_items`: text-like data. Users have heavy-tailed set sizes (log-normal) and
   draw words from a Zipf law over an unbounded vocabulary, so a few words are held by almost
   everyone while most of the vocabulary is held by a single user (Reddit has 58% singleton
-  items, Common Crawl 61%; spec partition_selection.md §6).
+  items, Common Crawl 61%; docs/design/selection.md#paper-parameters).
 * :func:`heavy_light_user_items`: the explicit example of Chen et al. 2025, App. C.2 /
-  Sec. 6.2 (spec §6.6): each of n users holds one shared heavy item plus two distinct light
-  items drawn uniformly from m.
+  Sec. 6.2 (docs/design/selection.md#heavy-light): each of n users holds one shared heavy item plus
+  two distinct light items drawn uniformly from m.
 
 Both are chunked by users; chunk c is generated from SeedSequence([seed, c]) only.
 """
@@ -140,7 +140,8 @@ def heavy_light_chunk(
 def heavy_light_user_items(
     n_users: int = 15_000, *, n_light: int = 1_000, seed: int = 0
 ) -> pd.DataFrame:
-    """The heavy/light example (Chen et al. 2025 App. C.2; spec §6.6: n = 15000, m = 1000).
+    """The heavy/light example (Chen et al. 2025 App. C.2; docs/design/selection.md#heavy-light: n =
+    15000, m = 1000).
 
     Returns:
         pandas DataFrame (user_id int64, item string) with 3 rows per user.

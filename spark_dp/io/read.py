@@ -248,7 +248,7 @@ def load_incidences(
     """Read (record, user) incidences of a hypergraph for contribution bounding.
 
     Only the id columns are read: bounding must never depend on record content
-    (fixed-graph DP, spec contribution_bounding.md §1.5). ``dedupe`` and ``persist`` as in
+    (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp). ``dedupe`` and ``persist`` as in
     :func:`validate_edges` (the bounding's first step, a window over each record's users,
     drops repeated pairs itself).
 

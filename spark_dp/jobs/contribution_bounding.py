@@ -1,21 +1,21 @@
 """Job ``contribution_bounding``: keep as many multi-owner records as possible, ≤ cap(u) per user.
 
 Reads (record_id, user_id) incidences (ids only: selection never reads record content, so it
-is fixed-graph DP pre-processing and spends no privacy budget; spec contribution_bounding.md
-§1.5) and writes:
+is fixed-graph DP pre-processing and spends no privacy budget;
+docs/design/bounding.md#fixed-graph-dp) and writes:
 
 * ``--output``: the selected records, ``record_id`` (plus ``multiplicity`` for ``greedy-dup``
   and ``ilp-dup``; ``batch_index, position, record_id`` for ``dp-mf``, to be consumed in that
   order; one row per setting for ``bias-sweep``);
 * ``--user-state`` (default ``<output>_user_state``): ``user_id, cap, d, status`` with the
-  final degree of every user and SATURATED / EXHAUSTED / OPEN (spec §2.3);
+  final degree of every user and SATURATED / EXHAUSTED / OPEN (docs/design/bounding.md#outputs);
 * the report: ``selected`` (|S| with multiplicity), ``rounds``, ``max_degree`` (the bound k to
   use in DP-SGD / DP-MF accounting), the per-round log, the order and the finish mode.
 
-All of them are **confidential** (spec A36): with the hypergraph they reveal who shares
-records with whom. Per-round state lives in ``--work-dir`` (default ``<output>_work``); a job
-that fails (or is killed) resumes from its last finished round when rerun with the same
-arguments, and the directory is removed once the outputs and the report are committed.
+All of them are **confidential** (docs/design/bounding.md#confidential): with the hypergraph they
+reveal who shares records with whom. Per-round state lives in ``--work-dir`` (default
+``<output>_work``); a job that fails (or is killed) resumes from its last finished round when rerun
+with the same arguments, and the directory is removed once the outputs and the report are committed.
 """
 
 from __future__ import annotations

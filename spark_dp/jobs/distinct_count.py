@@ -3,8 +3,8 @@
 Reads (user_id, item) pairs, computes the contribution-bounded curve c(D; ℓ) for ℓ = 1..ℓ_max
 (``--method exact``: max-flow DC(D; ℓ), Algorithm 1; ``--method greedy``: the linear-time
 greedy, Algorithm 2), selects ℓ̂ with GEM at ε/2 and releases ν̂ = c(D; ℓ̂) − (2ℓ̂/ε)·ln(1/(2β))
-+ Lap(2ℓ̂/ε) at ε/2 (Knop & Steinke 2023; spec distinct_count.md §3.5). Pure ε-DP for adding or
-removing one person with all their items; P[ν̂ ≤ true count] ≥ 1 − β.
++ Lap(2ℓ̂/ε) at ε/2 (Knop & Steinke 2023; docs/design/counting.md#mechanism). Pure ε-DP for adding
+or removing one person with all their items; P[ν̂ ≤ true count] ≥ 1 − β.
 
 The job writes no Parquet: the JSON report (``--report``, default stdout) holds the release —
 ``estimate``, ``ell``, ``lower_bound``, ``lower_bound_clamped``, ``epsilon``, ``beta``,

@@ -1,8 +1,8 @@
 """Job ``generate``: write a synthetic dataset as Parquet.
 
 Kinds: ``regular`` and ``skewed`` hypergraphs (record_id, user_id) for contribution bounding
-(spec contribution_bounding.md §5); ``zipf`` and ``heavy-light`` user item sets
-(user_id, item) for partition selection and distinct count (spec partition_selection.md §6.6).
+(docs/design/bounding.md#generators); ``zipf`` and ``heavy-light`` user item sets
+(user_id, item) for partition selection and distinct count (docs/design/selection.md#heavy-light).
 The data is a deterministic function of the parameters and ``--seed``; without a seed one is
 drawn and written to the report (``dataset.seed``) so the data can be regenerated. That seed is
 public metadata of public synthetic data, never a noise key: it is the one seed a report may

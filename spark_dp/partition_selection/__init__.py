@@ -2,7 +2,7 @@
 
 Users hold sets of items from an unbounded universe; neighbouring datasets add or remove one
 whole user. Chen, Cohen-Addad, Epasto, Zadimoghaddam, "Scalable Private Partition Selection
-via Adaptive Weighting" (ICML 2025; arXiv numbering differs), spec partition_selection.md.
+via Adaptive Weighting" (ICML 2025; arXiv numbering differs), docs/design/selection.md.
 
 Entry point: :func:`select_partitions` with :class:`PartitionSelectionParams`; the algorithms
 are listed once, in :data:`~.registry.REGISTRY`.

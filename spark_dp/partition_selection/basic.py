@@ -1,8 +1,8 @@
 """Basic weight-and-threshold mechanisms: Gaussian (1/√d weights) and Laplace (1/d weights).
 
 Basic: Korolova et al. 2009, Gopi et al. 2020; Chen et al. 2025, App. A, Alg. 3 (ICML) /
-Alg. 5 (arXiv) with the meta-algorithm Alg. 1; spec partition_selection.md §2.2-2.3.
-Basic-Laplace: Gopi et al. 2020's ℓ1 variant; spec §2.3.
+Alg. 5 (arXiv) with the meta-algorithm Alg. 1; docs/design/selection.md#meta.
+Basic-Laplace: Gopi et al. 2020's ℓ1 variant; docs/design/selection.md#basic.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
         params.max_items_per_user,
         (Step("round 1", calibration),),
         weighting="basic: w(i) = sum over users of 1/sqrt(d_u)",
-        reference="Chen et al. 2025 Alg. 3 (ICML) / Alg. 5 (arXiv); spec §2.3",
+        reference="Chen et al. 2025 Alg. 3 (ICML) / Alg. 5 (arXiv); docs/design/selection.md#basic",
     )
 
 
@@ -80,7 +80,8 @@ def run(
 
 
 def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
-    """Basic-Laplace: scale 1/ε (Δ1 = 1) and ρ_Lap with the whole δ (spec §2.3)."""
+    """Basic-Laplace: scale 1/ε (Δ1 = 1) and ρ_Lap with the whole δ
+    (docs/design/selection.md#basic)."""
     calibration = LaplaceWeightAndThreshold.for_budget(
         params.epsilon, params.delta, params.max_items_per_user
     )
@@ -89,7 +90,7 @@ def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
         params.max_items_per_user,
         (Step("round 1", calibration),),
         weighting="basic-laplace: w(i) = sum over users of 1/d_u",
-        reference="Gopi et al. 2020; spec §2.3",
+        reference="Gopi et al. 2020; docs/design/selection.md#basic",
     )
 
 
@@ -104,7 +105,7 @@ def run_laplace(
     """Basic-Laplace: cap at Δ0, w(i) = Σ 1/d_u, Laplace(1/ε) noise, keep w̃ ≥ ρ_Lap.
 
     Δ1 = 1 (pure ε-DP noise), h(t) = 1/t, and the whole δ goes to the threshold
-    ρ_Lap = max_t [1/t + (1/ε)·ln(1/(2(1 − (1−δ)^{1/t})))] (spec §2.3).
+    ρ_Lap = max_t [1/t + (1/ε)·ln(1/(2(1 − (1−δ)^{1/t})))] (docs/design/selection.md#basic).
     """
     step = plan.steps[0]
     calibration = plan.calibration(0, LaplaceWeightAndThreshold)

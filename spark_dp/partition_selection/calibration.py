@@ -7,11 +7,11 @@ describes itself with ``to_report()`` (the :class:`spark_dp.report.Calibration` 
 Contents
 --------
 * Weight-and-threshold thresholds ρ (Chen et al. 2025, Alg. 1 line 2 and proof of Thm. 3.3;
-  spec partition_selection.md §3.2): :func:`gaussian_threshold`, and the Laplace variant
-  :func:`laplace_weighted_threshold` (spec §2.3).
+  docs/design/selection.md#rho): :func:`gaussian_threshold`, and the Laplace variant
+  :func:`laplace_weighted_threshold` (docs/design/selection.md#basic).
 * :class:`WeightAndThreshold`: σ and ρ of one Gaussian round for a budget (ε, δ), with δ split
-  δ/2 for the Gaussian noise and δ/2 for the novel-item threshold (spec §3.4);
-  :class:`LaplaceWeightAndThreshold`, the Laplace round.
+  δ/2 for the Gaussian noise and δ/2 for the novel-item threshold
+  (docs/design/selection.md#budget-split); :class:`LaplaceWeightAndThreshold`, the Laplace round.
 
 MAD's constants (τ, α, adaptive degrees) and its rounds are in :mod:`.mad_constants`.
 """
@@ -65,7 +65,7 @@ def gaussian_threshold(
     A new user adds at most t ≤ Δ0 novel items, each with weight ≤ h(t) = h_scale/√t. The
     probability that any of t i.i.d. N(0, σ²) draws exceeds σ·Φ⁻¹((1 − δ_thr)^{1/t}) is exactly
     δ_thr, so no novel item crosses ρ except with probability δ_thr (Chen et al. 2025, proof of
-    Thm. 3.3; spec partition_selection.md §3.2). With the round budget (ε, δ) the threshold
+    Thm. 3.3; docs/design/selection.md#rho). With the round budget (ε, δ) the threshold
     share is δ_thr = δ/2.
 
     Stable form: Φ⁻¹((1 − δ_thr)^{1/t}) = Φ̄⁻¹(q_t) with q_t = −expm1(log1p(−δ_thr)/t).
@@ -94,7 +94,7 @@ def laplace_weighted_threshold(epsilon: float, delta: float, max_items: int) -> 
 
     ρ_Lap = max_{t=1..Δ0} [ 1/t + (1/ε)·ln(1 / (2·(1 − (1−δ)^{1/t}))) ], noise Laplace(1/ε).
     The whole δ goes to the threshold because the Laplace mechanism is pure ε-DP
-    (spec partition_selection.md §2.3, from Gopi et al. 2020). Stable form:
+    (docs/design/selection.md#basic, from Gopi et al. 2020). Stable form:
     1 − (1−δ)^{1/t} = −expm1(log1p(−δ)/t).
     """
     check_epsilon(epsilon)
@@ -115,7 +115,7 @@ class WeightAndThreshold:
     """Calibration of one Gaussian weight-and-threshold round (Chen et al. 2025, Alg. 1).
 
     The round spends (ε, δ): δ/2 on the Gaussian mechanism for a weighting with ℓ2 sensitivity
-    1, and δ/2 on the event that a novel item crosses ρ (spec partition_selection.md §3.4).
+    1, and δ/2 on the event that a novel item crosses ρ (docs/design/selection.md#budget-split).
     Build it with :meth:`for_budget`; its :meth:`to_report` fills the privacy report.
     """
 
@@ -172,7 +172,8 @@ class WeightAndThreshold:
 
 @dataclass(frozen=True)
 class LaplaceWeightAndThreshold:
-    """Calibration of the Laplace weight-and-threshold round (Basic-Laplace, spec §2.3).
+    """Calibration of the Laplace weight-and-threshold round (Basic-Laplace,
+    docs/design/selection.md#basic).
 
     ℓ1 weighting 1/d_u (Δ1 = 1), Laplace noise of scale 1/ε (pure ε-DP), and the whole δ on
     the novel-item threshold ρ_Lap (:func:`laplace_weighted_threshold`).

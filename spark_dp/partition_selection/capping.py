@@ -1,11 +1,11 @@
 """Per-user degree cap Δ0: a uniform random subset of each user's items.
 
-Chen et al. 2025, Alg. 1 lines 3-5 (both versions); spec partition_selection.md §2.1 and A9.
+Chen et al. 2025, Alg. 1 lines 3-5 (both versions); docs/design/selection.md#cap.
 A user with more than Δ0 distinct items keeps a uniformly random subset of exactly Δ0 of them,
 drawn without replacement: the Δ0 items with the smallest salted hash of (user, item). The
 kept subset depends only on the user's own set and the secret salt, never on other users'
-data, which is what the privacy proof needs (spec §5.1 invariant 4). The cap bounds the number
-of novel items t ≤ Δ0 that the threshold ρ is calibrated for.
+data, which is what the privacy proof needs (docs/design/selection.md#cap-own-data). The cap bounds
+the number of novel items t ≤ Δ0 that the threshold ρ is calibrated for.
 """
 
 from __future__ import annotations
@@ -31,15 +31,14 @@ def cap_user_items(
     (``dense_rank``: a repeated pair gets the rank of its first copy and is dropped) and keeps
     the ranks 1..Δ0; a count over each user's kept pairs (:func:`with_degree`, a second window
     on the same sorted partition, no sort) is the degree min(|S_u|, Δ0). Counting the kept
-    pairs instead of taking the largest rank over the user's whole set (a window that buffers
-    every row of a heavy user) took 10-17 % less time for the cap alone on 13M pairs, 5-12 %
-    with its cache (issue 18, ``bench/results/experiments/cap-alternatives.md``).
+    pairs, not the largest rank over the user's whole set: that window would buffer every row of
+    a heavy user.
 
     This is the whole per-user step of a run, so the input need not be deduplicated first (a
-    separate deduplication would cost a full shuffle and a cache; ``make bench`` measures the
-    job). Deduplicating by hash aggregation instead and sorting only the users over Δ0 was
-    measured slower (issue 18: the distinct aggregation over (user, item) costs as much as the
-    sort it would save; ``bench/results/experiments/cap-alternatives.md``).
+    separate deduplication would cost a full shuffle and a cache). Deduplicating by hash
+    aggregation instead and sorting only the users over Δ0 is slower: the distinct aggregation
+    over (user, item) costs as much as the sort it would save (the alternatives side by side:
+    ``bench/results/experiments/cap-alternatives.md``).
 
     Args:
         pairs: (user_id, item), without null ids; repeated pairs count once.

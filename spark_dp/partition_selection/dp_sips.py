@@ -1,11 +1,11 @@
 """DP-SIPS: Basic run over several rounds with a split budget, found items removed.
 
 Swanberg, Desfontaines, Haney 2023, as described by Chen et al. 2025 (Sec. 6 ICML / Sec. 7
-arXiv); spec partition_selection.md §2.7. Round r spends (f_r·ε, f_r·δ) (ε and δ are split
-alike, spec A3) and runs Basic on the users' sets without the items found so far. By default
-each round re-caps from the user's remaining uncapped items (the black-box reading, spec A8);
-with ``recap_each_round=False`` the round-1 cap is kept and degrees are recomputed after the
-removals. Basic composition gives (Σ f_r·ε, Σ f_r·δ).
+arXiv); docs/design/selection.md#dp-sips. Round r spends (f_r·ε, f_r·δ) (ε and δ are split
+alike, docs/design/selection.md#split) and runs Basic on the users' sets without the items found so
+far. By default each round re-caps from the user's remaining uncapped items (the black-box reading,
+docs/design/selection.md#recap); with ``recap_each_round=False`` the round-1 cap is kept and degrees
+are recomputed after the removals. Basic composition gives (Σ f_r·ε, Σ f_r·δ).
 
 Data flow: the pairs are shuffled by user once and kept (:mod:`.layout`); each round removes the
 items found so far with a broadcast anti-join, which keeps that layout, so a re-cap sorts each
@@ -37,7 +37,8 @@ __all__ = ["plan", "run"]
 
 
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
-    """DP-SIPS: one Basic calibration per budget share f_r of ``split`` (spec §2.7, A3)."""
+    """DP-SIPS: one Basic calibration per budget share f_r of ``split``
+    (docs/design/selection.md#dp-sips, #split)."""
     p = params
     steps = tuple(
         Step(
@@ -51,7 +52,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
         p.max_items_per_user,
         steps,
         weighting="basic per round; items found earlier removed from every user's set",
-        reference="Swanberg et al. 2023; spec §2.7",
+        reference="Swanberg et al. 2023; docs/design/selection.md#dp-sips",
         options={"split": tuple(p.split), "recap_each_round": p.recap_each_round},
     )
 

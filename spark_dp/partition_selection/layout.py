@@ -1,7 +1,7 @@
 """Where the pairs live between steps: partitioned by user for per-user steps, merged for item sums.
 
-Measured on 13M pairs with Spark's default 1 GiB driver (issue 18, ``make bench``), the cost of
-a run is set less by its arithmetic than by how its rows move:
+The cost of a run is set less by its arithmetic than by how its rows move (``make bench``;
+measurements in ``bench/results/``):
 
 * **Per-user steps** (the cap, MAD's excess e_u, UserWeights' sums) need each user's pairs in one
   task. :func:`by_user` shuffles them into an explicit number of partitions
@@ -11,8 +11,9 @@ a run is set less by its arithmetic than by how its rows move:
   (:func:`sized_for`). Adaptive execution merges partitions of ``repartition(col)`` up to 64 MB
   of shuffle data, which a 1 GiB JVM cannot sort without spilling; an explicit count is never
   merged.
-* **Tables read again** are persisted as they are (:func:`keep`, on disk: at 104M pairs the
-  memory level cost MAD2R 15% more), not cut to a scan of their cache: Spark then still knows
+* **Tables read again** are persisted as they are (:func:`keep`, on disk only: see
+  :func:`~spark_dp.caching.pairs_storage_level`), not cut to a scan of their cache: Spark then
+  still knows
   that they are hash-partitioned by user and sorted by user, so a window over a user's pairs
   (``partitionBy(user_id)``) and a later per-user step need neither a shuffle nor a sort, and a
   broadcast join onto them keeps that layout. (A join of a per-user
@@ -23,9 +24,8 @@ a run is set less by its arithmetic than by how its rows move:
   partition is still computed on its own). Every task's partial sums hold up to one row per item
   it saw, so summing 200 small partitions would shuffle 200 rows for every common item.
 * **Never a coalesce over an aggregation**: a coalesced task runs the aggregation of every
-  merged partition and keeps each one's hash map until the task ends. On Spark 3.5 with 200
-  shuffle partitions and a 1 GiB driver, coalescing the item sums before the noise UDF ran out
-  of execution memory and the task never finished (issue 18, ``make bench-lines``);
+  merged partition and keeps each one's hash map until the task ends, so with many shuffle
+  partitions and a small driver it runs out of execution memory and never finishes;
   ``tests/partition_selection/test_layout.py`` checks every algorithm's plans for it. The
   aggregated tables that feed a pandas UDF (the item sums before their noise, UserWeights' loop
   users) go through :func:`aggregated_per_core`, a round-robin shuffle of their (few) rows, so

@@ -1,12 +1,13 @@
 """MAD (MaxAdaptiveDegree): adaptive reweighting that moves weight off items far above ρ.
 
-Chen et al. 2025, Alg. 2 (ICML, Sec. 4) / Alg. 3 (arXiv); spec partition_selection.md §2.5.
+Chen et al. 2025, Alg. 2 (ICML, Sec. 4) / Alg. 3 (arXiv); docs/design/selection.md#mad.
 With constants τ, α, d_max, d_lo = ⌈1/b_min²⌉ (:class:`spark_dp.calibration.MadConstants`),
 adaptive users are those with d_lo ≤ d_u ≤ d_max, and:
 
 1. w_init(i) = Σ_{u adaptive, i ∈ S_u} 1/d_u                  (ℓ1-bounded initial weights)
 2. r(i) = max{0, 1 − τ/w_init(i)}, w_trunc(i) = min(w_init(i), τ)
-   (max, not the printed min{0, ·}: the proof of Lemma B.6 needs max; spec A1)
+   (max, not the printed min{0, ·}: the proof of Lemma B.6 needs max;
+   docs/design/selection.md#mad-excess-sign)
 3. e_u = (1/d_u)·Σ_{i ∈ S_u} r(i): each adaptive user's share of the truncated excess,
    re-sent as α·e_u/d_max to each of its own items (the divisor is d_max, not d_u)
 4. w(i) = w_trunc(i) + Σ_{u adaptive} (α·e_u/d_max + w_b^u(i) − 1/d_u)
@@ -14,11 +15,11 @@ adaptive users are those with d_lo ≤ d_u ≤ d_max, and:
 
 Sensitivity: Δ2 ≤ 1 (Lemma 4.2 / B.6) and novel Δ∞(t) ≤ b_max/√t (Lemma 4.1 / B.3), so an
 unbiased MAD round uses exactly Basic's σ and ρ (Corollary B.2). The ℓ2 bound holds for the
-dataset-level difference w' − w, not per user (spec A20).
+dataset-level difference w' − w, not per user (docs/design/selection.md#mad-neighbour-l2).
 
-Data flow (spec §4.1 S2-S4): w_init and the part of w that needs no rerouting are one sum by
-item over every pair; the truncated items (at most n/τ rows) are broadcast onto the adaptive
-users' pairs and e_u is a sum over each user's pairs (a window over the user's pairs, not a
+Data flow (docs/design/selection.md#spark-plan): w_init and the part of w that needs no rerouting
+are one sum by item over every pair; the truncated items (at most n/τ rows) are broadcast onto the
+adaptive users' pairs and e_u is a sum over each user's pairs (a window over the user's pairs, not a
 per-user table joined back); the rerouted excess is a second sum by item over those pairs only,
 joined to the first by item. On pairs kept partitioned by user (:func:`~.layout.keep`), as the
 runs keep their capped pairs, neither user step moves a pair between tasks; the sums by item
@@ -57,9 +58,8 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     of adaptive users only, gives the rerouted excess R(i) = Σ_{u adaptive} α·e_u/d_max
     (e_u a window over the user's pairs, after a broadcast of the truncated items); the pairs
     of users with e_u = 0 are dropped before that sum. Then w(i) = min(w_init(i), τ) + B(i) +
-    R(i), a join of two tables with one row per item. Measured on 104M capped pairs
-    (issue 18): 21-22 s instead of 28-31 s for one sum over the adaptive pairs and one window
-    and sum over all pairs, because the window and the second sum read only the adaptive pairs.
+    R(i), a join of two tables with one row per item. The window and the second sum read only
+    the adaptive pairs, not every pair.
 
     Args:
         pairs: (user_id, item, degree, user_weight_private): capped pairs with the users'
@@ -136,7 +136,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
         params.max_items_per_user,
         (Step("round 1", round_),),
         weighting="MAD (unbiased): truncation at tau, excess rerouted by adaptive users",
-        reference="Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); spec §2.5",
+        reference="Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); docs/design/selection.md#mad",
     )
 
 
@@ -151,7 +151,7 @@ def run(
     """Single-round unbiased MAD: WeightAndThreshold with ALG = MAD(τ = ρ + βσ), h(t) = 1/√t.
 
     Same σ and ρ as Basic (Corollary B.2); its output stochastically dominates Basic's on the
-    same capped data (Thm. C.1). Spec partition_selection.md §2.5.
+    same capped data (Thm. C.1). docs/design/selection.md#mad.
 
     Args:
         pairs: (user_id, item); a repeated pair counts once (the cap drops it).

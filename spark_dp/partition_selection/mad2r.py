@@ -1,6 +1,6 @@
 """MAD2R: two MAD rounds; round 2 is biased by round 1's (internal) noisy weights.
 
-Chen et al. 2025, Alg. 5 (ICML, App. A) / Alg. 4 (arXiv); spec partition_selection.md §2.6.
+Chen et al. 2025, Alg. 5 (ICML, App. A) / Alg. 4 (arXiv); docs/design/selection.md#mad2r.
 
 1. Cap every user once at Δ0 (reused by both rounds).
 2. Round 1, budget (ε1, δ1): unbiased MAD, σ1 for (ε1, δ1/2), ρ1 for δ1/2 and h(t) = 1/√t;
@@ -14,8 +14,9 @@ Chen et al. 2025, Alg. 5 (ICML, App. A) / Alg. 4 (arXiv); spec partition_selecti
 
 Each round is a weight-and-threshold run (Thm. 3.3); round 2 reads w̃1 only as post-processing
 of round 1's release (U1, w̃_ext), so MAD2R is (ε1 + ε2, δ1 + δ2)-DP by basic composition
-(Thm. B.1). Spec decisions applied: δ_r, not the total δ, inside ρ_r (A2); ε and δ split by the
-same shares (A3).
+(Thm. B.1). Spec decisions applied: δ_r, not the total δ, inside ρ_r
+(docs/design/selection.md#mad2r-delta); ε and δ split by the same shares
+(docs/design/selection.md#split).
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def round_two_items(
 
     Removed: U1 (w̃1 ≥ ρ1) and U_low (w̃1 + C_ub·σ1 < ρ2). Biased: the remaining items with
     w̃_lb = max{0, w̃1 − C_lb·σ1} ≥ ρ2 get b(i) = ρ2/w̃_lb(i) ≤ 1. Every other item keeps
-    b = 1 (including w̃_lb = 0; spec A6). Both tables are subsets of ``noisy``, one row per
+    b = 1 (including w̃_lb = 0; docs/design/selection.md#mad2r-bias). Both tables are subsets of
+    ``noisy``, one row per
     item: when ``noisy`` is small enough to broadcast, so are they, and they are broadcast
     without a Spark job of their own (:meth:`~spark_dp.caching.CacheScope.small_subset`), so
     the pairs are not shuffled. ``noisy`` must stay cached until their join has run.
@@ -114,7 +116,8 @@ def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) ->
 
 
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
-    """MAD2R: round r spends (f_r·ε, f_r·δ); round 2's ρ uses h(t) = b_max/√t (spec §2.6).
+    """MAD2R: round r spends (f_r·ε, f_r·δ); round 2's ρ uses h(t) = b_max/√t
+    (docs/design/selection.md#mad2r).
 
     Raises:
         ParameterError: ``split`` does not hold exactly two shares.
@@ -145,7 +148,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
         (Step("round 1", round1), Step("round 2", round2)),
         weighting="MAD2R: round 1 unbiased MAD; round 2 MAD biased by round 1's noisy "
         "weights, without the items found or hopeless after round 1",
-        reference="Chen et al. 2025 Alg. 5 (ICML) / Alg. 4 (arXiv); spec §2.6",
+        reference="Chen et al. 2025 Alg. 5 (ICML) / Alg. 4 (arXiv); docs/design/selection.md#mad2r",
         options={"split": (float(f1), float(f2))},
     )
 
@@ -212,9 +215,8 @@ def run(
         #    U_low with UserWeights' per-user sums (windows computed once, in this pass), kept
         #    (still partitioned and sorted by user: two broadcast joins onto the capped pairs)
         #    for round 2's three passes. U1 holds the most popular items, so this is usually a
-        #    fraction of the capped pairs (19% on the bench's 13M pairs: 1.1 s faster than
-        #    three passes over every capped pair), and the capped pairs are released before
-        #    round 2 reads it
+        #    fraction of the capped pairs, and the capped pairs are released before round 2
+        #    reads it
         weighted = weights_from_sums(reduced, b_min, b_max, cache)
         # -> (user_id, item, degree, user_weight_private); the loop users' weights are
         #    computed (and cached) here, the others are SQL expressions of each pass

@@ -1,9 +1,9 @@
 """Constants of the MAD weighting rounds: τ, α, adaptive degrees, and the MAD round itself.
 
-Chen et al. 2025, Alg. 2 (ICML) / Alg. 3 (arXiv), Lemmas B.3, B.6, B.8; spec
-partition_selection.md §2.5, §3.3. Driver-only maths; a :class:`MadRound` is a
-:class:`~.calibration.WeightAndThreshold` round whose weighting is MAD, and describes itself for
-the privacy report (the :class:`spark_dp.report.Calibration` protocol).
+Chen et al. 2025, Alg. 2 (ICML) / Alg. 3 (arXiv), Lemmas B.3, B.6, B.8;
+docs/design/selection.md#mad, #mad-constants. Driver-only maths; a :class:`MadRound` is a
+:class:`~.calibration.WeightAndThreshold` round whose weighting is MAD, and describes itself for the
+privacy report (the :class:`spark_dp.report.Calibration` protocol).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def reroute_discount(b_min: float, max_adaptive_degree: int) -> float:
 
     Lemma B.8 (Chen et al. 2025, ICML App. B; arXiv Sec. 5) shows this is the infimum over the
     new user's excess γ ∈ (0, 1] of the admissible α in the ℓ2 bound
-    α·γ/√d_max + sqrt(1 − 2·b_min·γ/√d_max + γ/d_max) ≤ 1 (spec partition_selection.md §3.3).
+    α·γ/√d_max + sqrt(1 − 2·b_min·γ/√d_max + γ/d_max) ≤ 1 (docs/design/selection.md#mad-constants).
     """
     _check_b_min(b_min)
     check_int_at_least("max_adaptive_degree", max_adaptive_degree, 4)
@@ -47,7 +47,8 @@ def min_adaptive_degree(b_min: float) -> int:
 
 
 def check_bias_bounds(b_min: float, b_max: float) -> None:
-    """MAD's bias multipliers: b_min ∈ [0.5, 1] and a finite b_max ≥ 1 (spec §2.5, A5).
+    """MAD's bias multipliers: b_min ∈ [0.5, 1] and a finite b_max ≥ 1
+    (docs/design/selection.md#mad, #mad-preconditions).
 
     Raises:
         ParameterError: naming the bad multiplier and its allowed range.
@@ -77,7 +78,7 @@ class MadConstants:
     """Constants of one MAD weighting round (Chen et al. 2025, Alg. 2 ICML / Alg. 3 arXiv).
 
     τ = ρ + β·σ is the truncation level, α = b_min − 1/(2√d_max) the reroute discount, and
-    users with ⌈1/b_min²⌉ ≤ d_u ≤ d_max are adaptive (spec partition_selection.md §2.5, §3.3).
+    users with ⌈1/b_min²⌉ ≤ d_u ≤ d_max are adaptive (docs/design/selection.md#mad, #mad-constants).
     MAD's novel ℓ∞ sensitivity is b_max/√t (Lemma 4.1/B.3), so the round's threshold must have
     been calibrated with h(t) = b_max/√t or larger: :meth:`for_round` checks this, and MAD's
     ℓ2 sensitivity is 1 (Lemma 4.2/B.6), as :class:`WeightAndThreshold` assumes.
@@ -86,7 +87,7 @@ class MadConstants:
         tau: truncation level τ (≥ 1, a precondition of Lemma B.3).
         alpha: reroute discount α.
         beta: β, noise standard deviations between ρ and τ.
-        max_adaptive_degree: d_max (≥ 4, spec A4).
+        max_adaptive_degree: d_max (≥ 4, docs/design/selection.md#mad-preconditions).
         min_adaptive_degree: ⌈1/b_min²⌉.
         b_min: minimum bias multiplier (1 when unbiased).
         b_max: maximum bias multiplier (1 when unbiased).
@@ -144,13 +145,14 @@ class MadConstants:
 
 @dataclass(frozen=True)
 class MadRound:
-    """A Gaussian weight-and-threshold round whose weighting is MAD (spec §2.5, §3.3).
+    """A Gaussian weight-and-threshold round whose weighting is MAD (docs/design/selection.md#mad,
+    #mad-constants).
 
     MAD's ℓ2 sensitivity is 1 (Lemma 4.2 ICML / B.6) and its novel-item ℓ∞ bound is
     b_max/√t (Lemma 4.1 / B.3), so the round spends exactly what its
     :class:`WeightAndThreshold` (calibrated with h_scale = b_max) says; τ and α follow from it
     (:meth:`MadConstants.for_round`). MAD2R's second round also carries the rule (C_lb, C_ub)
-    that turns round 1's noisy weights into its biases (spec §2.6).
+    that turns round 1's noisy weights into its biases (docs/design/selection.md#mad2r).
     """
 
     gaussian: WeightAndThreshold

@@ -8,12 +8,12 @@ Inputs above :data:`MAX_ORACLE_PAIRS` pairs are refused.
 * PolicyGaussian (Gopi et al. 2020): σ and ρ as Basic (Gaussian, h(t) = 1/√t), Γ = ρ + β·σ.
   In a random user order, each user (capped at Δ0 by a uniform subsample) adds to its items
   with w(i) < Γ the vector min(1, Z)·g/Z, g_i = Γ − w(i), Z = ‖g‖₂: an ℓ2-bounded step
-  towards Γ. Then Gaussian noise and w̃ ≥ ρ. Spec partition_selection.md §2.8.
+  towards Γ. Then Gaussian noise and w̃ ≥ ρ. docs/design/selection.md#oracles.
 * GreedyUpdate (Carvalho et al. 2022): Laplace noise of scale 1/ε, ρ_GW = 1 + ln(1/(2δ))/ε,
-  Γ = ρ_GW + β/ε (β in units of the Laplace scale, spec A16), no Δ0 cap. In a random user
-  order, each user fills its items below Γ in decreasing order of their count in the user's
-  multiset, spending an ℓ1 budget of 1. Then Laplace noise on the items with positive weight
-  only, and w̃ ≥ ρ_GW. Spec §2.8.
+  Γ = ρ_GW + β/ε (β in units of the Laplace scale, docs/design/selection.md#greedy-update-beta), no
+  Δ0 cap. In a random user order, each user fills its items below Γ in decreasing order of their
+  count in the user's multiset, spending an ℓ1 budget of 1. Then Laplace noise on the items with
+  positive weight only, and w̃ ≥ ρ_GW. docs/design/selection.md#oracles.
 
 GreedyUpdate's noise domain (issue 14 item 7). The prior authors' code, like this module's first
 version, noised every item of the union. Without a Δ0 cap that is not (ε, δ)-DP: a user with t
@@ -23,9 +23,9 @@ t (measured: 171 of 300 runs at δ = 1e-3, ε = 1 for a user with 2,000 unique i
 on the positive weights only, a new user v spends its budget of 1 along its own order and a
 novel item costs Γ > 1, so at most one novel item gets positive weight, at most 1, and it
 crosses ρ_GW with probability ≤ ½·e^(−ε(ρ_GW − 1)) = δ: the whole δ, since the Laplace part is
-pure ε-DP. That is the spec's threshold. Caveat, not in the spec or the paper: each user's
-update is monotone and ℓ1 non-expansive, so for a fixed user order adding v raises the weights
-by at most 1 in ℓ1, but it can also give positive weight to items of *other* users that had
+pure ε-DP. That is the threshold of docs/design/selection.md#oracles. Caveat, not in the papers:
+each user's update is monotone and ℓ1 non-expansive, so for a fixed user order adding v raises the
+weights by at most 1 in ℓ1, but it can also give positive weight to items of *other* users that had
 none (a user whose first items v filled reaches further down its list). Those items are not
 noised without v, and the Laplace argument needs the same noised items on both sides; for a
 fixed order each costs up to δ·e^(−ε). The random user order is part of the mechanism, and

@@ -6,7 +6,7 @@ flags and config keys from it (see :mod:`spark_dp.config`). Building it also cal
 chosen algorithm (its registry ``plan``), so a combination the algorithm cannot use (a
 three-share split for MAD2R, a b_max above its threshold's h_scale) fails here, before any data
 is read. Defaults follow the paper's experiments (Chen et al. 2025, Sec. 6 ICML / Sec. 7 arXiv;
-spec partition_selection.md §6.2, §7).
+docs/design/selection.md#paper-parameters).
 """
 
 from __future__ import annotations
@@ -31,16 +31,17 @@ __all__ = ["ALGORITHMS", "MAX_ITEMS_PER_USER_LIMIT", "PartitionSelectionParams"]
 ALGORITHMS = REGISTRY.names
 
 MAX_ITEMS_PER_USER_LIMIT = 1_000_000
-"""Largest Δ0: the calibrations hold arrays of Δ0 floats (8 MB and about 4 s at the limit;
-10^7 takes 0.5 GB and 20 s, 10^12 would need 7 TiB)."""
+"""Largest Δ0: the calibrations hold arrays of Δ0 floats (megabytes and seconds at this limit;
+the memory and time grow linearly with Δ0)."""
 
 
 @dataclass(frozen=True)
 class PartitionSelectionParams:
     """Parameters of :func:`spark_dp.partition_selection.select_partitions`.
 
-    Every value here is a public constant chosen before seeing the data (spec §5.1 inv. 5):
-    tuning any of them on the private data voids the guarantee.
+    Every value here is a public constant chosen before seeing the data
+    (docs/design/selection.md#public-constants): tuning any of them on the private data voids the
+    guarantee.
     """
 
     algorithm: str = param(

@@ -36,7 +36,7 @@ class SelectionPlan:
         steps: one step per round, in order; each step's calibration states its sensitivity,
             its constants and its (ε, δ).
         weighting: one sentence naming the weighting.
-        reference: the paper and spec sections the algorithm follows.
+        reference: the paper sections and design note the algorithm follows.
         options: public algorithm options that shape the run (split, recap_each_round, ...).
     """
 

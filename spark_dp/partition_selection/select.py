@@ -33,9 +33,10 @@ def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
     """The data-free calibration of ``params.algorithm`` (every round's σ, ρ, τ, α, (ε, δ)).
 
     Gaussian rounds spend (f·ε, f·δ) of their split share f: σ for (f·ε, f·δ/2) and Δ2 = 1, ρ
-    for f·δ/2 and h(t) = h_scale/√t (Chen et al. 2025 Thm. 3.3; spec partition_selection.md
-    §3). MAD rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (spec §3.3); MAD2R's second
-    round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap (§2.3).
+    for f·δ/2 and h(t) = h_scale/√t (Chen et al. 2025 Thm. 3.3; docs/design/selection.md#sigma). MAD
+    rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (docs/design/selection.md#mad-constants);
+    MAD2R's second round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap
+    (docs/design/selection.md#basic-laplace).
     """
     return REGISTRY[params.algorithm].plan(params)
 

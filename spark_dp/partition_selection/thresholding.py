@@ -1,18 +1,18 @@
 """Noise and threshold: the last step of every weight-and-threshold round.
 
-Chen et al. 2025, Alg. 1 lines 7-8 (both versions); spec partition_selection.md §2.2, §4.2 S5.
+Chen et al. 2025, Alg. 1 lines 7-8 (both versions); docs/design/selection.md#meta, #spark-plan S5.
 Every item of the round's union gets independent noise from ``spark_dp.randomness``, the items
 with w̃(i) ≥ ρ are kept, and the noise is dropped. The noise of an item is a keyed pseudorandom
 function of the item, so every read of the result, and every recomputation Spark makes, sees the
-same noise (spec A10 asks that noise is never redrawn; here it cannot be).
+same noise (docs/design/selection.md#noise-rng asks that noise is never redrawn; here it cannot be).
 
 The noise UDF runs in one task per core: the item sums (an aggregation's output, in
 ``spark.sql.shuffle.partitions`` partitions) go through
 :func:`~spark_dp.partition_selection.layout.aggregated_per_core` first. Without it, Spark 3.5
-ran the UDF of every round in 200 Python tasks (adaptive execution does not merge the partitions
-of a cached plan there): 25 s of a 160 s MAD2R run on 13M pairs for 1 CPU-second of work
-(issue 18, ``make bench-lines``). The noise column is declared nondeterministic so that the
-threshold filter is not pushed, UDF and all, below that shuffle.
+runs the UDF of every round in ``spark.sql.shuffle.partitions`` Python tasks (adaptive execution
+does not merge the partitions of a cached plan there), each paying a Python worker's start-up
+for almost no work. The noise column is declared nondeterministic so that the threshold filter
+is not pushed, UDF and all, below that shuffle.
 
 :func:`noisy_threshold_mask` is the same step on the driver, for the in-memory oracles and for
 repeated draws over fixed weights in statistical checks.
@@ -38,7 +38,7 @@ def noisy_weights(
 
     :func:`threshold_items` keeps only the items above ρ; a round whose noisy weights are read
     again (MAD2R round 1) keeps this table: it is private and must never be written, logged or
-    released (spec §5.1 invariant 10).
+    released (docs/design/selection.md#never-released).
 
     Args:
         weights: (item, weight_private).
@@ -63,7 +63,7 @@ def noisy_weights(
 
 
 def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
-    """The items with w̃(i) ≥ ρ (``≥``, as in the paper; spec A11).
+    """The items with w̃(i) ≥ ρ (``≥``, as in the paper; docs/design/selection.md#threshold-ge).
 
     Args:
         noisy: (item, noisy_weight_private).

@@ -1,6 +1,6 @@
 """UserWeights: a user's ℓ2-bounded, bias-respecting weights on its own items.
 
-Chen et al. 2025, App. A, Alg. 4 (ICML) / Alg. 2 (arXiv); spec partition_selection.md §2.4.
+Chen et al. 2025, App. A, Alg. 4 (ICML) / Alg. 2 (arXiv); docs/design/selection.md#user-weights.
 For one user with d items and biases b(i) ∈ (0, 1] (1 = unbiased), in units x = √d·w:
 
 1. biased items (b < 1) start at x = max(b_min, b);
@@ -9,17 +9,16 @@ For one user with d items and biases b(i) ∈ (0, 1] (1 = unbiased), in units x 
    C = min(b_max / max_small x, √(1 + (d − Σ x²)/Σ_small x²)).
 
 Every weight ends in [b_min/√d, b_max/√d] and the user's ℓ2 norm is 1 (Lemma B.4 / 5.4).
-Float safeguards (spec §2.4 [rec]): an item is small if x < 1 − 1e-12, the loop stops when
-Σ x² ≥ d·(1 − 1e-12), when no item is small, or after d + 1 iterations.
+Float safeguards (docs/design/selection.md#user-weights-float): an item is small if x < 1 − 1e-12,
+the loop stops when Σ x² ≥ d·(1 − 1e-12), when no item is small, or after d + 1 iterations.
 
 When the unbiased items are not capped (m > 0 and d − Σ_biased x² ≤ b_max²·m), step 2 already
 reaches norm 1 and the loop never runs: such users, including every user without a biased item
 (x = 1 on all items), are computed in Spark SQL from three per-user sums. Only the others go
 through :func:`user_weights_arrays`, a numpy routine that runs the loop for a whole Arrow batch
-of users at once (a vectorized pandas UDF, one row per user). On text-like data about 7% of the
-users of MAD2R's round 2, with one or two items each, need the loop (``make bench``,
-``user-weights-udf``): their weights are a small table, computed first and joined onto the
-pairs by (user, item).
+of users at once (a vectorized pandas UDF, one row per user). On text-like data few users of
+MAD2R's round 2 need the loop, most with one or two items: their weights are a small table,
+computed first and joined onto the pairs by (user, item).
 
 The per-user sums are windows over each user's pairs, not a per-user table joined back: on
 pairs that are still partitioned by user (:mod:`.layout`) they move no pair between tasks.
@@ -194,8 +193,8 @@ def weights_from_sums(sums: DataFrame, b_min: float, b_max: float, cache: CacheS
     are collected per user (at most Δ0 items each), go through the vectorized pandas UDF around
     :func:`user_weights_arrays`, and their weights (a small table, computed now and cached) are
     joined onto their pairs. The loop users are found in one task per core
-    (:func:`~.layout.per_core`) and only their pairs are shuffled by user: on MAD2R's kept
-    round-2 pairs that pass took 1.2 s less at 13M pairs than 200 tasks (issue 18, Spark 4).
+    (:func:`~.layout.per_core`), not in one task per user partition, and only their pairs are
+    shuffled by user.
 
     Args:
         sums: (user_id, item, bias_private, degree, _k, _m, needs_loop) from

@@ -1,8 +1,8 @@
 """Non-adaptive item weightings: Basic (ℓ2) and its Laplace variant (ℓ1).
 
 Both sum a per-pair contribution over the users holding an item, with one ``groupBy(item)``
-(map-side partial aggregation handles hot items; never a window over items, spec §4.3) over
-one task per core (:func:`~.layout.per_core`).
+(map-side partial aggregation handles hot items; never a window over items,
+docs/design/selection.md#scale) over one task per core (:func:`~.layout.per_core`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def basic_weights(capped: DataFrame) -> DataFrame:
 
     w(i) = Σ_{u : i ∈ S_u} 1/√d_u. Each user's vector has ℓ2 norm exactly 1, so Δ2 = 1, and a
     new user puts 1/√d_v ≤ 1/√t on each of its t novel items, so h(t) = 1/√t.
-    Chen et al. 2025, App. A, Alg. 3 (ICML) / Alg. 5 (arXiv); spec partition_selection.md §2.3.
+    Chen et al. 2025, App. A, Alg. 3 (ICML) / Alg. 5 (arXiv); docs/design/selection.md#basic.
 
     Args:
         capped: (user_id, item, degree), capped at Δ0 items per user.
@@ -46,7 +46,7 @@ def laplace_weights(capped: DataFrame) -> DataFrame:
     """Item weights of the Laplace variant of Basic: w(i) = Σ_{u : i ∈ S_u} 1/d_u.
 
     Each user's vector has ℓ1 norm 1 (Laplace mechanism, Δ1 = 1), and a novel item gets at most
-    1/t, so h(t) = 1/t. Gopi et al. 2020; spec partition_selection.md §2.3.
+    1/t, so h(t) = 1/t. Gopi et al. 2020; docs/design/selection.md#basic.
 
     Args:
         capped: (user_id, item, degree).
@@ -58,7 +58,8 @@ def laplace_weights(capped: DataFrame) -> DataFrame:
 
 
 def unbiased_user_weights(capped: DataFrame) -> DataFrame:
-    """UserWeights without biases: w_b^u(i) = 1/√d_u for every item (spec §2.4, Lemma B.4).
+    """UserWeights without biases: w_b^u(i) = 1/√d_u for every item
+    (docs/design/selection.md#user-weights, Lemma B.4).
 
     Args:
         capped: (user_id, item, degree).

@@ -93,7 +93,7 @@ def hash_column(randomness: Randomness, *cols: str | Column, purpose: str = "has
     """A keyed 64-bit hash of ``cols`` (Spark ``xxhash64`` with a secret salt), for ranking.
 
     Used where a random choice must be a function of a row's own key, e.g. the uniform subsample
-    of a user's items (spec partition_selection.md A9). This is a sampling device, not privacy
+    of a user's items (docs/design/selection.md#cap). This is a sampling device, not privacy
     noise: the mechanisms are private for every value of the salt (it only makes the choice
     uniform), and the salt is derived from the key by the PRF, so it reveals nothing about it.
     """

@@ -2,8 +2,9 @@
 
 A *batch* is the disjoint union of many small random instances (ids prefixed per instance).
 The algorithms treat disjoint components independently and in lock step, so one Spark run
-over a batch checks every component at once, round by round (spec §8 T2 asks for ≥ 1,000
-instances in Python; Spark runs use batches).
+over a batch checks every component at once, round by round
+(docs/design/bounding.md#greedy-equivalence asks for ≥ 1,000 instances in Python; Spark runs use
+batches).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Any
 from spark_dp.contribution_bounding import CompactHypergraph
 from tests.reference import contribution_bounding as ref
 
-# [B] Figure 1 (spec §7.4): e1..e5 over users A..D.
+# [B] Figure 1 (docs/design/bounding.md#toy-instances): e1..e5 over users A..D.
 FIG1 = {"e1": "AB", "e2": "ABC", "e3": "BD", "e4": "CB", "e5": "DC"}
-# [B] §5.2 (spec §7.4, App. T): r1 = (A), r2 = (A,B), r3 = (A,C), r4 = (B,C), r5 = (A,D).
+# [B] §5.2 (docs/design/bounding.md#toy-instances): r1 = (A), r2 = (A,B), r3 = (A,C), r4 = (B,C), r5
+# = (A,D).
 TOY52 = {"r1": "A", "r2": "AB", "r3": "AC", "r4": "BC", "r5": "AD"}
 
 
@@ -26,7 +28,7 @@ def as_records(mapping: dict, user_prefix: str = "") -> ref.Records:
 
 
 def chain(n: int = 21, prefix: str = "c") -> ref.Records:
-    """Spec §8 T6: records r_i = {i, i+1}, i = 0..n-1."""
+    """docs/design/bounding.md#toy-instances: records r_i = {i, i+1}, i = 0..n-1."""
     return {f"{prefix}{i:02d}": frozenset({f"{prefix}v{i}", f"{prefix}v{i + 1}"}) for i in range(n)}
 
 

@@ -1,4 +1,4 @@
-"""The bias-mitigating variant and its Pareto sweep (spec §4.6, §8 T17)."""
+"""The bias-mitigating variant and its Pareto sweep (docs/design/bounding.md#bias-mitigating)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def test_closed_form_position_reproduces_the_literal_interleave(
     for p, x in zip(pos, small + large, strict=True):
         placed[p] = x
     assert placed == literal
-    # the spec's sort key (floor(q/c), group, q) gives the same sequence
+    # the sort key (floor(q/c), group, q) of docs/design/bounding.md#bias-mitigating gives the same
+    # sequence
     keyed = sorted(
         small + large, key=lambda x: (x[1] // (c1 if x[0] == "s" else c2), x[0] == "l", x[1])
     )

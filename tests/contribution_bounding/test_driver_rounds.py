@@ -1,4 +1,5 @@
-"""Proposal-round semantics on the driver (numpy) against the literal reference (spec §3.2–3.4).
+"""Proposal-round semantics on the driver (numpy) against the literal reference
+(docs/design/bounding.md#proposal-rounds).
 
 Many random examples here; the Spark rounds are checked against the same reference on
 batches in test_proposal_spark.py.
@@ -27,7 +28,8 @@ from tests.reference import contribution_bounding as ref
 def _per_user_incidence_key(
     g: CompactHypergraph, seed: int, weights: dict[tuple[str, str], float] | None = None
 ) -> np.ndarray:
-    """Rank of every incidence in its user's own order (per-user keys, spec §3.3)."""
+    """Rank of every incidence in its user's own order (per-user keys,
+    docs/design/bounding.md#orders)."""
     weights = weights or {}
     rec = g.record_of_incidence
     keys = [
@@ -86,7 +88,8 @@ def test_cleanup_after_r_rounds_equals_greedy(seed: int, stop: int) -> None:
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 10**9))
 def test_per_user_orders_equal_reference_with_the_hash_fallback(seed: int) -> None:
-    """Per-user orders (spec §3.3), with the stall fallback to the shared hash order (A9)."""
+    """Per-user orders (docs/design/bounding.md#orders), with the stall fallback to the shared hash
+    order (docs/design/bounding.md#per-user-orders)."""
     rng = random.Random(seed)
     records, caps, _ = ref.random_instance(rng)
     # sorted: set order depends on PYTHONHASHSEED, the draws must not

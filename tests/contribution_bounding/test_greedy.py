@@ -57,7 +57,8 @@ def test_alg2_equals_reference_and_is_feasible_and_maximal(seed: int, order: str
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 10**9))
 def test_alg2_from_start_counts_equals_reference(seed: int) -> None:
-    """The driver finish (spec P6): greedy over a subset, starting from given degrees."""
+    """The driver finish (docs/design/bounding.md#driver-finish): greedy over a subset, starting
+    from given degrees."""
     records, caps, g, seq, key = _setup(seed, "size-hash")
     rng = random.Random(seed)
     counts = {u: rng.randint(0, caps[u]) for u in caps}

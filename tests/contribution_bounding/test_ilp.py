@@ -1,14 +1,17 @@
-"""Exact ILP (HiGHS) against exhaustive search, and greedy against the ILP (spec §8 T14).
+"""Exact ILP (HiGHS) against exhaustive search, and greedy against the ILP
+(docs/design/bounding.md#ilp).
 
 What is asserted, and why (the issue asks "greedy ≥ 0.9 of optimum and never above it"):
 
 * On every instance: |Greedy| ≤ OPT (OPT is a maximum) and max_h |h| · |Greedy| ≥ OPT (any
-  maximal b-matching, spec §1.4). These are theorems, checked on many tiny random instances.
+  maximal b-matching, docs/design/bounding.md#maximal). These are theorems, checked on many tiny
+  random instances.
 * The 0.9 ratio is *not* a theorem: on tiny instances the size-hash greedy reaches 2/3 of OPT
-  (spec App. R2), and the only guaranteed floor is 1/max|h| (reached below). It is asserted
-  where the spec measured it, on seeded synthetic
-  graphs (regular and skewed, §5) with the size-hash order, as a regression guard: there
-  Alg. 2 keeps 0.956–1.0 of OPT at 1.3k records (spec App. R2: 0.948–0.998 at 5k).
+  (docs/design/bounding.md#measured), and the only guaranteed floor is 1/max|h| (reached below). It
+  is asserted where docs/design/bounding.md#measured measured it, on seeded synthetic
+  graphs (regular and skewed) with the size-hash order, as a regression guard: there
+  Alg. 2 keeps 0.956–1.0 of OPT at 1.3k records (docs/design/bounding.md#measured: 0.948–0.998 at
+  5k).
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def test_greedy_never_above_optimum_and_within_the_maximal_bound(seed: int, orde
 
 def test_tiny_instances_can_be_far_below_the_optimum() -> None:
     """Why 0.9 is not asserted on tiny graphs: scanning the pair first keeps 1 where OPT is 2,
-    so the maximal bound OPT ≤ max|h| · |Greedy| is tight (spec T14)."""
+    so the maximal bound OPT ≤ max|h| · |Greedy| is tight (docs/design/bounding.md#ilp)."""
     records = {"bc": frozenset("BC"), "b": frozenset("B"), "c": frozenset("C")}
     g = graph_of(records, {"B": 1, "C": 1})
     seq = np.array([list(g.record_ids).index(h) for h in ("bc", "b", "c")])
@@ -90,7 +93,7 @@ def test_size_hash_greedy_keeps_at_least_90_percent_on_synthetic_graphs(
 
 @pytest.mark.parametrize(("mapping", "cap", "plain", "dup"), [(FIG1, 2, 3, 4), (TOY52, 3, 4, 6)])
 def test_toy_optima(mapping: dict[str, str], cap: int, plain: int, dup: int) -> None:
-    """T11: Fig. 1 ILP = 3; §5.2 ILP = 4 without and 6 with duplicates."""
+    """Toy instances: Fig. 1 ILP = 3; Sec. 5.2 ILP = 4 without and 6 with duplicates."""
     records = as_records(mapping)
     g = graph_of(records, dict.fromkeys({u for us in records.values() for u in us}, cap))
     assert solve_ilp(g).objective == plain

@@ -29,7 +29,9 @@ def _write_incidences(
 ) -> str:
     rows = incidence_rows(records, random.Random(0))
     df = spark.createDataFrame(rows, "record_id string, user_id string")
-    if content:  # a content column the job must never read (fixed-graph DP, spec T19)
+    # a content column the job must never read (fixed-graph DP,
+    # docs/design/bounding.md#fixed-graph-dp)
+    if content:
         df = df.selectExpr("record_id", "user_id", "concat('secret ', record_id) AS content")
     df.write.parquet(str(path))
     return str(path)
@@ -38,8 +40,9 @@ def _write_incidences(
 def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_path: Path) -> None:
     """The job under the hash order stopped after 2 rounds (finish none): selection and
     report equal the reference's first two rounds, OPEN users are exactly those with
-    eligible records left (spec §2.3). The order's seed comes from the release key (here the
-    test key of ``--seed 0``); App. T's Fig. 1 vectors are checked in test_greedy.py."""
+    eligible records left (docs/design/bounding.md#outputs). The order's seed comes from the release
+    key (here the test key of ``--seed 0``); App. T's Fig. 1 vectors are checked in
+    test_greedy.py."""
     records, caps, _ = batch(seed=11, n=8)
     records.update(as_records(FIG1, "F"))
     caps = dict.fromkeys({u for us in records.values() for u in us}, 2)  # uniform --capacity
@@ -82,7 +85,7 @@ def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_pat
 
 
 def test_job_with_duplicates_writes_multiplicities(spark: SparkSession, tmp_path: Path) -> None:
-    """The duplicate ILP on the §5.2 toy: optimum 6 (the solver picks which records; A19)."""
+    """The duplicate ILP on the Sec. 5.2 toy: optimum 6 (the solver picks which records)."""
     records = as_records(TOY52)
     inp = _write_incidences(spark, tmp_path / "inc", records, content=False)
     out = str(tmp_path / "dup")

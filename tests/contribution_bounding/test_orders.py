@@ -1,4 +1,5 @@
-"""Preference orders (spec §3.3): SHA-256 parity between Spark and Python (T8), global ranks."""
+"""Preference orders (docs/design/bounding.md#orders): SHA-256 parity between Spark and Python (T8),
+global ranks."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from spark_dp.contribution_bounding.orders import (
 )
 from spark_dp.errors import ParameterError
 
-# spec §8 T8 fixture vectors
+# docs/design/bounding.md#order-hash fixture vectors
 T8 = [
     (0, "e1", "e3124b369a276c46f1c59b9ac49428b106ffcc903935a37a0ba15c89f08c3382"),
     (0, "7", "2bef8ffb8bc03ce37956fe29e166c74c73554db769e2c83740f55105d74469b4"),

@@ -1,4 +1,5 @@
-"""What a run returns: the report it writes (spec §2.3, §6, A36, A37)."""
+"""What a run returns: the report it writes (docs/design/bounding.md#outputs, #accounting,
+#confidential, #seed)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_fill_report_states_the_bound_and_the_notes_and_spends_nothing(
     assert "fixed-graph DP" in report.mechanism["privacy_unit"]
     assert "group size k" in report.mechanism["accounting"]
     assert any(n.startswith("CONFIDENTIAL") for n in report.notes)
-    assert any("release key" in n and "A37" in n for n in report.notes)
+    assert any("release key" in n and "docs/design/bounding.md#seed" in n for n in report.notes)
     assert '"seed"' not in json.dumps(report.to_dict(), default=str)
     assert any("spends no privacy budget" in n for n in report.notes)
     resumed_notes = [n for n in report.notes if n.startswith("Resumed")]

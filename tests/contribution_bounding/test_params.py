@@ -50,8 +50,9 @@ def test_job_parameters_come_from_config_then_command_line() -> None:
 
 
 def test_job_parameters_need_a_bound_unless_the_algorithm_measures_it() -> None:
-    """The job refuses to run without --capacity or --capacities, except dp-mf (spec A15),
-    whose bound k is measured afterwards; the check happens before Spark starts."""
+    """The job refuses to run without --capacity or --capacities, except dp-mf
+    (docs/design/bounding.md#min-sep), whose bound k is measured afterwards; the check happens
+    before Spark starts."""
     with pytest.raises(ParameterError, match="pass the contribution bound"):
         ContributionBoundingParams()
     assert ContributionBoundingParams(capacities="caps").capacity is None

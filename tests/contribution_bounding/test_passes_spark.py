@@ -1,4 +1,5 @@
-"""Distributed Alg. 3 (passes of rounds, spec §4.3) and the bias-mitigating order (§4.6)."""
+"""Distributed Alg. 3 (passes of rounds, docs/design/bounding.md#duplicates) and the bias-mitigating
+order."""
 
 from __future__ import annotations
 
@@ -22,14 +23,14 @@ def _frames(
 
 
 def test_distributed_alg3_equals_the_sequential_passes(spark: SparkSession) -> None:
-    """T12: the multi-pass distributed version equals Alg. 3; §5.2 gives r4 twice."""
+    """The multi-pass distributed version equals Alg. 3; the Sec. 5.2 toy gives r4 twice."""
     records, caps, table = batch(seed=6, n=15)
     records.update(as_records(TOY52, "T"))
     table.update(dict.fromkeys(["TA", "TB", "TC", "TD"], 3))
     caps.update(dict.fromkeys(["TA", "TB", "TC", "TD"], 3))
     inc, caps_df = _frames(spark, records, table)
     # small driver threshold: pass 1 runs Spark rounds, the small later passes finish on the
-    # driver (same answer, spec P6)
+    # driver (same answer, docs/design/bounding.md#driver-finish)
     params = BoundingParams(algorithm="greedy-dup", capacity=2, driver_threshold_rows=40)
     res = bound_contributions(
         inc, params, capacities=caps_df, randomness=Randomness.create(0), validate=False
@@ -38,8 +39,9 @@ def test_distributed_alg3_equals_the_sequential_passes(spark: SparkSession) -> N
     want, passes = ref.greedy_dup(records, caps, ref.shared_key("size-hash", records, key_seed(0)))
     assert mult == want
     toy = {h: m for h, m in mult.items() if h in TOY52}
-    # spec T11: Alg. 3 keeps 5 copies with r4 twice; which other records depends on the
-    # order's seed (here derived from the key; seed 0 gives r1, r2, r3: test_greedy.py)
+    # docs/design/bounding.md#toy-instances: Alg. 3 keeps 5 copies with r4 twice; which other
+    # records depends on the order's seed (here derived from the key; seed 0 gives r1, r2, r3:
+    # test_greedy.py)
     assert sum(toy.values()) == 5 and toy["r4"] == 2 and toy["r1"] == 1
     s = res.summary
     assert s["passes"] == passes and s["selected"] == sum(want.values())

@@ -110,7 +110,7 @@ def _prepared(spark: SparkSession, rows: list[tuple[str, str]]) -> tuple[Prepare
 def test_repeated_pairs_count_once(spark: SparkSession) -> None:
     """The first step (a window over each record's users) drops repeated (record, user) rows:
     |h| counts distinct users, one lead row per record, each user's degree counts a record
-    once; the tables equal those of the deduplicated input (spec §2.2)."""
+    once; the tables equal those of the deduplicated input (docs/design/bounding.md#inputs)."""
     distinct = [("r1", "a"), ("r1", "b"), ("r2", "a"), ("r3", "c"), ("r3", "a"), ("r3", "b")]
     repeated = [*distinct, ("r1", "a"), ("r1", "a"), ("r2", "a"), ("r3", "c")]
     prep, store = _prepared(spark, repeated)

@@ -1,4 +1,5 @@
-"""The distributed rounds on Spark, round by round against the literal reference (spec §3, §8).
+"""The distributed rounds on Spark, round by round against the literal reference
+(docs/design/bounding.md#proposal-rounds, #tests).
 
 Each test runs one batch: the disjoint union of many random T2 instances plus fixtures (the
 papers' toys, parallel records, capacity-0 users). Components evolve independently and in lock
@@ -62,7 +63,7 @@ def _check_rounds(
 
 
 def _fixtures(records: ref.Records, caps: ref.Caps, table: ref.Caps) -> None:
-    """Fig. 1 (k = 2), §5.2 (k = 3), parallel records (cap 1), a cap-0 user."""
+    """Fig. 1 (k = 2), Sec. 5.2 (k = 3), parallel records (cap 1), a cap-0 user."""
     fig = as_records(FIG1, "F")
     toy = as_records(TOY52, "T")
     par = {"p1": frozenset({"PA", "PB"}), "p2": frozenset({"PA", "PB"})}
@@ -122,9 +123,9 @@ def test_size_hash_rounds_equal_reference_with_capacities_and_salting(
             == entry["eligible_records_left"]
         )
     assert s["round_log"][-1]["selected_cumulative"] == len(chosen)
-    # toys (T11: Fig. 1 keeps 3 records and §5.2 keeps 4 under size-hash whatever the seed;
-    # the seed-0 sets are checked in test_greedy.py), parallel records (T9: one, the smaller
-    # key), capacity 0 (T10)
+    # toys (docs/design/bounding.md#toy-instances: Fig. 1 keeps 3 records and Sec. 5.2 keeps 4 under
+    # size-hash whatever the seed; the seed-0 sets are checked in test_greedy.py), parallel records
+    # (T9: one, the smaller key), capacity 0 (T10)
     assert len({h for h in chosen if h.startswith("e")}) == 3
     assert len({h for h in chosen if h.startswith("r")}) == 4 and "r1" in chosen
     assert {h for h in chosen if h.startswith("p")} == {min(["p1", "p2"], key=key)}
@@ -143,7 +144,8 @@ def test_size_hash_rounds_equal_reference_with_capacities_and_salting(
 
 def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark: SparkSession) -> None:
     """T9/P7: p1 = p2 = {A, B}, cap 1, A prefers p1 and B prefers p2: round 1 accepts nothing,
-    the run switches to the shared hash order (A9), round 2 selects exactly one of them."""
+    the run switches to the shared hash order (docs/design/bounding.md#per-user-orders), round 2
+    selects exactly one of them."""
     records = {"p1": frozenset({"PA", "PB"}), "p2": frozenset({"PA", "PB"})}
     weights = {("p1", "PA"): 5.0, ("p2", "PB"): 5.0}
     w_df = spark.createDataFrame(
@@ -165,9 +167,10 @@ def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark: SparkSessi
 
 
 def test_per_user_orders_then_the_driver_finish(spark: SparkSession) -> None:
-    """Per-user orders (spec §3.3) with random per-(user, record) weights: 2 Spark rounds,
-    then the driver continues the same rounds (P6 does not hold for per-user orders) with the
-    hash fallback at the first stall (A9); the deadlocked parallel pair ends with one record."""
+    """Per-user orders (docs/design/bounding.md#orders) with random per-(user, record) weights: 2
+    Spark rounds, then the driver continues the same rounds (P6 does not hold for per-user orders)
+    with the hash fallback at the first stall (docs/design/bounding.md#per-user-orders); the
+    deadlocked parallel pair ends with one record."""
     seed = 7
     rng = random.Random(seed)
     records, caps, table = batch(seed=seed, n=12)

@@ -71,7 +71,8 @@ def test_an_unknown_name_errors_with_a_hint(name: str, hint: str) -> None:
         ("greedy-dup", "hash", False, True, True, True),
         ("ilp", "size-hash", True, False, True, True),  # the driver scans [B]'s sort
         ("ilp-dup", "size-hash", True, True, True, True),
-        ("dp-mf", "size-hash", True, False, False, False),  # k measured afterwards (A15)
+        # k measured afterwards (docs/design/bounding.md#min-sep)
+        ("dp-mf", "size-hash", True, False, False, False),
         ("bias-sweep", "size-hash", True, False, False, True),
     ],
 )

@@ -1,4 +1,5 @@
-"""Resuming from a work directory (spec §3.5 step 7), on the chain of T6 and a random batch.
+"""Resuming from a work directory (docs/design/bounding.md#round-plan), on the chain of T6 and a
+random batch.
 
 The run uses the weighted-global order with keys increasing along the chain, 3 distributed
 rounds and then the driver finish (T3/P6). It crashes after round 2; the rerun with the same

@@ -1,4 +1,5 @@
-"""Claiming a work directory: the order seed and the resume fingerprint (spec §3.5, A37)."""
+"""Claiming a work directory: the order seed and the resume fingerprint
+(docs/design/bounding.md#round-plan, #seed)."""
 
 from __future__ import annotations
 

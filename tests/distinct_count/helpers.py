@@ -14,7 +14,8 @@ from spark_dp.distinct_count import exact_curve_local, greedy_curve_arrays
 #: A dataset: one item collection per person.
 Sets = Sequence[Sequence[Hashable]]
 
-# Spec App. B: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every ℓ ≥ 30.
+# docs/design/counting.md#tests: exact DC(D; ℓ) of Amazon Fashion for ℓ = 1..30, then 1450 for every
+# ℓ ≥ 30.
 FASHION = np.array(
     [368, 643, 855, 1014, 1117, 1195, 1252, 1290, 1317, 1340, 1357, 1373, 1387, 1400, 1412,
      1420, 1428, 1432, 1435, 1438, 1441, 1442, 1443, 1444, 1445, 1446, 1447, 1448, 1449, 1450]
@@ -23,7 +24,8 @@ FASHION = np.array(
 
 
 def person_key(name: object) -> int:
-    """A per-person order key that depends only on the person's own id (spec §2.4 C2)."""
+    """A per-person order key that depends only on the person's own id
+    (docs/design/counting.md#person-order)."""
     return zlib.crc32(str(name).encode())
 
 
@@ -46,8 +48,9 @@ def exact(sets: Sets, ell_max: int) -> NDArray[np.int64]:
 
 
 def greedy(sets: Sets, ell_max: int, names: Sequence[object] | None = None) -> NDArray[np.int64]:
-    """The library's greedy curve with the spec's orders: persons by a per-person key
-    (ties by name), items by their string (byte-lexicographic for ASCII)."""
+    """The library's greedy curve with the orders of docs/design/counting.md#greedy-conditions:
+    persons by a per-person key (ties by name), items by their string (byte-lexicographic for
+    ASCII)."""
     ids = list(range(len(sets))) if names is None else list(names)
     order = sorted(range(len(sets)), key=lambda i: (person_key(ids[i]), str(ids[i])))
     lists = [sorted({str(x) for x in sets[i]}) for i in order]
@@ -72,7 +75,8 @@ def random_sets(rng: np.random.Generator, n: int, universe: int, max_size: int) 
 def datasets(
     max_persons: int = 8, universe: int = 12, max_size: int = 6
 ) -> st.SearchStrategy[list[list[int]]]:
-    """Hypothesis strategy: a list of item sets (spec §7: n ≤ 15, universe ≤ 30, |u_i| ≤ 10)."""
+    """Hypothesis strategy: a list of item sets (docs/design/counting.md#tests: n ≤ 15, universe ≤
+    30, |u_i| ≤ 10)."""
     return st.lists(
         st.sets(st.integers(0, universe - 1), max_size=max_size).map(sorted),
         min_size=1,

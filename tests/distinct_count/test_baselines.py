@@ -1,4 +1,5 @@
-"""Baselines (spec §6): contribution quantiles, max utility, fixed ℓ, sampling counter, R2T."""
+"""Baselines (docs/design/counting.md#baselines): contribution quantiles, max utility, fixed ℓ,
+sampling counter, R2T."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from tests.distinct_count.helpers import FASHION, exact
 
 
 def test_max_utility_ell_reproduces_table_4() -> None:
-    # Spec §5.4: argmax DC(D; ℓ) − ℓ·ln(500) on the Fashion curve is ℓ = 17 (DC = 1428).
+    # docs/design/counting.md#experiments: argmax DC(D; ℓ) − ℓ·ln(500) on the Fashion curve is ℓ =
+    # 17 (DC = 1428).
     assert max_utility_ell(FASHION, epsilon=1.0, beta=0.001) == 17
     assert FASHION[16] == 1428
 

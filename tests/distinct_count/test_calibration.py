@@ -1,4 +1,5 @@
-"""Calibration objects and the plan: ε split, sensitivities, t, scale, shift (spec §3.2–§3.7)."""
+"""Calibration objects and the plan: ε split, sensitivities, t, scale, shift
+(docs/design/counting.md#scores)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.distinct_count.helpers import FASHION
 
 
 def test_worked_example_of_spec_3_7() -> None:
-    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (the paper's continuous noise).
+    # docs/design/counting.md#worked-example: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (the
+    # paper's continuous noise).
     plan = plan_release(1.0, 0.05, 3, noise="laplace")
     assert plan.select.margin == pytest.approx(16.377378, abs=1e-6)  # t = (4/ε)·ln(3/0.05)
     assert plan.count.shift(np.arange(1, 4)) == pytest.approx(
@@ -36,13 +38,15 @@ def test_worked_example_of_spec_3_7() -> None:
 
 
 def discrete_tail(scale: float, c: int) -> float:
-    """P[X > c] of the discrete Laplace of scale b: p^(c+1)/(1+p), p = e^(−1/b) (spec §8.4)."""
+    """P[X > c] of the discrete Laplace of scale b: p^(c+1)/(1+p), p = e^(−1/b)
+    (docs/design/counting.md#discrete-laplace)."""
     p = math.exp(-1.0 / scale)
     return p ** (c + 1) / (1 + p)
 
 
 def test_the_job_plan_uses_the_exact_discrete_laplace() -> None:
-    # The worked example of spec §3.7 with the hardened count: integer shifts and scores.
+    # The worked example of docs/design/counting.md#worked-example with the hardened count: integer
+    # shifts and scores.
     plan = plan_release(1.0, 0.05, 3)
     assert isinstance(plan.count, DiscreteLaplaceRelease)
     shifts = plan.count.shift(np.arange(1, 4))
@@ -64,7 +68,7 @@ def test_discrete_shift_is_the_smallest_with_tail_at_most_beta(
     scale: float, beta: float, expected: int
 ) -> None:
     c = discrete_lower_bound_shift(scale, beta)
-    assert c == expected  # spec §8.4: b = 7.3, β = 0.05 → 17
+    assert c == expected  # docs/design/counting.md#discrete-laplace: b = 7.3, β = 0.05 → 17
     assert discrete_tail(scale, c) <= beta
     assert c == 0 or discrete_tail(scale, c - 1) > beta
 

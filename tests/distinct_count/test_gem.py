@@ -1,4 +1,5 @@
-"""GEM (Algorithm 3): spec §7.3 vectors, fast = naive scores, privacy and utility, sampling."""
+"""GEM (Algorithm 3): docs/design/counting.md#tests vectors, fast = naive scores, privacy and
+utility, sampling."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def test_vector_7_3_item_7() -> None:
 
 
 def test_vector_7_3_item_8_worked_example() -> None:
-    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (GEM at ε/2).
+    # docs/design/counting.md#worked-example: curve [3, 5, 5], ε = 1, β = 0.05, ℓ_max = 3 (GEM at
+    # ε/2).
     assert selection_probabilities([3, 5, 5], 1.0, 0.05, noise="laplace") == pytest.approx(
         [0.776486, 0.159637, 0.063877], abs=1e-6
     )
@@ -110,7 +112,7 @@ def test_probabilities_unchanged_by_adding_a_constant() -> None:
 @settings(max_examples=60, deadline=None)
 @given(datasets(max_persons=8, universe=12, max_size=8), st.integers(0, 7))
 def test_exact_privacy_check_on_neighbours(sets: list[list[int]], j: int) -> None:
-    # Spec §7.3 item 4: |ln p_ℓ(D) − ln p_ℓ(D−j)| ≤ ε_g for every ℓ.
+    # docs/design/counting.md#tests: |ln p_ℓ(D) − ln p_ℓ(D−j)| ≤ ε_g for every ℓ.
     j = j % len(sets)
     neighbour = sets[:j] + sets[j + 1 :]
     eps, beta, ell_max = 1.0, 0.05, 8
@@ -122,7 +124,7 @@ def test_exact_privacy_check_on_neighbours(sets: list[list[int]], j: int) -> Non
 
 
 def test_utility_guarantee_holds_exactly_on_the_fashion_curve() -> None:
-    # Spec §7.3 item 5: Σ_{i: q_i ≥ max_j (q_j − 4Δ_j ln(m/β)/ε_g)} p_i ≥ 1 − β.
+    # docs/design/counting.md#tests: Σ_{i: q_i ≥ max_j (q_j − 4Δ_j ln(m/β)/ε_g)} p_i ≥ 1 − β.
     eps_g, beta = 0.5, 0.05
     ells = np.arange(1, 101, dtype=float)
     q = FASHION - 2 * ells / 1.0 * math.log(1 / (2 * beta))

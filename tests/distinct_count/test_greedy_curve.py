@@ -30,7 +30,7 @@ def test_paper_examples() -> None:
     indptr = np.array([0, 2, 4])
     items = np.array([0, 1, 1, 2])  # person 0: {0, 1}; person 1: {1, 2} (sorted lists)
     assert greedy_curve_arrays(indptr, items, 3).tolist() == [2, 3, 3]
-    # ({0,1,2}, {2,1,3}) at ℓ = 2: greedy and exact both 4 (spec §7.2 item 5).
+    # ({0,1,2}, {2,1,3}) at ℓ = 2: greedy and exact both 4 (docs/design/counting.md#tests).
     indptr = np.array([0, 3, 6])
     items = np.array([0, 1, 2, 1, 2, 3])
     assert greedy_curve_arrays(indptr, items, 2).tolist()[1] == 4
@@ -83,10 +83,12 @@ def test_sensitivity_with_the_spec_orders(sets: list[list[int]], new: set[int], 
 
 
 def test_frequency_item_order_breaks_the_sensitivity_bound() -> None:
-    # Spec §2.4 C1 counterexample: order items by (global frequency, id), ℓ = 1.
+    # docs/design/counting.md#item-order counterexample: order items by (global frequency, id), ℓ =
+    # 1.
     d = [[0, 3], [0, 4], [0], [2, 3]]
     without = [[0, 3], [0], [2, 3]]  # person 2 ({0, 4}) removed
     assert greedy_frequency_order(d, 1) == 4
     assert greedy_frequency_order(without, 1) == 2  # a change of 2 > ℓ = 1: not private
-    # With the lexicographic order of the spec the same removal changes it by at most 1.
+    # With the lexicographic item order (docs/design/counting.md#item-order) the same removal
+    # changes it by at most 1.
     assert greedy_from_scratch(d, 1) - greedy_from_scratch(without, 1) <= 1

@@ -1,4 +1,5 @@
-"""Exact DC(D; ℓ): solvers agree, spec §7.1 properties, sensitivity (spec distinct_count.md)."""
+"""Exact DC(D; ℓ): solvers agree, docs/design/counting.md#tests properties, sensitivity
+(docs/design/counting.md)."""
 
 from __future__ import annotations
 
@@ -27,15 +28,17 @@ from tests.reference.distinct_count import (
 
 
 def test_paper_example_exact_two_is_four() -> None:
-    # Knop & Steinke's small example (spec §7.2 item 5): ({0,1,2},{2,1,3}) at ℓ = 2 → 4.
+    # Knop & Steinke's small example (docs/design/counting.md#tests): ({0,1,2},{2,1,3}) at ℓ = 2 →
+    # 4.
     assert exact([[0, 1, 2], [2, 1, 3]], 3).tolist() == [2, 4, 4]
 
 
 @pytest.mark.parametrize(
     ("sets", "curve"),
     [
-        ([["a", "b", "c"], ["c", "d"], ["e"]], [3, 5, 5]),  # spec §3.7 worked example
-        ([["x", "y"], ["x"]], [2, 2]),  # spec §7.2 item 5: exact [2, 2]
+        # docs/design/counting.md#worked-example worked example
+        ([["a", "b", "c"], ["c", "d"], ["e"]], [3, 5, 5]),
+        ([["x", "y"], ["x"]], [2, 2]),  # docs/design/counting.md#tests: exact [2, 2]
         ([["a", "b"], ["b", "c"]], [2, 3, 3]),
         ([[], ["a"]], [1, 1]),
     ],
@@ -191,6 +194,7 @@ def test_dc_one_is_a_maximum_matching() -> None:
 
 
 def test_saturated_curve_stops_early_with_the_full_count() -> None:
-    # Every ℓ beyond saturation repeats DC(D) (spec §3.1); ℓ_max far beyond the max degree.
+    # Every ℓ beyond saturation repeats DC(D) (docs/design/counting.md#curve); ℓ_max far beyond the
+    # max degree.
     sets = [["a", "b"], ["b", "c", "d"], ["e"]]
     assert exact_curve_local(*to_arrays(sets), 50).tolist() == [3, 5] + [5] * 48

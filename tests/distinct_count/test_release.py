@@ -1,4 +1,5 @@
-"""The release (ℓ̂, ν̂): accounting, the paper's shift, coverage of the lower bound (spec §7.4)."""
+"""The release (ℓ̂, ν̂): accounting, the paper's shift, coverage of the lower bound
+(docs/design/counting.md#tests)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from tests.distinct_count.helpers import FASHION
 
 
 def test_worked_example_scores_and_scales() -> None:
-    # Spec §3.7: curve [3, 5, 5], ε = 1, β = 0.05, with the paper's continuous noise.
+    # docs/design/counting.md#worked-example: curve [3, 5, 5], ε = 1, β = 0.05, with the paper's
+    # continuous noise.
     q = utility_scores([3, 5, 5], 1.0, 0.05, noise="laplace")
     assert q == pytest.approx([-1.605170, -4.210340, -8.815511], abs=1e-6)
     assert lower_bound_shift(np.array([1, 2, 3]), 0.5, 0.05) == pytest.approx(
@@ -71,8 +73,8 @@ def discrete_laplace_cdf(x: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def test_exact_coverage_formula_on_the_fashion_curve() -> None:
-    # Spec §7.4 item 1: P[ν̂ ≤ DC(D)] = Σ_ℓ P[ℓ̂=ℓ]·F_Lap(2ℓ/ε)(DC − c_ℓ + shift_ℓ) = 0.99308
-    # with the paper's continuous noise.
+    # docs/design/counting.md#tests: P[ν̂ ≤ DC(D)] = Σ_ℓ P[ℓ̂=ℓ]·F_Lap(2ℓ/ε)(DC − c_ℓ + shift_ℓ) =
+    # 0.99308 with the paper's continuous noise.
     eps, beta, truth = 1.0, 0.05, 1450
     p = selection_probabilities(FASHION, eps, beta, noise="laplace")
     ells = np.arange(1, 101)
@@ -139,7 +141,8 @@ def test_coverage_of_the_fashion_curve_by_simulation() -> None:
 
 
 def test_laplace_scale_of_the_selected_ell() -> None:
-    # Spec §7.4 item 4: the noise at ℓ̂ has variance 2·(2ℓ̂/ε)²; with one ℓ available, ℓ̂ = 1.
+    # docs/design/counting.md#tests: the noise at ℓ̂ has variance 2·(2ℓ̂/ε)²; with one ℓ available,
+    # ℓ̂ = 1.
     noise = [
         dp_distinct_count([100], epsilon=1.0, randomness=Randomness.create(s)).estimate - 100
         for s in range(3000)

@@ -1,6 +1,6 @@
 """Spark curves equal the local references, whatever the partitioning, order or strategy.
 
-Spec distinct_count.md §7.5 items 1–3. Few, representative Spark runs (each costs seconds).
+docs/design/counting.md#tests items 1–3. Few, representative Spark runs (each costs seconds).
 """
 
 from __future__ import annotations

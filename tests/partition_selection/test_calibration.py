@@ -1,6 +1,6 @@
 """Calibration of the weight-and-threshold rounds: σ and ρ, MAD constants, Laplace threshold.
 
-Spec partition_selection.md §3.6 vectors (σ, ρ, argmax t, τ, α) to 1e-6 relative, the threshold's
+docs/design/selection.md#vectors vectors (σ, ρ, argmax t, τ, α) to 1e-6 relative, the threshold's
 union bound, and the validation messages. The count-thresholding strategies are tested in
 test_classic.py, the general Gaussian calibration in tests/test_calibration.py.
 """
@@ -22,7 +22,8 @@ def rel(a: float, b: float) -> float:
 
 
 def test_basic_laplace_threshold_matches_spec():
-    # spec §2.3 / §3.6 [external]: ρ_Lap(ε=1, δ=1e-5, Δ0=100) = 15.434944, arg-max t = 100.
+    # docs/design/selection.md#basic-laplace, #vectors: ρ_Lap(ε=1, δ=1e-5, Δ0=100) = 15.434944,
+    # arg-max t = 100.
     thr = cal.laplace_weighted_threshold(1.0, 1e-5, 100)
     assert rel(thr.rho, 15.434944) < 1e-6
     assert thr.argmax_t == 100
@@ -31,7 +32,7 @@ def test_basic_laplace_threshold_matches_spec():
 # --------------------------------------------------------------------------- classic
 
 
-# spec partition_selection.md §3.6 "Worked numbers" (relative tolerance 1e-6 on 6-decimal values).
+# docs/design/selection.md#vectors (relative tolerance 1e-6 on 6-decimal values).
 # (ε, δ, Δ0, h_scale) -> (σ, ρ, argmax t, τ = ρ + 2σ)
 SPEC_3_6 = [
     ((1.0, 1e-5, 100, 1.0), (3.884141, 20.789744, 100, 28.558025)),  # Basic / MAD default
@@ -47,7 +48,7 @@ SPEC_3_6 = [
 ]
 
 
-# spec §3.6 "Sensitivity of (σ, ρ) to the varied parameters": (ε, δ, Δ0) -> (σ, ρ, argmax t)
+# docs/design/selection.md#vectors: (ε, δ, Δ0) -> (σ, ρ, argmax t)
 SPEC_SWEEP = [
     ((0.5, 1e-5, 100), (7.351149, 39.257537, 100)),
     ((2.0, 1e-5, 100), (2.067206, 11.111433, 100)),
@@ -87,7 +88,8 @@ def test_sweep_matches_spec(setting, expected):
 
 
 def test_literal_pseudocode_thresholds_differ_as_the_spec_says():
-    # spec A2: with the total δ inside ρ1 the threshold would be 201.807910 (not used).
+    # docs/design/selection.md#mad2r-delta: with the total δ inside ρ1 the threshold would be
+    # 201.807910 (not used).
     sigma1 = gaussian_sigma(0.1, 1e-6 / 2)
     literal = cal.gaussian_threshold(sigma1, 1e-5 / 2, 100).rho
     assert rel(literal, 201.807910) < 1e-6

@@ -1,4 +1,4 @@
-"""Degree cap Δ0 (spec §2.1, A9; invariants 3 and 4 of §5.1)."""
+"""Degree cap Δ0 (docs/design/selection.md#cap, invariants 3 and 4 of #invariants)."""
 
 from __future__ import annotations
 
@@ -104,8 +104,8 @@ def salted_ranks(spark, sets: dict, randomness: Randomness) -> dict:
 
 def test_light_users_pass_through_and_heavy_users_keep_their_smallest_hashes(spark, pairs_df):
     """Users at or under Δ0 keep every distinct item (degree = their count); users over Δ0 keep
-    exactly the Δ0 items of smallest salted hash: the rule of spec A9, unchanged by issue 18, so
-    a fixed seed keeps the same subsets as before."""
+    exactly the Δ0 items of smallest salted hash: the rule of docs/design/selection.md#cap,
+    unchanged by issue 18, so a fixed seed keeps the same subsets as before."""
     rng = random.Random(5)
     d0 = 6
     sets = {
@@ -154,8 +154,9 @@ neighbour_seeds = st.integers(0, 2**32 - 1)
 @settings(max_examples=12, deadline=None)
 @given(neighbour_seeds, st.integers(1, 8))
 def test_a_users_subset_ignores_the_other_users(spark, seed, d0):
-    """Spec §5.1 invariant 4 on random neighbouring inputs: adding a user (with items shared with
-    others, repeated pairs included) changes no other user's kept subset or degree."""
+    """docs/design/selection.md#cap-own-data on random neighbouring inputs: adding a user (with
+    items shared with others, repeated pairs included) changes no other user's kept subset or
+    degree."""
     rng = np.random.default_rng(seed)
     sets = {u: sorted(s) for u, s in random_sets(rng, int(rng.integers(1, 12))).items()}
     bigger, _ = random_neighbour(rng, sets)

@@ -1,5 +1,5 @@
-"""MAD's constants: τ and α of the spec §3.6 table, the adaptive degrees, Lemma B.8's α, and
-the checks that keep the MAD proof's preconditions."""
+"""MAD's constants: τ and α of the docs/design/selection.md#vectors, the adaptive degrees, Lemma
+B.8's α, and the checks that keep the MAD proof's preconditions."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def rel(a: float, b: float) -> float:
     return abs(a - b) / abs(b)
 
 
-# spec partition_selection.md §3.6: (ε, δ, Δ0, b_max, b_min) -> (σ, ρ, τ = ρ + 2σ, α at d_max = 50)
+# docs/design/selection.md#vectors: (ε, δ, Δ0, b_max, b_min) -> (σ, ρ, τ = ρ + 2σ, α at d_max = 50)
 MAD_TABLE = [
     ((1.0, 1e-5, 100, 1.0, 1.0), (3.884141, 20.789744, 28.558025, 0.929289)),  # Basic / MAD
     ((0.1, 1e-6, 100, 1.0, 1.0), (37.867164, 217.106449, 292.840777, 0.929289)),  # MAD2R rd 1
@@ -44,7 +44,7 @@ def test_mad_constants_match_spec_3_6(setting, expected):
 
 
 def test_reroute_factors_of_the_default_mad2r_run():
-    # spec §3.6 "Reroute factor per item": α/d_max = 0.018586 (round 1), 0.008586 (round 2).
+    # docs/design/selection.md#vectors: α/d_max = 0.018586 (round 1), 0.008586 (round 2).
     assert rel(mc.reroute_discount(1.0, 50) / 50, 0.018586) < 1e-4
     assert rel(mc.reroute_discount(0.5, 50) / 50, 0.008586) < 1e-4
 
@@ -55,7 +55,8 @@ def test_min_adaptive_degree(b_min, d_lo):
 
 
 def test_alpha_satisfies_the_l2_inequality_of_lemma_b8():
-    # α·γ/√d + sqrt(1 − 2·b_min·γ/√d + γ/d) ≤ 1 for every γ ∈ (0, 1] (spec §3.3).
+    # α·γ/√d + sqrt(1 − 2·b_min·γ/√d + γ/d) ≤ 1 for every γ ∈ (0, 1]
+    # (docs/design/selection.md#mad-constants).
     gammas = np.concatenate([np.logspace(-9, -1, 60), np.linspace(0.1, 1.0, 91)])
     for b_min in np.linspace(0.5, 1.0, 11):
         for d in (4, 5, 10, 50, 100, 1000):

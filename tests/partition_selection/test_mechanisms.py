@@ -82,7 +82,8 @@ def test_seeded_runs_repeat_and_other_seeds_differ(spark):
 
 def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
     # Same seed, same streams: MAD2R's round 1 must equal a single MAD run with (0.1ε, 0.1δ),
-    # σ1 for δ1/2 and ρ1 for δ1/2 (spec A2, A3). The output contains round 1.
+    # σ1 for δ1/2 and ρ1 for δ1/2 (docs/design/selection.md#mad2r-delta, #split). The output
+    # contains round 1.
     two = default_run(small_pairs, "mad2r")
     one = select(
         small_pairs, 5, algorithm="mad", epsilon=0.1, delta=1e-6, max_items_per_user=10,
@@ -124,7 +125,7 @@ def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
         seen |= items
     assert seen == item_set(three.items)
     rhos = [r["rho"] for r in three.report_info()["rounds"]]
-    # spec §3.6 DP-SIPS [.05, .15, .8] rows
+    # docs/design/selection.md#vectors DP-SIPS [.05, .15, .8] rows
     assert rhos == pytest.approx([442.283402, 143.233582, 26.015597], rel=1e-6)
 
 
@@ -138,7 +139,7 @@ def test_dp_sips_without_recap_keeps_the_round_one_cap(small_pairs):
 
 
 def test_round_two_items_fixture_f4(spark, cache):
-    # spec §5.2 F4: σ1 = 10, ρ1 = 50, ρ2 = 20, C_lb = 1, C_ub = 3.
+    # docs/design/selection.md#fixtures, F4: σ1 = 10, ρ1 = 50, ρ2 = 20, C_lb = 1, C_ub = 3.
     values = {"X": 60.0, "Y": 45.0, "Z": 25.0, "Q": -12.0, "R": -10.0}
     noisy = spark.createDataFrame(list(values.items()), f"{ITEM} string, {NOISY_WEIGHT} double")
     removed, biased = round_two_items(

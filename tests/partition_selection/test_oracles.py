@@ -1,4 +1,5 @@
-"""Sequential in-memory oracles PolicyGaussian and GreedyUpdate (spec §2.8; driver only)."""
+"""Sequential in-memory oracles PolicyGaussian and GreedyUpdate (docs/design/selection.md#oracles;
+driver only)."""
 
 from __future__ import annotations
 
@@ -62,8 +63,10 @@ def test_oracles_release_heavy_items_only():
     assert not any(i.startswith("single") for i in pg.items + gu.items)
     cal = WeightAndThreshold.for_budget(1.0, 1e-5, 100)
     assert pg.calibration["gamma"] == pytest.approx(cal.rho + 4 * cal.sigma)
-    assert pg.calibration["gamma"] == pytest.approx(36.326308, rel=1e-6)  # spec §2.8
-    assert gu.calibration["rho"] == pytest.approx(11.819778, rel=1e-6)  # spec §2.8
+    # docs/design/selection.md#oracles
+    assert pg.calibration["gamma"] == pytest.approx(36.326308, rel=1e-6)
+    # docs/design/selection.md#oracles
+    assert gu.calibration["rho"] == pytest.approx(11.819778, rel=1e-6)
     assert gu.calibration["gamma"] == pytest.approx(15.819778, rel=1e-6)
     again = policy_gaussian(
         pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1)

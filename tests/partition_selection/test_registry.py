@@ -64,7 +64,7 @@ def test_table_has_a_row_per_round_and_the_spec_vector():
     assert [r["algorithm"] for r in table].count("mad2r") == 2
     assert {r["algorithm"] for r in table} == set(ALGORITHMS)
     basic = next(r for r in table if r["algorithm"] == "basic")
-    # spec partition_selection.md test vector: ε = 1, δ = 1e-5, Δ0 = 100
+    # docs/design/selection.md test vector: ε = 1, δ = 1e-5, Δ0 = 100
     assert basic["sigma"] == pytest.approx(3.884141, abs=1e-6)
     assert basic["rho"] == pytest.approx(20.789744, abs=1e-6)
     assert all(r["epsilon"] > 0 and 0 < r["delta"] < 1 for r in table)

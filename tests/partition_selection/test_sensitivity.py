@@ -1,8 +1,10 @@
-"""Sensitivity invariants on random neighbouring datasets (spec §5.1, §5.3), many examples.
+"""Sensitivity invariants on random neighbouring datasets (docs/design/selection.md#invariants,
+#property-tests), many examples.
 
 These use the independent in-memory reference (tests/reference); test_weights.py shows that
 the Spark weightings equal it to 1e-9 and repeats the neighbour checks on Spark itself.
-Tolerance 1e-9: the bounds are tight (spec §5.3 observed 1.0000000000000069).
+Tolerance 1e-9: the bounds are tight (docs/design/selection.md#property-tests observed
+1.0000000000000069).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def test_unbiased_mad_bounds_and_monotonicity(seed, tau, d_max):
 @settings(max_examples=600, deadline=None)
 @given(seeds, st.floats(1.0, 5.0), st.integers(4, 60), st.floats(0.5, 1.0), st.floats(1.0, 3.0))
 def test_biased_mad_bounds(seed, tau, d_max, b_min, b_max):
-    # MAD2R round 2 style: biases on old and on novel items (spec §5.3).
+    # MAD2R round 2 style: biases on old and on novel items
+    # (docs/design/selection.md#property-tests).
     rng, sets, bigger, novel = neighbours(seed)
     bias = random_biases(rng, {i for s in bigger.values() for i in s})
     w = ref.mad_weights(sets, tau, d_max, bias, b_min, b_max)
@@ -66,7 +69,8 @@ def test_biased_mad_bounds(seed, tau, d_max, b_min, b_max):
 @settings(max_examples=200, deadline=None)
 @given(seeds, st.floats(1.0, 5.0), st.integers(4, 60))
 def test_mad_dominates_basic_item_by_item(seed, tau, d_max):
-    # spec §5.3 item 5, the precondition of Thm. C.1 on the same capped input.
+    # docs/design/selection.md#property-tests, the precondition of Thm. C.1 on the same capped
+    # input.
     rng = np.random.default_rng(seed)
     sets = random_sets(rng, int(rng.integers(1, 30)))
     parts = ref.mad_parts(sets, tau, d_max)
@@ -81,7 +85,7 @@ def test_mad_dominates_basic_item_by_item(seed, tau, d_max):
 def test_adversarial_family_comes_within_1e_5_of_the_bound():
     # m identical users hold the same d = d_max items, each sitting (1 − γ)/d below τ; the new
     # user (same items) pushes every item γ/d over τ. The ℓ2 change gets within 1e-5 of 1 (the
-    # bound is tight, spec §5.3) and never exceeds it.
+    # bound is tight, docs/design/selection.md#property-tests) and never exceeds it.
     worst = 0.0
     for d in (4, 10, 50):
         for m in range(1, 200, 9):

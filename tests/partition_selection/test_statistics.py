@@ -43,7 +43,8 @@ def draws(weights: np.ndarray, cal: WeightAndThreshold, seed: int) -> np.ndarray
 
 
 def test_spark_threshold_rate_matches_phi(spark):
-    # spec §5.4 calibration: items of weight w0 are kept with probability Φ((w0 − ρ)/σ).
+    # docs/design/selection.md#statistical-tests calibration: items of weight w0 are kept with
+    # probability Φ((w0 − ρ)/σ).
     n = 20_000
     cal = DEFAULT
     rows = [(f"a{k}", cal.rho) for k in range(n)] + [
@@ -61,8 +62,9 @@ def test_spark_threshold_rate_matches_phi(spark):
 
 
 def test_spark_basic_novel_item_rate_is_delta_over_two(spark):
-    # spec §5.4 novel-item bound with a large δ: users holding only singletons, t = arg-max t
-    # of ρ. The chance that a user has an output item is exactly δ/2 at that t.
+    # docs/design/selection.md#statistical-tests novel-item bound with a large δ: users holding only
+    # singletons, t = arg-max t of ρ. The chance that a user has an output item is exactly δ/2 at
+    # that t.
     cal = WeightAndThreshold.for_budget(1.0, 0.2, 10)
     t, n_users = cal.argmax_t, 3000
     rows = [(f"u{u}", f"u{u}-{k}") for u in range(n_users) for k in range(t)]
@@ -123,7 +125,8 @@ def dominance_weights(spark, pdf: pd.DataFrame, cache):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: heavy_light_user_items(15_000, n_light=1_000, seed=11),  # spec §6.6
+        # docs/design/selection.md#heavy-light
+        lambda: heavy_light_user_items(15_000, n_light=1_000, seed=11),
         lambda: zipf_user_items(3_000, mean_items=30.0, exponent=1.3, seed=12),
     ],
     ids=["heavy-light", "zipf"],

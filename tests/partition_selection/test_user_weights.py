@@ -1,4 +1,5 @@
-"""UserWeights (Alg. 4 ICML / Alg. 2 arXiv; spec §2.4): vectors F3, properties, Spark path."""
+"""UserWeights (Alg. 4 ICML / Alg. 2 arXiv; docs/design/selection.md#user-weights): vectors F3,
+properties, Spark path."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def one_user(bias: list[float], b_min: float, b_max: float) -> np.ndarray:
     return user_weights_arrays(np.array(bias), np.array([len(bias)]), b_min, b_max)
 
 
-# spec §5.2 F3 (values to 6 decimals)
+# docs/design/selection.md#fixtures, F3 (values to 6 decimals)
 F3 = [
     ([0.3, 0.8, 1.0, 1.0], 0.5, 2.0, [0.25, 0.4, 0.623498, 0.623498]),  # no loop
     ([0.5, 0.5, 0.5, 1.0], 0.5, 1.2, [0.461880, 0.461880, 0.461880, 0.6]),  # loop once
@@ -80,9 +81,9 @@ def test_vectorized_equals_reference_and_keeps_lemma_b4(users, b_min, b_max):
 
 @pytest.mark.parametrize("kept", [False, True], ids=["lazy", "kept-sums"])
 def test_spark_user_weights_match_the_reference(spark, cache, kept):
-    # spec §5.2 F2 (b(A) = 0.4, b_min = 0.5, b_max = 2): users without a loop, computed in SQL;
-    # plus users whose loop runs (all items biased; unbiased item capped at b_max/√d), which
-    # go through the pandas UDF.
+    # docs/design/selection.md#fixtures, F2 (b(A) = 0.4, b_min = 0.5, b_max = 2): users without a
+    # loop, computed in SQL; plus users whose loop runs (all items biased; unbiased item capped at
+    # b_max/√d), which go through the pandas UDF.
     sets = {
         "u1": "ABCD", "u2": "ABCE", "u3": "ABDE", "u4": "ACDE",
         "u5": "ABCF", "u6": "AB", "u7": "ABCDEF", "u8": "XY",
@@ -107,7 +108,7 @@ def test_spark_user_weights_match_the_reference(spark, cache, kept):
         got, expected, precision=1e-12, ignore_row_order=True, ignore_nullable=True
     )
     w = {(r[USER_ID], r[ITEM]): r[USER_WEIGHT] for r in got.collect()}
-    # hand values of F2 and F3 (spec §5.2)
+    # hand values of F2 and F3 (docs/design/selection.md#fixtures)
     assert w[("u1", "A")] == pytest.approx(0.25)
     assert w[("u1", "B")] == pytest.approx(0.559017, abs=1e-6)
     assert w[("u6", "A")] == pytest.approx(0.353553, abs=1e-6)

@@ -1,10 +1,11 @@
 """Spark weightings (Basic, Laplace, MAD, biased MAD) against hand values and the reference.
 
-Hand values: spec §5.2 fixtures F1 (unbiased MAD) and F2 (biased MAD). Random inputs: several
-datasets are put side by side under disjoint names (a weighting acts on each part alone), so
-one Spark run checks many cases: equality with the in-memory reference to 1e-9 (spec §5.3
-item 6) and the neighbour bounds (ℓ2 change ≤ 1 + 1e-9, novel weight ≤ h(t)) on Spark's own
-output. Pre-capped inputs keep capping randomness out of the picture.
+Hand values: docs/design/selection.md#fixtures fixtures F1 (unbiased MAD) and F2 (biased MAD).
+Random inputs: several datasets are put side by side under disjoint names (a weighting acts on each
+part alone), so one Spark run checks many cases: equality with the in-memory reference to 1e-9
+(docs/design/selection.md#property-tests item 6) and the neighbour bounds (ℓ2 change ≤ 1 + 1e-9,
+novel weight ≤ h(t)) on Spark's own output. Pre-capped inputs keep capping randomness out of the
+picture.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def test_fixture_f1_basic_and_mad(spark, capped_df, cache):
         max_adaptive_degree(unbiased_user_weights(capped), constants(1.5, 4), cache)
     )
     basic = basic_weights(capped).localCheckpoint()
-    # hand values (spec §5.2, 6 decimals)
+    # hand values (docs/design/selection.md#fixtures, 6 decimals)
     assert_approx_df_equality(
         mad, expected_df(spark, F1_MAD), precision=5e-7, ignore_row_order=True
     )

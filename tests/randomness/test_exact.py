@@ -100,7 +100,8 @@ def test_discrete_laplace_matches_its_pmf(scale, seed):
 
 
 def test_discrete_laplace_lower_bound_tail_at_beta():
-    # spec §8.4: b = 7.3, β = 0.05 → shift c = 17, P[X > 17] = p^18/(1+p) = 0.0455.
+    # docs/design/counting.md#discrete-laplace: b = 7.3, β = 0.05 → shift c = 17, P[X > 17] =
+    # p^18/(1+p) = 0.0455.
     from spark_dp.distinct_count.calibration import discrete_lower_bound_shift
 
     assert discrete_lower_bound_shift(7.3, 0.05) == 17

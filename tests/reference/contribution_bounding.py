@@ -1,8 +1,9 @@
-"""Pure-Python reference of contribution bounding, written from the spec, independent of spark_dp.
+"""Pure-Python reference of contribution bounding, written from docs/design/bounding.md, independent
+of spark_dp.
 
-Spec contribution_bounding.md §3.2 (proposal rounds, literal sets), §3.3 (SHA-256 keys),
-§4.2–4.4 (Alg. 2, 3, 4 pseudocode), §4.6 (literal interleave), §4.5 (the optimum, here by
-exhaustive search on tiny instances). Deliberately naive: dicts and sets, full passes, no
+docs/design/bounding.md#proposal-rounds (proposal rounds, literal sets), #orders (SHA-256 keys),
+#greedy (Alg. 2, 3, 4 pseudocode), #bias-mitigating (literal interleave), #ilp (the optimum, here by
+#exhaustive search on tiny instances). Deliberately naive: dicts and sets, full passes, no
 shortcuts (e.g. Alg. 3 re-scans every record in every pass), so that agreement with the
 package is evidence rather than repetition.
 
@@ -103,7 +104,8 @@ def proposal_rounds(
     fallback: UserKey | None = None,
     counts: dict[str, int] | None = None,
 ) -> tuple[set[str], list[tuple[frozenset[str], frozenset[str]]], dict[str, int], int | None]:
-    """Spec §3.2 literally. key(u, h) ranks u's records (lower = preferred).
+    """docs/design/bounding.md#proposal-rounds literally. key(u, h) ranks u's records (lower =
+    preferred).
 
     Returns:
         (M, history, d, switched_after): history[r-1] = (accepted in round r, E after it);
@@ -146,7 +148,7 @@ def proposal_rounds(
 def min_sep_batches(
     records: Records, key: SharedKey, iterations: int, batch: int, min_sep: int
 ) -> list[str] | None:
-    """Alg. 4 (spec §4.4): the list of T·B record ids, or None on FAIL."""
+    """Alg. 4 (docs/design/bounding.md#min-sep): the list of T·B record ids, or None on FAIL."""
     order = sorted(records, key=key)
     n = len(order)
     out: list[str] = []
@@ -245,8 +247,8 @@ def random_instance(
     prefix: str = "",
     default_cap: int = 2,
 ) -> tuple[Records, Caps, Caps]:
-    """Spec §8 T2 instance: 1–15 users, 0–40 records of size 1–4, some parallel records,
-    ~30% of users with their own cap in {0..3}.
+    """docs/design/bounding.md#greedy-equivalence instance: 1–15 users, 0–40 records of size 1–4,
+    some parallel records, ~30% of users with their own cap in {0..3}.
 
     Returns:
         (records, caps of every user, the per-user table: the users with their own cap).

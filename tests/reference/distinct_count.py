@@ -1,4 +1,4 @@
-"""Independent references for DC(D; ℓ), the greedy curve and GEM (spec distinct_count.md §7).
+"""Independent references for DC(D; ℓ), the greedy curve and GEM (docs/design/counting.md#tests).
 
 Written from the definitions, sharing no code with ``spark_dp.distinct_count``: brute force over
 the retained subsets (eq. (2)), the min-cut formula (P7), bipartite matching with replicated
@@ -36,7 +36,8 @@ def dc_brute_force(sets: Sets, ell: int) -> int:
 
 
 def dc_min_cut(sets: Sets, ell: int) -> int:
-    """P7: min over A ⊆ [n] of ℓ·(n − |A|) + |union of u_i over A| (spec App. A.2)."""
+    """P7: min over A ⊆ [n] of ℓ·(n − |A|) + |union of u_i over A|
+    (docs/design/counting.md#peeling-proofs)."""
     n = len(sets)
     best = math.inf
     for mask in range(1 << n):
@@ -146,7 +147,8 @@ def greedy_from_scratch(sets: Sets, ell: int, key: Callable = lambda x: x) -> in
 
 
 def greedy_frequency_order(sets: Sets, ell: int) -> int:
-    """Greedy with the INVALID item order (global frequency, id) (spec §2.4 C1)."""
+    """Greedy with the INVALID item order (global frequency, id)
+    (docs/design/counting.md#item-order)."""
     freq: dict = {}
     for u in sets:
         for x in set(u):

@@ -1,7 +1,7 @@
 """Independent in-memory reference of the partition-selection weightings (tests only).
 
 Plain Python, one user and one item at a time, written from the pseudocode of Chen et al.
-2025 (Alg. 2-4 ICML / Alg. 2, 3, 5 arXiv) and spec partition_selection.md §2.3-2.6, without
+2025 (Alg. 2-4 ICML / Alg. 2, 3, 5 arXiv) and docs/design/selection.md#basic, without
 importing spark_dp. Datasets are ``{user: set(items)}``, already capped; biases are
 ``{item: b}`` (missing = 1). Weights are ``{item: w}``.
 """
@@ -32,7 +32,8 @@ def laplace_weights(sets: dict) -> dict:
 
 
 def user_weights(items, bias: dict, b_min: float, b_max: float) -> dict:
-    """UserWeights(S_u, b, b_min, b_max), literally, with the spec's float safeguards."""
+    """UserWeights(S_u, b, b_min, b_max), literally, with the float safeguards of
+    docs/design/selection.md#user-weights-float."""
     items = list(items)
     d = len(items)
     root = math.sqrt(d)

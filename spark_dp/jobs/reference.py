@@ -1,0 +1,159 @@
+"""The configuration reference page, generated from the job parsers so it cannot drift.
+
+    python -m spark_dp.jobs.reference --write docs/reference/configuration.md   (make docs)
+    python -m spark_dp.jobs.reference --check docs/reference/configuration.md   (make lint)
+
+Each job's flags come from the parser the job itself builds (:func:`~.cli_args.build_parser`:
+the shared vocabulary, then the fields of its parameter dataclass, :mod:`spark_dp.config`); the
+config-file keys and the deprecated aliases come from the same fields' metadata. Nothing here
+is written by hand, so a new flag or a changed default shows up on the page at the next
+``make docs``, and ``--check`` fails until then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from spark_dp.config import ALIASES_REMOVED_IN
+from spark_dp.jobs.cli_args import build_parser
+
+__all__ = ["configuration_reference", "main"]
+
+# The jobs in the order of `spark-dp --help` (kept here, not imported from spark_dp.cli, so the
+# page generator stays below the command-line front door).
+JOB_MODULES = ("generate", "partition_selection", "contribution_bounding", "distinct_count")
+
+
+def _cell(text: object) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _flag_cell(action: argparse.Action) -> str:
+    names = ", ".join(f"`{s}`" for s in action.option_strings)
+    if action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction):
+        return names
+    metavar = action.metavar or action.dest.upper()
+    if isinstance(metavar, tuple):
+        metavar = " ".join(metavar)
+    return f"{names} `{metavar}`"
+
+
+def _help(action: argparse.Action) -> str:
+    text = str(action.help or "")
+    if action.choices is not None and "{" not in str(action.metavar or ""):
+        text += f" (one of: {', '.join(map(str, action.choices))})"
+    if action.required:
+        text += " **required**"
+    return _cell(text)
+
+
+def _job_section(module_name: str) -> list[str]:
+    spec = importlib.import_module(f"spark_dp.jobs.{module_name}").SPEC
+    parser = build_parser(spec)
+    fields = {f.name: f for f in dataclasses.fields(spec.params_cls)}
+    lines = [f"## `spark-dp {spec.command}`", "", _cell(spec.description), ""]
+    lines.append(
+        f"Also `python jobs/{spec.name}.py`, or `jobs/{spec.name}.py` under spark-submit. "
+        f"Parameters: `{spec.params_cls.__name__}`."
+    )
+    lines.append("")
+    for group in parser._action_groups:
+        actions = [
+            a
+            for a in group._group_actions
+            if a.help != argparse.SUPPRESS and a.option_strings and a.dest != "help"
+        ]
+        if not actions:
+            continue
+        lines += [f"### {group.title}", ""]
+        is_params = any(a.dest in fields for a in actions)
+        if is_params:
+            lines += ["| flag | config key | meaning |", "|---|---|---|"]
+        else:
+            lines += ["| flag | meaning |", "|---|---|"]
+        for action in actions:
+            if is_params and action.dest in fields:
+                key = action.option_strings[0].lstrip("-").replace("-", "_")
+                keys = f"`{key}`" + (f" or `{action.dest}`" if key != action.dest else "")
+                lines.append(f"| {_flag_cell(action)} | {keys} | {_help(action)} |")
+            elif is_params:
+                lines.append(f"| {_flag_cell(action)} | – | {_help(action)} |")
+            else:
+                lines.append(f"| {_flag_cell(action)} | {_help(action)} |")
+        lines.append("")
+    config_only = [f for f in fields.values() if not f.metadata.get("cli", True)]
+    if config_only:
+        lines += ["### config file only", "", "| key | default | meaning |", "|---|---|---|"]
+        for f in config_only:
+            default: object = f.default
+            if default is dataclasses.MISSING and callable(f.default_factory):
+                default = f.default_factory()
+            lines.append(f"| `{f.name}` | `{default}` | {_cell(f.metadata.get('help', ''))} |")
+        lines.append("")
+    aliases = [(alias, f) for f in fields.values() for alias in f.metadata.get("aliases") or ()]
+    if aliases:
+        lines += [
+            f"Deprecated, accepted with a warning and removed in {ALIASES_REMOVED_IN}: "
+            + "; ".join(
+                f"`{alias}` (config key `{alias.lstrip('-').replace('-', '_')}`), now "
+                f"`{f.metadata.get('flag') or '--' + f.name.replace('_', '-')}`"
+                for alias, f in aliases
+            )
+            + ".",
+            "",
+        ]
+    return lines
+
+
+def configuration_reference() -> str:
+    """The markdown page: every job's flags, config keys, defaults and deprecated aliases."""
+    lines = [
+        "# Configuration reference",
+        "",
+        "<!-- Generated by `python -m spark_dp.jobs.reference --write "
+        "docs/reference/configuration.md` (`make docs`); do not edit by hand. -->",
+        "",
+        "Every flag of every job, generated from the parsers the jobs build. A job reads "
+        "defaults from a YAML or JSON file (`--config`), then the flags it is given; both are "
+        "validated in one place (see [configuration](../operations/configuration.md)). In a "
+        "config file a parameter's key is the flag's name with underscores or the parameter's "
+        "name; a file may also hold `spark:` (Spark settings) and, for the jobs that spend "
+        "budget, `budget_store:` and `dataset_id:`. Unsafe debugging flags can only be given "
+        "on the command line.",
+        "",
+    ]
+    for module_name in JOB_MODULES:
+        lines += _job_section(module_name)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--write PATH`` writes the page; ``--check PATH`` exits 1 when PATH is stale."""
+    ap = argparse.ArgumentParser(prog="python -m spark_dp.jobs.reference")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", metavar="PATH")
+    mode.add_argument("--check", metavar="PATH")
+    args = ap.parse_args(argv)
+    page = configuration_reference()
+    if args.write:
+        Path(args.write).write_text(page, encoding="utf-8")
+        return 0
+    current = Path(args.check).read_text(encoding="utf-8") if Path(args.check).exists() else ""
+    if current != page:
+        print(
+            f"{args.check} is stale: run `make docs` (python -m spark_dp.jobs.reference "
+            f"--write {args.check})",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
