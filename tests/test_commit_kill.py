@@ -78,9 +78,11 @@ def _hidden(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.name.startswith("."))
 
 
-def _release(root: Path, name: str, rows: Callable[[dict], int]) -> dict | None:
+def _release(
+    root: Path, name: str, rows: Callable[[dict], int], report_name: str = "report.json"
+) -> dict | None:
     """The release at ``name``: None without a report; with one, its output must match it."""
-    report = root / f"{name}.report.json"
+    report = root / f"{name}.{report_name}"
     if not report.exists():
         return None
     doc = json.loads(report.read_text())
@@ -144,12 +146,14 @@ def test_contribution_bounding_resumes_after_a_kill(tmp_path: Path) -> None:
         return (work / "meta.json").exists() and any("round-0001" in d for d, _, _ in os.walk(work))
 
     _kill_when("contribution_bounding", args, tmp_path, some_round_saved)
-    assert not (tmp_path / "out").exists() and not (tmp_path / "out.report.json").exists()
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out.report.confidential.json").exists()
     assert (work / "meta.json").exists()
     again = _run("contribution_bounding", args, tmp_path)  # no --overwrite: resumes
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming" in again.stderr
-    doc = _release(tmp_path, "out", lambda d: int(d["outputs"]["selected"]["rows"]))
+    rows = lambda d: int(d["outputs"]["selected"]["rows"])
+    doc = _release(tmp_path, "out", rows, "report.confidential.json")
     assert doc is not None and doc["selected"] > 0
     assert not work.exists() and _hidden(tmp_path) == []
     assert pq.read_table(tmp_path / "out_user_state").num_rows == 700

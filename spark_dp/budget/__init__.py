@@ -14,7 +14,8 @@ exactly what it composes).
 
 Contents: :class:`BudgetStore`, :class:`Reservation`, :class:`DatasetBudget` (:mod:`.store`,
 imported on first use: SQLAlchemy loads only when a store is opened); :func:`release_id`,
-:func:`input_identity`, :func:`default_dataset_id` (:mod:`.ids`); :class:`GaussianStep`,
+:func:`run_identity`, :func:`bind_release`, :func:`default_dataset_id` (:mod:`.ids`);
+:class:`GaussianStep`,
 :func:`gaussian_steps` (:mod:`.accounting`); :class:`BudgetRefused`.
 """
 
@@ -23,7 +24,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.budget.accounting import ACCOUNTANTS, GaussianStep, gaussian_steps
-from spark_dp.budget.ids import default_dataset_id, input_identity, release_id
+from spark_dp.budget.ids import (
+    RELEASE_COMPAT_VERSION,
+    bind_release,
+    default_dataset_id,
+    release_id,
+    run_identity,
+)
 from spark_dp.budget.records import DatasetBudget, Reservation
 from spark_dp.errors import BudgetRefused
 
@@ -32,15 +39,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCOUNTANTS",
+    "RELEASE_COMPAT_VERSION",
     "BudgetRefused",
     "BudgetStore",
     "DatasetBudget",
     "GaussianStep",
     "Reservation",
+    "bind_release",
     "default_dataset_id",
     "gaussian_steps",
-    "input_identity",
     "release_id",
+    "run_identity",
 ]
 
 _LAZY = {"BudgetStore"}

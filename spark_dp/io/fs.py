@@ -105,7 +105,7 @@ class FileSystem(Protocol):
 
     def list_names(self, directory: str) -> list[str]: ...
 
-    def write_text(self, path: str, text: str) -> None: ...
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None: ...
 
     def read_text(self, path: str) -> str: ...
 
@@ -138,10 +138,16 @@ class LocalFS:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
+        """Write ``text``; ``private``: the file is created with mode 0600 (never readable by
+        others, not even for an instant)."""
         p = local_path(path)
         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
-        with open(p, "w", encoding="utf-8") as fh:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        fd = os.open(p, flags, 0o600 if private else 0o666)
+        if private:
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+        with open(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -198,9 +204,23 @@ class HadoopFS:
             return []
         return [str(st.getPath().getName()) for st in fs.listStatus(jpath)]
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
+        """Write ``text``; ``private``: created with permission 0600 (Hadoop's FsPermission,
+        where the file system keeps permissions: HDFS, the local file system)."""
         fs, jpath = self._fs(path)
-        out = fs.create(jpath, True)
+        if private:
+            perm = self._jvm.org.apache.hadoop.fs.permission.FsPermission("600")
+            out = fs.create(
+                jpath,
+                perm,
+                True,
+                4096,
+                fs.getDefaultReplication(jpath),
+                fs.getDefaultBlockSize(jpath),
+                None,
+            )
+        else:
+            out = fs.create(jpath, True)
         try:
             out.write(bytearray(text.encode("utf-8")))
         finally:
@@ -263,7 +283,9 @@ class ArrowFS:
         selector = self._pafs.FileSelector(self._p(directory), allow_not_found=True)
         return [posixpath.basename(i.path) for i in self._fs.get_file_info(selector)]
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
+        # object stores have no POSIX modes: who may read a confidential file there is the
+        # bucket's access policy (docs/privacy/spark-monitoring.md)
         with self._fs.open_output_stream(self._p(path)) as out:
             out.write(text.encode("utf-8"))
 
