@@ -21,30 +21,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.job_processes import FAST, job_env
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
-FAST = [
-    "--master", "local[2]",
-    "--spark-conf", "spark.ui.enabled=false",
-    "--spark-conf", "spark.sql.shuffle.partitions=2",
-    "--spark-conf", "spark.sql.codegen.wholeStage=false",
-    "--spark-conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-]  # fmt: skip
-
-
-def _env(delay: float | None = None) -> dict[str, str]:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("SPARK_DP_TEST_COMMIT_DELAY", None)
-    if delay is not None:
-        env["SPARK_DP_TEST_COMMIT_DELAY"] = str(delay)
-    return env
 
 
 def _run(job: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
         cwd=cwd,
-        env=_env(),
+        env=job_env(),
         capture_output=True,
         text=True,
         timeout=900,
@@ -56,7 +43,7 @@ def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool])
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
         cwd=cwd,
-        env=_env(delay=1.0),
+        env=job_env(delay=1.0),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

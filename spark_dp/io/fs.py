@@ -109,6 +109,8 @@ class FileSystem(Protocol):
 
     def read_text(self, path: str) -> str: ...
 
+    def make_private(self, path: str) -> None: ...
+
 
 class LocalFS:
     """The local disk through ``os`` and ``shutil``."""
@@ -155,6 +157,19 @@ class LocalFS:
     def read_text(self, path: str) -> str:
         with open(local_path(path), encoding="utf-8") as fh:
             return fh.read()
+
+    def make_private(self, path: str) -> None:
+        """Readable by the owner only: 0600 files, 0700 directories, recursively."""
+        p = local_path(path)
+        if not os.path.isdir(p):
+            os.chmod(p, 0o600)
+            return
+        os.chmod(p, 0o700)
+        for dirpath, dirnames, filenames in os.walk(p):
+            for d in dirnames:
+                os.chmod(os.path.join(dirpath, d), 0o700)
+            for f in filenames:
+                os.chmod(os.path.join(dirpath, f), 0o600)
 
 
 class HadoopFS:
@@ -234,6 +249,18 @@ class HadoopFS:
         finally:
             stream.close()
 
+    def make_private(self, path: str) -> None:
+        """Readable by the owner only (FsPermission 600 files, 700 directories), recursively,
+        where the file system keeps permissions (HDFS, the local file system)."""
+        fs, jpath = self._fs(path)
+        perm = self._jvm.org.apache.hadoop.fs.permission.FsPermission
+        todo = [fs.getFileStatus(jpath)]
+        while todo:
+            st = todo.pop()
+            fs.setPermission(st.getPath(), perm("700" if st.isDirectory() else "600"))
+            if st.isDirectory():
+                todo += list(fs.listStatus(st.getPath()))
+
 
 class ArrowFS:
     """``pyarrow.fs`` for URIs under Spark Connect (small files only)."""
@@ -292,6 +319,9 @@ class ArrowFS:
     def read_text(self, path: str) -> str:
         with self._fs.open_input_stream(self._p(path)) as stream:
             return bytes(stream.read()).decode("utf-8")
+
+    def make_private(self, path: str) -> None:
+        """Object stores keep no POSIX modes: who may read is the bucket's access policy."""
 
 
 def filesystem(

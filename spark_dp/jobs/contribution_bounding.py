@@ -97,6 +97,8 @@ def _execute(ctx: JobContext) -> str:
         outputs["user_state"] = {"path": user_state_path, "rows": n_users}
     if not p.keep_work_dir:  # only once the outputs and the report are in place
         ctx.after_commit.append(StateStore(ctx.spark, work_dir).clear)
+    else:  # kept: confidential like every output (until then, its parent directory protects it)
+        ctx.after_commit.append(lambda: ctx.staging.fs_for(work_dir).make_private(work_dir))
     result.fill_report(ctx.report)
     ctx.report.outputs = outputs
     return result.headline()
@@ -151,7 +153,7 @@ SPEC = JobSpec(
     columns=("record", "user"),
     paths=_paths,
     describe=_describe,
-    confidential_report=True,
+    confidential=True,
 )
 
 

@@ -138,7 +138,7 @@ def _path_specs(run: Run) -> list[PathSpec]:
         out.append(PathSpec("output", "--output", args.output, WRITE))
     if spec.paths is not None:
         out += spec.paths(args, run.params)
-    report = report_path(args, spec.confidential_report)
+    report = report_path(args, spec.confidential)
     if report is not None:
         flag = "--report" if args.report is not None else "--report (default)"
         out.append(PathSpec("report", flag, report, WRITE, file=True))

@@ -16,6 +16,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.config import params_to_dict
+from spark_dp.io.probe import input_format
 from spark_dp.jobs.cli_args import build_parser
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ def release_arguments(run: Run) -> dict[str, Any]:
         dest = action.dest
         if dest not in out and dest != argparse.SUPPRESS:
             out[dest] = getattr(run.args, dest, None)
+    if "input_format" in out:  # the format the input is read as (the name's, by default)
+        out["input_format"] = input_format(str(run.args.input), run.args.input_format)
     for dest in NOT_IN_RELEASE:
         if dest == "seed" and not run.spec.uses_key:
             continue  # generate's --seed is its public data seed, not a key

@@ -171,9 +171,9 @@ def _commit(run: Run) -> None:
     check_spent(run)
     if run.spec.spends_budget:
         run.report.extra["budget"] = budget_report(run)  # charged, or a repeat of which run
-    path = report_path(run.args, run.spec.confidential_report)
+    path = report_path(run.args, run.spec.confidential)
     text = run.report.to_json() if path is not None else None
-    run.staging.commit(path, text, private_report=run.spec.confidential_report)
+    run.staging.commit(path, text, private_report=run.spec.confidential)
     run.committed = True
     if path is None:
         sys.stdout.write(run.report.to_json())

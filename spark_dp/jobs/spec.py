@@ -57,8 +57,11 @@ class JobSpec:
         describe: ``describe(params) -> dict``: the calibration shown by ``--dry-run``.
         unsafe_flags: (dest, flag) of job flags that expose private data: refused without
             ``--allow-unsafe-debug`` (like ``--unsafe-debug-logs``).
-        confidential_report: the report holds private values (contribution bounding's counts):
-            it is named ``*.confidential.json`` and created with mode 0600.
+        confidential: everything the job writes holds private values (contribution bounding:
+            the selection, the user state and the report's counts reveal the hypergraph): the
+            report is named ``*.confidential.json`` and created with mode 0600, the Parquet
+            outputs are made readable by their owner only (0600 files, 0700 directories) before
+            they are committed.
     """
 
     name: str
@@ -78,7 +81,7 @@ class JobSpec:
     describe: Callable[[Any], dict[str, Any]] | None = None
     unsafe_flags: tuple[tuple[str, str], ...] = ()
     budget_plan: Callable[[Any], tuple[str | None, Sequence[Any]]] | None = None
-    confidential_report: bool = False
+    confidential: bool = False
 
     def __post_init__(self) -> None:
         if self.spends_budget and self.budget_plan is None:
@@ -186,7 +189,8 @@ class JobContext:
 
         The count is read back from the staged files, so the DataFrame is computed exactly
         once (a second computation could draw fresh noise). The path must be in the plan. A
-        job that releases under DP writes :data:`RELEASE_PART_FILES` part files.
+        job that releases under DP writes :data:`RELEASE_PART_FILES` part files; a confidential
+        job's output is made readable by its owner only before the commit moves it into place.
         """
         target = path or self.path("output")
         if self.spec.spends_budget:
@@ -195,6 +199,8 @@ class JobContext:
             staged = self.staging.stage(name, target)
             mode = "overwrite" if self.staging.direct and self.args.overwrite else "error"
             df.write.mode(mode).parquet(staged)
+            if self.spec.confidential:
+                self.staging.fs_for(target).make_private(staged)
             rows = self.read_staged(name).count()
             info["rows"] = rows
         self.outputs[name] = target
