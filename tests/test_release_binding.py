@@ -201,7 +201,7 @@ def test_distinct_count_binds_to_the_rows(spark, neighbours, monkeypatch):
         module.distinct_count(neighbours[0], params, Randomness.create(7), validate=False)
 
 
-def test_bound_contributions_binds_to_every_table(spark, monkeypatch):
+def test_bound_contributions_binds_to_every_table(spark, monkeypatch, tmp_path):
     from spark_dp.contribution_bounding import api as module
     from spark_dp.contribution_bounding.params import BoundingParams
 
@@ -217,6 +217,16 @@ def test_bound_contributions_binds_to_every_table(spark, monkeypatch):
     assert a != b and a == again
     with pytest.raises(ValueError, match="capacities has no digest"):
         module.bound_contributions(inc, params, capacities=caps, randomness=Randomness.create(7))
+    # the capacities as the library reads them, digested with the same key: bound to them too
+    from spark_dp.io import ReadGate, load_capacities
+
+    path = str(tmp_path / "caps")
+    caps.write.parquet(path)
+    key = Randomness.create(7)
+    table, digest = load_capacities(spark, path, gate=ReadGate.keyed_by(key))
+    with module.bound_contributions(inc, params, capacities=table, randomness=key, digest=[digest]):
+        pass
+    assert bound[-1].release not in (a, b)
 
 
 def test_a_released_curve_binds_to_the_curve():

@@ -191,9 +191,10 @@ def bind_release(
     if missing and randomness.mode != "entropy":
         raise ParameterError(
             f"a {randomness.mode} key must be bound to the content of every table it is used "
-            f"on, and {', '.join(missing)} has no digest: validate the input here "
-            "(validate=True), or pass digest= the InputSummary of load_pairs / load_incidences "
-            "(..., gate=ReadGate.keyed_by(randomness)), or bind the Randomness yourself"
+            f"on, and {', '.join(missing)} has no digest: validate the input in the call "
+            "(validate=True), or pass digest= what load_pairs / load_incidences / "
+            "load_capacities(..., gate=ReadGate.keyed_by(randomness)) returned, or bind the "
+            "Randomness yourself"
         )
     rid = release_id(
         job=f"library:{family}",
