@@ -37,7 +37,7 @@ from spark_dp.partition_selection.layout import by_user
 from spark_dp.randomness import Randomness, hash_column
 
 CAP = 100
-RANDOMNESS = Randomness.create(1).child("capping", 1)
+RANDOMNESS = Randomness.create(1).bind("test").child("capping", 1)
 
 
 def _rank_key(user: Column, item: Column) -> Column:

@@ -32,7 +32,7 @@ def measure(sizes: tuple[int, ...], repeat: int) -> list[dict[str, Any]]:
     from spark_dp.randomness import Randomness, add_noise_column
 
     spark = _session()
-    stream = Randomness.create(1).child("noise", 1)
+    stream = Randomness.create(1).bind("test").child("noise", 1)
     rows = []
     for n in sizes:
         items = (

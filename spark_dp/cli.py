@@ -48,7 +48,8 @@ JOBS: dict[str, tuple[str, str]] = {
 
 TOOLS = {
     "calibrate": "print σ, ρ and thresholds for (ε, δ, Δ0) without touching data",
-    "budget": "list or set the caps and spending of a budget store (set-cap, set-accountant)",
+    "budget": "list or set the caps and spending of a budget store (set-cap, set-accountant, "
+    "runs, settle)",
     "audit": "empirical privacy audit of a mechanism (spark-dp audit --help)",
 }
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetError",
     "BudgetRefused",
+    "BudgetStoreUnavailable",
     "ConfigError",
     "InputContractError",
     "OutputExistsError",
@@ -61,3 +62,10 @@ class BudgetRefused(BudgetError):
     what the release requests and the cap (or that no cap is set)."""
 
     exit_code = 3
+
+
+class BudgetStoreUnavailable(BudgetError):
+    """The budget store cannot be written (a read-only file or directory, a lost connection):
+    a failure of the environment, exit code 1, one line naming the store."""
+
+    exit_code = 1

@@ -88,5 +88,26 @@ def run_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return results
 
 
+def run_in_server(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Run ``cases`` in a fresh fork server process (a test's own imports stay out of the
+    children); the results by case id."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.cli_forkserver"],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the fork server failed: {done.stderr[-3000:]}")
+    return {r["id"]: r for r in json.loads(done.stdout)}
+
+
 if __name__ == "__main__":
     json.dump(run_cases(json.load(sys.stdin)), sys.stdout)

@@ -45,6 +45,7 @@ def _release_key(content: bytes) -> ReleaseKey:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "key"
         path.write_bytes(content)
+        path.chmod(0o600)
         return ReleaseKey.from_file(path)
 
 

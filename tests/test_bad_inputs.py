@@ -15,7 +15,6 @@ run in this process on the shared session, their output captured at the file des
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -26,6 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from tests.cli_forkserver import run_in_server
 
 ROOT = Path(__file__).resolve().parents[1]
 RO = "/proc/spark_dp" if os.geteuid() == 0 else "ro/sub"  # root writes anywhere but /proc
@@ -231,7 +232,9 @@ def _workspace(root: Path) -> Path:
     (root / "junk_dir").mkdir()
     (root / "junk_dir" / "part-0.parquet").write_text("junk")
     (root / "key32").write_bytes(bytes(range(32)))
+    (root / "key32").chmod(0o600)
     (root / "short.key").write_bytes(b"12345")
+    (root / "short.key").chmod(0o600)
     (root / "good.yaml").write_text("epsilon: 1.0\n")
     (root / "bad.yaml").write_text("epsilon: [1,\n  delta: :\n")
     (root / "unknown.yaml").write_text("epsilom: 1.0\n")
@@ -285,17 +288,7 @@ def forked(template: Path, tmp_path_factory) -> dict[str, tuple[dict, dict, Path
         shutil.copytree(template, root, symlinks=True)
         before[case_id] = (_snapshot(root), root)
         cases.append({"id": case_id, "argv": argv, "cwd": str(root)})
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.cli_forkserver"],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = {r["id"]: r for r in json.loads(done.stdout)}
+    results = run_in_server(cases)
     return {k: (results[k], *before[k]) for k in before}
 
 

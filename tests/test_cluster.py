@@ -96,7 +96,7 @@ def test_jobs_from_the_zip_give_the_same_outputs_on_local_and_on_a_standalone_cl
     count_remote = json.loads((remote / "count.json").read_text())
     for key in ("estimate", "ell", "lower_bound"):
         assert count_local[key] == count_remote[key]
-    for name in ("items.report.json", "records.report.json", "count.json"):
+    for name in ("items.report.json", "records.report.confidential.json", "count.json"):
         report = json.loads((remote / name).read_text())
         assert report["randomness"]["mode"] != "entropy"
         assert report["randomness"]["production_safe"] is False

@@ -21,30 +21,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.job_processes import FAST, job_env
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
-FAST = [
-    "--master", "local[2]",
-    "--spark-conf", "spark.ui.enabled=false",
-    "--spark-conf", "spark.sql.shuffle.partitions=2",
-    "--spark-conf", "spark.sql.codegen.wholeStage=false",
-    "--spark-conf", "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-]  # fmt: skip
-
-
-def _env(delay: float | None = None) -> dict[str, str]:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("SPARK_DP_TEST_COMMIT_DELAY", None)
-    if delay is not None:
-        env["SPARK_DP_TEST_COMMIT_DELAY"] = str(delay)
-    return env
 
 
 def _run(job: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
         cwd=cwd,
-        env=_env(),
+        env=job_env(),
         capture_output=True,
         text=True,
         timeout=900,
@@ -56,7 +43,7 @@ def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool])
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
         cwd=cwd,
-        env=_env(delay=1.0),
+        env=job_env(delay=1.0),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -78,9 +65,11 @@ def _hidden(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.name.startswith("."))
 
 
-def _release(root: Path, name: str, rows: Callable[[dict], int]) -> dict | None:
+def _release(
+    root: Path, name: str, rows: Callable[[dict], int], report_name: str = "report.json"
+) -> dict | None:
     """The release at ``name``: None without a report; with one, its output must match it."""
-    report = root / f"{name}.report.json"
+    report = root / f"{name}.{report_name}"
     if not report.exists():
         return None
     doc = json.loads(report.read_text())
@@ -144,12 +133,14 @@ def test_contribution_bounding_resumes_after_a_kill(tmp_path: Path) -> None:
         return (work / "meta.json").exists() and any("round-0001" in d for d, _, _ in os.walk(work))
 
     _kill_when("contribution_bounding", args, tmp_path, some_round_saved)
-    assert not (tmp_path / "out").exists() and not (tmp_path / "out.report.json").exists()
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out.report.confidential.json").exists()
     assert (work / "meta.json").exists()
     again = _run("contribution_bounding", args, tmp_path)  # no --overwrite: resumes
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming" in again.stderr
-    doc = _release(tmp_path, "out", lambda d: int(d["outputs"]["selected"]["rows"]))
+    rows = lambda d: int(d["outputs"]["selected"]["rows"])
+    doc = _release(tmp_path, "out", rows, "report.confidential.json")
     assert doc is not None and doc["selected"] > 0
     assert not work.exists() and _hidden(tmp_path) == []
     assert pq.read_table(tmp_path / "out_user_state").num_rows == 700

@@ -50,7 +50,7 @@ def test_contributing_worked_example_adds_an_algorithm(spark, monkeypatch):
         .otherwise(F.concat(F.lit("solo"), F.col("id").cast("string")))
         .alias("item"),
     )
-    with registry["basic-l1"].run(pairs, plan, Randomness.create(1)) as selection:
+    with registry["basic-l1"].run(pairs, plan, Randomness.create(1).bind("test")) as selection:
         items = {r["item"] for r in selection.items.collect()}
         assert items == {"popular"}  # 1000 users hold it; singletons never cross ρ ≈ 20.8
         info = selection.report_info()

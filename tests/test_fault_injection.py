@@ -98,6 +98,7 @@ def setup(spark, tmp_path_factory):
     words.write.parquet(str(data))
     key = base / "release.key"
     key.write_bytes(os.urandom(48))
+    key.chmod(0o600)
     with StandaloneCluster(workers=2, cores=1, memory="1g", distinct_hosts=True) as cluster:
         procs = list(cluster.procs)
         yield Setup(env, data, key, cluster)

@@ -22,6 +22,37 @@ def backend(request, tmp_path):
     return ArrowFS(f"file://{tmp_path}"), f"file://{tmp_path}"
 
 
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+@pytest.mark.parametrize("kind", ["local", "hadoop"])
+def test_confidential_files_are_created_0600_and_outputs_made_private(
+    kind, spark, tmp_path: Path
+) -> None:
+    """A confidential text file is created 0600 (never readable by others, not even while it
+    is written; an existing file is narrowed too), through os and through Hadoop's
+    FsPermission; make_private narrows a written table to 0600 files in 0700 directories."""
+    fs, root = (
+        (LocalFS(), str(tmp_path)) if kind == "local" else (HadoopFS(spark), f"file://{tmp_path}")
+    )
+    fs.write_text(f"{root}/secret.json", "{}", private=True)
+    fs.write_text(f"{root}/public.json", "{}")
+    assert _mode(tmp_path / "secret.json") == 0o600
+    assert _mode(tmp_path / "public.json") & 0o600 == 0o600
+    (tmp_path / "was_public.json").write_text("x")
+    (tmp_path / "was_public.json").chmod(0o644)
+    fs.write_text(f"{root}/was_public.json", "{}", private=True)
+    assert _mode(tmp_path / "was_public.json") == 0o600
+    table = tmp_path / "table"
+    spark.range(3).write.parquet(str(table))
+    fs.make_private(f"{root}/table")
+    found = [table, *table.rglob("*")]
+    assert len(found) > 2  # the table, its part files, checksums, _SUCCESS
+    for path in found:
+        assert _mode(path) == (0o700 if path.is_dir() else 0o600), path
+
+
 def test_the_operations_agree(backend, tmp_path: Path) -> None:
     fs, root = backend
     fs.mkdirs(f"{root}/a/b")

@@ -130,7 +130,8 @@ def test_missing_path_and_mixed_types(spark, tmp_path):
 
 def test_capacities_contract(spark, tmp_path):
     ok = _write(spark, [(1, 2), (2, 0), (2, 0)], "user_id long, cap int", tmp_path / "c")
-    caps = io.load_capacities(spark, ok)
+    caps, digest = io.load_capacities(spark, ok)
+    assert digest is None  # no gate: no digest
     assert sorted(tuple(r) for r in caps.collect()) == [("1", 2), ("2", 0)]
     cases = [
         ([(1, -1)], "user_id long, cap int", "<private> negative capacities"),

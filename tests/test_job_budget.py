@@ -41,6 +41,7 @@ def _set_cap(url: str, dataset: str, epsilon: float, delta: float = 1e-3) -> Non
 def _key(tmp_path: Path, name: str = "key") -> str:
     path = tmp_path / name
     path.write_bytes(os.urandom(32))
+    path.chmod(0o600)
     return str(path)
 
 
@@ -62,6 +63,10 @@ def test_second_release_over_the_cap_is_refused_before_spark_starts(words, store
         == 0
     )
     report = json.loads((tmp_path / "a.report.json").read_text())
+    run_id = report["budget"].pop("run")
+    with BudgetStore.open(store) as s:
+        (run,) = s.runs(dataset)
+    assert run.run == run_id and run.release == report["release"]["id"] and not run.test_seed
     assert report["budget"] == {
         "enforced": True,
         "store": store,
@@ -124,9 +129,7 @@ def test_a_retry_with_the_same_key_is_charged_once(spark, words, store, tmp_path
     assert spent["releases"] == 1 and spent["spent_epsilon"] == pytest.approx(0.6)
 
 
-def test_no_cap_is_refused_and_a_failure_before_writing_frees_the_reservation(
-    spark, store, tmp_path
-):
+def test_a_failure_before_the_read_is_freed_and_one_after_it_stays_charged(spark, store, tmp_path):
     bad = tmp_path / "nulls"
     spark.createDataFrame([("u1", "a"), (None, "b")], "user_id string, item string").write.parquet(
         str(bad)
@@ -134,10 +137,17 @@ def test_no_cap_is_refused_and_a_failure_before_writing_frees_the_reservation(
     argv = [*_selection(bad, tmp_path / "o", store), "--dataset-id", "nulls"]
     assert partition_selection.main(argv) == 3  # no cap for the dataset: refused
     _set_cap(store, "nulls", 1.0)
-    assert partition_selection.main(argv) == 2  # null ids: found after the reservation
+    # a missing column is found from the schema (metadata): no row was read, nothing charged
+    assert partition_selection.main([*argv, "--item-col", "word"]) == 2
     budget = _budget(store, "nulls")
     assert budget["reserved_epsilon"] == 0 and budget["spent_epsilon"] == 0
+    # null ids are found by reading the rows: the run stays charged (failed), never refunded
+    assert partition_selection.main(argv) == 2
+    budget = _budget(store, "nulls")
+    assert budget["spent_epsilon"] == pytest.approx(0.6) and budget["failed_releases"] == 1
     assert budget["releases"] == 0 and not (tmp_path / "o").exists()
+    with BudgetStore.open(store) as s:
+        assert [r.shown_state for r in s.runs("nulls")] == ["released", "failed (charged)"]
 
 
 def test_distinct_count_reserves_its_whole_plan_and_config_can_name_the_store(

@@ -80,8 +80,11 @@ def argv(job: str, data: Path, out: Path, *extra: str) -> list[str]:
 OUTPUT = {"partition_selection": "items", "contribution_bounding": "records"}
 
 
+REPORT = {"partition_selection": "report.json", "contribution_bounding": "report.confidential.json"}
+
+
 def report_path(job: str, out: Path) -> Path:
-    return out / (f"{OUTPUT[job]}.report.json" if job in OUTPUT else "count.json")
+    return out / (f"{OUTPUT[job]}.{REPORT[job]}" if job in OUTPUT else "count.json")
 
 
 def outputs(spark, job: str, out: Path) -> dict[str, Any]:
@@ -122,6 +125,7 @@ def key_files(tmp_path_factory) -> list[Path]:
     paths = [base / "a.key", base / "b.key"]
     for path in paths:
         path.write_bytes(os.urandom(48))
+        path.chmod(0o600)
     return paths
 
 

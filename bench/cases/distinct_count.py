@@ -168,11 +168,11 @@ def _baselines_case(spark: SparkSession, path: str, work: str) -> dict[str, Any]
     truth = pairs.select(ITEM).distinct().count()
     exact = _exact_for(pairs, path, R2T_ELL)
     t0 = time.perf_counter()
-    sampled = sampling_curve(pairs, ELL_MAX, Randomness.create(7))
+    sampled = sampling_curve(pairs, ELL_MAX, Randomness.create(7).bind("bench"))
     sampling_plan = plan_release(EPSILON, BETA, ELL_MAX)  # sampling + GEM, like ours
     seconds = time.perf_counter() - t0
     q = contribution_quantiles(pairs, quantiles=(0.9,))
-    seeds = [Randomness.create(s) for s in range(RELEASES)]
+    seeds = [Randomness.create(s).bind("bench") for s in range(RELEASES)]
 
     def rel(values: list[float]) -> float:
         return float(np.median(np.abs(np.asarray(values) - truth) / truth))
@@ -337,7 +337,7 @@ def _tpch_case(scale: float) -> Callable[[SparkSession, str, str], dict[str, Any
                     for seed in range(RELEASES)
                 ]
             for seed in range(RELEASES):
-                rnd = Randomness.create(seed)
+                rnd = Randomness.create(seed).bind("bench")
                 runs["R2T"].append(
                     r2t_release(
                         exact, epsilon=EPSILON, beta=TPCH_BETA, ell_max=ell_max,

@@ -123,7 +123,7 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
     from spark_dp.partition_selection.weighting import unbiased_user_weights
     from spark_dp.randomness import Randomness
 
-    rnd = Randomness.create(1)
+    rnd = Randomness.create(1).bind("bench")  # the floors draw directly: a fixed test release
     pairs, _ = load_pairs(spark, data_path)
     r1 = WeightAndThreshold.for_budget(0.1, 1e-6, 100)
     r2 = WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=2.0)
@@ -202,7 +202,12 @@ def _mad2r_floor(spark, data_path: str, work_dir: str) -> dict:
         _noop(grouped.groupBy("user_id").agg(F.count(F.lit(1)).alias("e")))
         sums = grouped.groupBy("item").agg(F.count(F.lit(1)).cast("double").alias("w"))
         noised = add_noise_column(
-            sums, ["item"], "z", distribution="gaussian", scale=1.0, randomness=Randomness.create(1)
+            sums,
+            ["item"],
+            "z",
+            distribution="gaussian",
+            scale=1.0,
+            randomness=Randomness.create(1).bind("bench"),
         )
         noised.where(F.col("w") + F.col("z") >= 100.0).select("item").write.mode(
             "overwrite"

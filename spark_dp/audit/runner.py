@@ -222,6 +222,7 @@ def run_audit(
         raise ValueError(f"an audit needs at least 10 runs per dataset, got {runs}")
     confidence = confidence or Confidence()
     spark = _session(spark)
+    randomness = _bound(randomness, target, runs)
     start = time.perf_counter()
     if isinstance(target, CountTarget):
         novel, epsilon, scenario = _count_audit(target, runs, randomness, confidence, spark)
@@ -242,6 +243,24 @@ def run_audit(
         seconds=seconds,
         randomness={"mode": randomness.mode, "key_fingerprint": randomness.fingerprint},
     )
+
+
+def _bound(randomness: Randomness, target: Any, runs: int) -> Randomness:
+    """The audit's key bound to one audit (mechanism, parameters, runs): an audit is not a
+    release of private data, its datasets are synthetic and public; a key the caller bound is
+    used as is."""
+    if randomness.bound:
+        return randomness
+    from spark_dp.budget.ids import release_id
+
+    rid = release_id(
+        job="audit",
+        algorithm=target.name,
+        arguments={"parameters": target.parameters, "runs": runs},
+        digests=[],
+        key_fingerprint=randomness.fingerprint,
+    )
+    return randomness.bind(rid)
 
 
 def _session(spark: SparkSession | None) -> SparkSession:
@@ -298,6 +317,7 @@ def novel_item_test(
     """
     confidence = confidence or Confidence()
     spark = _session(spark)
+    randomness = _bound(randomness, target, runs)
     scenario = Scenario(fillers=0, novel_items=target.novel_items())
     copies = Copies(((scenario.base(), runs),))
     released = split_by_copy(target.released(copies, randomness.child("audit"), spark))

@@ -1,20 +1,23 @@
-"""Privacy budget enforced before any data is read.
+"""Privacy budget: reserved before any data is read, charged for good once it is read.
 
 A **budget store** (SQLite file by default, any SQLAlchemy database such as PostgreSQL for a
 team) holds a cap (ε, δ), optionally per time window, for each dataset (the privacy unit: the
-users of that data), and every release charged to it. A job reserves its (ε, δ) in one
-transaction before it reads data, is refused (:class:`BudgetRefused`, exit 3) if the cap would
-be exceeded, and commits once its output and report are written; a run that fails before
-writing anything releases its reservation. Release ids make retries free: the same job,
-algorithm, parameters, input and key is the same release, charged once.
+users of that data), and every run charged to it. A job reserves its (ε, δ) in one transaction
+before it reads data, is refused (:class:`BudgetRefused`, exit 3) if the cap would be exceeded,
+makes the charge durable right before its first read of input rows (never refunded after that:
+a failure or a kill leaves it *failed (charged)*), and commits once its output and report are
+written; only a run that fails before reading frees its reservation. Release ids make retries
+free: the same key on the same rows with the same arguments is the same release, and a run
+whose release id was charged before costs nothing more (``docs/privacy/budget.md``).
 
 Composition is basic (Σ ε, Σ δ) by default; a store can use a tight accountant (PLD or RDP from
 Google's dp-accounting) for the Gaussian noise of its releases (:mod:`.accounting` states
 exactly what it composes).
 
-Contents: :class:`BudgetStore`, :class:`Reservation`, :class:`DatasetBudget` (:mod:`.store`,
-imported on first use: SQLAlchemy loads only when a store is opened); :func:`release_id`,
-:func:`input_identity`, :func:`default_dataset_id` (:mod:`.ids`); :class:`GaussianStep`,
+Contents: :class:`BudgetStore` (:mod:`.store`, :mod:`.lifecycle`, imported on first use:
+SQLAlchemy loads only when a store is opened), :class:`Reservation`, :class:`DatasetBudget`
+(:mod:`.records`); :func:`release_id`, :func:`run_identity`, :func:`bind_release`,
+:func:`default_dataset_id`, :data:`RELEASE_COMPAT_VERSION` (:mod:`.ids`); :class:`GaussianStep`,
 :func:`gaussian_steps` (:mod:`.accounting`); :class:`BudgetRefused`.
 """
 
@@ -23,7 +26,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.budget.accounting import ACCOUNTANTS, GaussianStep, gaussian_steps
-from spark_dp.budget.ids import default_dataset_id, input_identity, release_id
+from spark_dp.budget.ids import (
+    RELEASE_COMPAT_VERSION,
+    bind_release,
+    default_dataset_id,
+    release_id,
+    run_identity,
+)
 from spark_dp.budget.records import DatasetBudget, Reservation
 from spark_dp.errors import BudgetRefused
 
@@ -32,15 +41,17 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCOUNTANTS",
+    "RELEASE_COMPAT_VERSION",
     "BudgetRefused",
     "BudgetStore",
     "DatasetBudget",
     "GaussianStep",
     "Reservation",
+    "bind_release",
     "default_dataset_id",
     "gaussian_steps",
-    "input_identity",
     "release_id",
+    "run_identity",
 ]
 
 _LAZY = {"BudgetStore"}

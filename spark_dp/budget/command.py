@@ -1,16 +1,25 @@
-"""``spark-dp budget``: list and set the caps of a budget store.
+"""``spark-dp budget``: list and set the caps of a budget store, list and settle its runs.
 
     spark-dp budget --store sqlite:///var/spark_dp/budget.db [--json]
     spark-dp budget set-cap --store URL --dataset ID --epsilon E [--delta D] [--window-days N]
                             [--if-missing]
     spark-dp budget set-accountant --store URL --accountant basic|pld|rdp
+    spark-dp budget runs --store URL [--dataset ID] [--json]
+    spark-dp budget settle --store URL (--run ID [--force] | --stale)
 
-Exit codes: 0 ok, 2 bad arguments or an unusable store (one line says what to fix).
+A run left ``reserved`` or ``charged`` by a process that is gone (killed, its machine lost) is
+listed as **stale**; ``settle`` ends it by the budget rules: a reservation that never read data
+is freed, a charge stays spent (``failed (charged)``).
+
+Exit codes: 0 ok, 2 bad arguments or an unusable store, 1 a store that cannot be written (one
+line says what to fix). Arguments are checked before the store is opened: a bad value never
+creates a store file.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Sequence
@@ -20,17 +29,26 @@ from spark_dp.budget.accounting import ACCOUNTANTS
 from spark_dp.errors import SparkDPUserError
 
 if TYPE_CHECKING:
-    from spark_dp.budget.store import DatasetBudget
+    from spark_dp.budget.records import DatasetBudget, RunRecord
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
 
 _PROG = "spark-dp budget"
 _STORE_HELP = "budget store URL: sqlite:///path/budget.db or postgresql://user@host/db"
+COMMANDS = ("set-cap", "set-accountant", "runs", "settle")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (the full usage is ``--help``)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
 
 
 def _parser(command: str | None) -> argparse.ArgumentParser:
     if command == "set-cap":
-        ap = argparse.ArgumentParser(
+        ap = _Parser(
             prog=f"{_PROG} set-cap",
             description="Set (or replace) the (ε, δ) cap of a dataset. Jobs run with "
             "--budget-store refuse a dataset that has no cap.",
@@ -44,7 +62,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
             type=float,
             default=None,
             help="the cap holds for every sliding window of this many days instead of for all "
-            "time (a release counts until this long after it was committed)",
+            "time (a release counts until this long after it ended)",
         )
         ap.add_argument(
             "--if-missing",
@@ -54,7 +72,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         )
         return ap
     if command == "set-accountant":
-        ap = argparse.ArgumentParser(
+        ap = _Parser(
             prog=f"{_PROG} set-accountant",
             description="Choose how the store composes releases: basic (Σ ε, Σ δ), or basic "
             "plus a tight PLD or RDP accountant for Gaussian noise (dp-accounting).",
@@ -62,10 +80,36 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         ap.add_argument("--store", required=True, help=_STORE_HELP)
         ap.add_argument("--accountant", required=True, choices=ACCOUNTANTS)
         return ap
-    ap = argparse.ArgumentParser(
+    if command == "runs":
+        ap = _Parser(
+            prog=f"{_PROG} runs",
+            description="List the runs of a store: state (reserved, charged, committed, failed "
+            "(charged), released, repeat of ...), stale ones marked, test-seed releases marked.",
+        )
+        ap.add_argument("--store", required=True, help=_STORE_HELP)
+        ap.add_argument("--dataset", help="only the runs of this dataset")
+        ap.add_argument("--json", action="store_true", help="print a JSON list of objects")
+        return ap
+    if command == "settle":
+        ap = _Parser(
+            prog=f"{_PROG} settle",
+            description="End a run whose process is gone by the budget rules: a reservation "
+            "that read no data is freed, a charged run stays spent as failed (charged).",
+        )
+        ap.add_argument("--store", required=True, help=_STORE_HELP)
+        which = ap.add_mutually_exclusive_group(required=True)
+        which.add_argument("--run", help="the run id (spark-dp budget runs lists them)")
+        which.add_argument("--stale", action="store_true", help="every stale run")
+        ap.add_argument(
+            "--force",
+            action="store_true",
+            help="settle --run even if its process may still be running (another host)",
+        )
+        return ap
+    ap = _Parser(
         prog=_PROG,
-        description="List spent, reserved and remaining budget per dataset of a budget store. "
-        "Subcommands: set-cap, set-accountant (spark-dp budget <subcommand> --help).",
+        description="List spent, in-flight and remaining budget per dataset of a budget store. "
+        f"Subcommands: {', '.join(COMMANDS)} (spark-dp budget <subcommand> --help).",
     )
     ap.add_argument("--store", required=True, help=_STORE_HELP)
     ap.add_argument("--json", action="store_true", help="print a JSON list of objects")
@@ -91,44 +135,90 @@ def _table(rows: list[DatasetBudget]) -> str:
             line += f" {r.tight_epsilon if r.tight_epsilon is not None else float('nan'):9.4g}"
         if r.window_days is not None:
             line += f"  (per {r.window_days:g} days)"
+        if r.failed_releases:
+            line += f"  {r.failed_releases} failed (charged)"
+        if r.stale_runs:
+            line += f"  {r.stale_runs} stale: spark-dp budget settle"
         lines.append(line)
     if tight:
         lines.append(
             f"({rows[0].accountant} ε: what the tight accountant proves for the spent and "
             "reserved releases at δ = cap δ; inf: not within the cap δ)"
         )
+    lines.append("(spent: committed and failed (charged) runs; resv: runs in flight)")
     return "\n".join(lines)
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _runs_table(runs: list[RunRecord]) -> str:
+    lines = [f"{'run':34s} {'dataset':30s} {'job':22s} {'ε':>7s} {'state':24s} {'started':20s}"]
+    for r in runs:
+        state = r.shown_state + (" [test seed]" if r.test_seed else "")
+        lines.append(
+            f"{r.run:34s} {r.dataset:30s} {r.job:22s} {r.epsilon:7.4g} {state:24s} "
+            f"{_when(r.started_at):20s} pid {r.pid} on {r.host or '?'}"
+        )
+    return "\n".join(lines)
+
+
+def _check_before_opening(command: str | None, ns: argparse.Namespace) -> None:
+    """What can be refused without the store, so a bad value creates no store file."""
+    if command == "set-cap":
+        from spark_dp.budget.store import check_cap
+        from spark_dp.errors import ConfigError
+
+        check_cap(ns.epsilon, ns.delta, ns.window_days)
+        if not ns.dataset:
+            raise ConfigError("--dataset must be a non-empty dataset id")
+
+
+def _run(command: str | None, ns: argparse.Namespace) -> int:
+    from spark_dp.budget.store import BudgetStore
+
+    with BudgetStore.open(ns.store) as store:
+        if command == "set-cap":
+            if ns.if_missing and store.has_cap(ns.dataset):
+                print(f"cap of {ns.dataset!r}: kept (--if-missing)")
+                return 0
+            store.set_cap(ns.dataset, ns.epsilon, ns.delta, window_days=ns.window_days)
+            print(f"cap of {ns.dataset!r}: ε={ns.epsilon:g}, δ={ns.delta:g}")
+        elif command == "set-accountant":
+            store.set_accountant(ns.accountant)
+            print(f"accountant of {store.url}: {ns.accountant}")
+        elif command == "runs":
+            runs = store.runs(ns.dataset)
+            print(
+                json.dumps([r.to_dict() for r in runs], indent=2) if ns.json else _runs_table(runs)
+            )
+        elif command == "settle":
+            targets = [r.run for r in store.runs() if r.stale] if ns.stale else [ns.run]
+            for run in targets:
+                print(f"run {run}: {store.settle(run, force=ns.force)}")
+            if ns.stale and not targets:
+                print("no stale runs")
+        else:
+            rows = store.summary()
+            print(json.dumps([r.to_dict() for r in rows], indent=2) if ns.json else _table(rows))
+    return 0
 
 
 def main(argv: Sequence[str]) -> int:
     """Run ``spark-dp budget``; return the exit code."""
-    from spark_dp.budget.store import BudgetStore
-
     args = list(argv)
-    command = args[0] if args and args[0] in ("set-cap", "set-accountant") else None
+    command = args[0] if args and args[0] in COMMANDS else None
     try:
         ns = _parser(command).parse_args(args[1:] if command else args)
     except SystemExit as exc:
         return int(exc.code or 0)
     try:
-        with BudgetStore.open(ns.store) as store:
-            if command == "set-cap":
-                if ns.if_missing and any(b.dataset == ns.dataset for b in store.summary()):
-                    print(f"cap of {ns.dataset!r}: kept (--if-missing)")
-                    return 0
-                store.set_cap(ns.dataset, ns.epsilon, ns.delta, window_days=ns.window_days)
-                print(f"cap of {ns.dataset!r}: ε={ns.epsilon:g}, δ={ns.delta:g}")
-                return 0
-            if command == "set-accountant":
-                store.set_accountant(ns.accountant)
-                print(f"accountant of {store.url}: {ns.accountant}")
-                return 0
-            rows = store.summary()
+        _check_before_opening(command, ns)
+        return _run(command, ns)
     except SparkDPUserError as exc:
-        print(f"{_PROG}: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).split())
+        print(f"{_PROG}: error: {message}", file=sys.stderr)
         return exc.exit_code
-    if ns.json:
-        print(json.dumps([r.to_dict() for r in rows], indent=2))
-    else:
-        print(_table(rows))
-    return 0

@@ -1,35 +1,57 @@
-"""Identities of datasets, inputs and releases, computed without reading any data.
+"""Identities of datasets, runs and releases; binding a key to one release.
 
 * :func:`default_dataset_id`: the privacy unit a release is charged to when the job is given no
   ``--dataset-id``: the canonical input path.
-* :func:`input_identity`: *which* input a release reads: the canonical path plus a hash of the
-  file listing (names, sizes, modification times: metadata only, never file contents), so a
-  rewritten input is a different input.
-* :func:`release_id`: the hash of everything that determines a release: job, algorithm,
-  parameters, input identity and the release key's fingerprint. Output and report paths are
-  not in it: the same key on the same input and parameters gives the identical release wherever
-  it is written, so re-running it (an Airflow retry with the same key) is not charged twice,
-  while a fresh key is a new release.
+* :func:`release_id`: the hash of everything that determines a release: job, algorithm, every
+  argument that can change the output, :data:`RELEASE_COMPAT_VERSION`, the keyed content digest
+  of every table read (:mod:`spark_dp.io.digest`) and the release key's fingerprint. The key is
+  bound to it before anything is drawn (:meth:`spark_dp.randomness.Randomness.bind`), so the
+  same key on the same rows with the same arguments gives the identical release (a retry is
+  free), and a change of any of them gives independent noise and a new charge. Output, report
+  and work paths are not in it, nor the input paths: what is read enters through its digest.
+* :func:`run_identity`: what a run is before it has read anything (job, algorithm, arguments,
+  key fingerprint, dataset): a run that died while validating released nothing, and the next
+  run with the same identity takes its charge over instead of being charged again.
+* :func:`bind_release`: the library entry points' binding (the job runner binds with its own,
+  fuller id).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from spark_dp.errors import ParameterError
 
-__all__ = ["default_dataset_id", "input_identity", "is_uri", "release_id"]
+if TYPE_CHECKING:
+    from spark_dp.io.digest import ContentDigest
+    from spark_dp.io.read import InputSummary
+    from spark_dp.randomness import Randomness
+
+__all__ = [
+    "RELEASE_COMPAT_VERSION",
+    "bind_release",
+    "default_dataset_id",
+    "digests_of",
+    "is_uri",
+    "release_id",
+    "run_identity",
+]
+
+RELEASE_COMPAT_VERSION = 2
+"""Enters every release id. Bump it whenever the outputs for the same rows, arguments and key
+change (a new key derivation, a new sampler, another stream layout), so that a release of an
+earlier version is never taken for one of this version (and never charged as its repeat).
+2: keys bound to the release id, typed stream labels, content digests (issue 34)."""
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
-_RELEASE_DOMAIN = b"spark_dp/v1/release-id\x00"
-_LISTING_DOMAIN = b"spark_dp/v1/input-listing\x00"
+_RELEASE_DOMAIN = b"spark_dp/v2/release-id\x00"
+_RUN_DOMAIN = b"spark_dp/v2/run-identity\x00"
 
 
 def is_uri(path: str) -> bool:
@@ -52,76 +74,9 @@ def default_dataset_id(path: str) -> str:
     return path.rstrip("/") if is_uri(path) else str(_local(path))
 
 
-def _hidden(name: str) -> bool:
-    """Files Spark's readers skip (``_SUCCESS``, ``.crc`` checksums, ``_temporary``)."""
-    return name.startswith(("_", "."))
-
-
-def _listing(root: Path) -> Iterator[tuple[str, int, int]]:
-    """(relative name, size, mtime in ns) of every data file under ``root`` (``root`` itself
-    when it is a file), in a fixed order. Metadata only: no file is opened."""
-    if root.is_file():
-        st = root.stat()
-        yield root.name, st.st_size, st.st_mtime_ns
-        return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
-        for name in sorted(n for n in filenames if not _hidden(n)):
-            full = Path(dirpath, name)
-            st = full.stat()
-            yield full.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns
-
-
-def _digest(entries: Iterator[tuple[str, int, int]]) -> str:
-    h = hashlib.sha256(_LISTING_DOMAIN)
-    for name, size, mtime in entries:
-        h.update(f"{name}\x00{size}\x00{mtime}\n".encode())
-    return h.hexdigest()[:32]
-
-
-def _hadoop_listing(spark: SparkSession, uri: str) -> Iterator[tuple[str, int, int]]:
-    """The same listing through Hadoop's FileSystem API (``listFiles`` recursively): names,
-    lengths and modification times (ms), for ``hdfs://``, ``s3a://`` and other URIs."""
-    jvm: Any = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = path.getFileSystem(conf)
-    root = fs.makeQualified(path).toUri().getPath().rstrip("/")
-    it = fs.listFiles(path, True)
-    rows = []
-    while it.hasNext():
-        st = it.next()
-        name = st.getPath().toUri().getPath()
-        rel = name[len(root) :].lstrip("/") or name.rsplit("/", 1)[-1]
-        if any(_hidden(part) for part in rel.split("/")):
-            continue
-        rows.append((rel, int(st.getLen()), int(st.getModificationTime()) * 1_000_000))
-    yield from sorted(rows)
-
-
-def input_identity(path: str, *, spark: SparkSession | None = None) -> str:
-    """A canonical identity of an input, computed from metadata only (no data is read).
-
-    Local paths (and ``file:`` URIs): ``<resolved path>#<hash of the listing>``, the listing
-    being every data file's relative name, size and modification time (files and folders whose
-    names start with ``_`` or ``.``, which Spark's readers skip, are left out). A path that
-    does not exist gets the marker ``absent`` (the job fails later when it tries to read it,
-    and the budget check has already happened without opening anything).
-
-    Other URIs (``hdfs://``, ``s3a://``): the URI as given, or, when a SparkSession is passed,
-    the URI plus the hash of the listing Hadoop's FileSystem API returns.
-    """
-    path = str(path)
-    if is_uri(path):
-        uri = path.rstrip("/")
-        return uri if spark is None else f"{uri}#{_digest(_hadoop_listing(spark, uri))}"
-    local = _local(path)
-    if not local.exists():
-        return f"{local}#absent"
-    return f"{local}#{_digest(_listing(local))}"
-
-
 def _canonical(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -133,25 +88,119 @@ def _canonical(value: Any) -> Any:
     return str(value)
 
 
+def _hash(domain: bytes, doc: Mapping[str, Any]) -> str:
+    text = json.dumps(_canonical(doc), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(domain + text.encode("utf-8")).hexdigest()
+
+
 def release_id(
+    *,
     job: str,
     algorithm: str | None,
-    parameters: Mapping[str, Any],
-    input_identity: str,
+    arguments: Any,
+    digests: Sequence[ContentDigest],
     key_fingerprint: str,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of (job, algorithm, parameters, input, key).
+    """SHA-256 (hex) of the canonical JSON of (compat version, job, algorithm, arguments, the
+    content digest of every table read, key fingerprint).
 
-    Pass the parameters that determine the release (not output, report or work paths): two
-    runs with equal arguments and the same key compute the identical release, so the budget
-    store charges it once. A key is identified by its public fingerprint only.
+    Args:
+        arguments: every argument that can change the output (a mapping or a parameter
+            dataclass); not output, report or work paths, and not input paths.
+        digests: one per table read, keyed by this key (their table names must differ).
     """
-    doc = {
-        "job": job,
-        "algorithm": algorithm,
-        "parameters": _canonical(parameters),
-        "input": input_identity,
-        "key": key_fingerprint,
-    }
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(_RELEASE_DOMAIN + text.encode("utf-8")).hexdigest()
+    tables = [d.table for d in digests]
+    if len(set(tables)) != len(tables):
+        raise ValueError(f"one digest per table, got {tables}")
+    return _hash(
+        _RELEASE_DOMAIN,
+        {
+            "compat": RELEASE_COMPAT_VERSION,
+            "job": job,
+            "algorithm": algorithm,
+            "arguments": arguments,
+            "data": {d.table: d.value for d in digests},
+            "key": key_fingerprint,
+        },
+    )
+
+
+def run_identity(
+    *, job: str, algorithm: str | None, arguments: Any, key_fingerprint: str, dataset: str
+) -> str:
+    """What a run is before it reads data: SHA-256 of (compat version, job, algorithm,
+    arguments, key fingerprint, dataset)."""
+    return _hash(
+        _RUN_DOMAIN,
+        {
+            "compat": RELEASE_COMPAT_VERSION,
+            "job": job,
+            "algorithm": algorithm,
+            "arguments": arguments,
+            "key": key_fingerprint,
+            "dataset": dataset,
+        },
+    )
+
+
+def digests_of(*sources: ContentDigest | InputSummary | None) -> list[ContentDigest]:
+    """The content digests held by ``sources`` (digests or :class:`InputSummary` objects;
+    ``None`` and summaries made without a digest are skipped)."""
+    from spark_dp.io.digest import ContentDigest
+
+    out = []
+    for source in sources:
+        digest = source if isinstance(source, ContentDigest) else getattr(source, "digest", None)
+        if digest is not None:
+            out.append(digest)
+    return out
+
+
+def bind_release(
+    randomness: Randomness,
+    *,
+    family: str,
+    algorithm: str | None,
+    parameters: Any,
+    digests: Sequence[ContentDigest],
+    tables: Sequence[str],
+) -> Randomness:
+    """``randomness`` bound to the release of a library call, or as given if already bound.
+
+    The rule (``docs/privacy/keys.md``): an unbound key is bound to the release id of (family,
+    algorithm, parameters, the content digest of every table in ``tables``, key fingerprint,
+    compat version). A key-file or test-seed key is refused unless every table has a digest
+    made with that same key: reused with other data, it would give correlated noise. A fresh
+    entropy key is never reused, so it may bind without digests. A Randomness the caller has
+    bound already (the job runner binds with its own id) is used as is.
+
+    Raises:
+        ParameterError: a missing digest for a key-file or seeded key, or a digest made with
+            another key.
+    """
+    if randomness.bound:
+        return randomness
+    for digest in digests:
+        if digest.key_fingerprint != randomness.fingerprint:
+            raise ParameterError(
+                f"the content digest of {digest.table} was made with another key; digest the "
+                "input with the same Randomness (ReadGate.keyed_by(randomness))"
+            )
+    have = {d.table for d in digests}
+    missing = [t for t in tables if t not in have]
+    if missing and randomness.mode != "entropy":
+        raise ParameterError(
+            f"a {randomness.mode} key must be bound to the content of every table it is used "
+            f"on, and {', '.join(missing)} has no digest: validate the input in the call "
+            "(validate=True), or pass digest= what load_pairs / load_incidences / "
+            "load_capacities(..., gate=ReadGate.keyed_by(randomness)) returned, or bind the "
+            "Randomness yourself"
+        )
+    rid = release_id(
+        job=f"library:{family}",
+        algorithm=algorithm,
+        arguments=parameters,
+        digests=[d for d in digests if d.table in tables],
+        key_fingerprint=randomness.fingerprint,
+    )
+    return randomness.bind(rid)

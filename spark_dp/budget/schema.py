@@ -1,13 +1,18 @@
 """The budget store's tables and database connection (SQLAlchemy Core).
 
-Tables carry their schema version in their names (``spark_dp_budget_v1_*``): they are created
-when missing and never altered, so no migration tool is needed; a future layout gets new table
-names beside these.
+Tables carry their schema version in their names (``spark_dp_budget_v2_*``): they are created
+when missing and never altered, so no migration tool is needed; a new layout gets new table
+names beside the old ones, and the first open imports what the old ones hold
+(:mod:`.migrate`: the v1 caps, settings and every charged release, once, in one transaction).
 
 * ``caps``: one row per dataset: (ε, δ) cap, optional window in days.
-* ``releases``: one row per (dataset, release id): its (ε, δ), Gaussian steps, state
-  (``reserved`` → ``committed``, or ``released`` when cancelled), attempt number and times.
-* ``settings``: store-wide settings (the accountant).
+* ``runs``: one row per run of a job: its dataset, pre-read identity, release id (once the
+  data's digest is known), (ε, δ), Gaussian steps (generic JSON, composed by :mod:`.accounting`),
+  state, the run it repeats, whether its key came from a test seed, and the host, pid and
+  start time of its process. States (:mod:`.lifecycle`): ``reserved`` → ``charged`` →
+  ``committed`` or ``failed``; ``released`` (freed before any read) and ``repeat`` (the same
+  release as an earlier run: costs nothing) cost nothing.
+* ``settings``: store-wide settings (the accountant, the v1 import marker).
 
 URLs: ``sqlite:///path/budget.db`` (a local file; SQLite's locking is not reliable on network
 file systems) or a server database such as ``postgresql://user@host/db`` (``pip install
@@ -17,6 +22,8 @@ spark_dp[postgres]`` for the psycopg driver).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +31,25 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 from sqlalchemy.engine import URL, make_url
 
-from spark_dp.errors import ConfigError
+from spark_dp.errors import BudgetStoreUnavailable, ConfigError
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Engine
+    from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["CAPS", "METADATA", "RELEASES", "SETTINGS", "connect", "display_url"]
+__all__ = [
+    "CAPS",
+    "METADATA",
+    "RUNS",
+    "SETTINGS",
+    "V1_CAPS",
+    "V1_RELEASES",
+    "V1_SETTINGS",
+    "connect",
+    "display_url",
+    "writing",
+]
 
-PREFIX = "spark_dp_budget_v1_"
+PREFIX = "spark_dp_budget_v2_"
 METADATA = sa.MetaData()
 
 CAPS = sa.Table(
@@ -44,21 +62,28 @@ CAPS = sa.Table(
     sa.Column("updated_at", sa.Double, nullable=False),
 )
 
-RELEASES = sa.Table(
-    f"{PREFIX}releases",
+RUNS = sa.Table(
+    f"{PREFIX}runs",
     METADATA,
-    sa.Column("dataset", sa.String(1024), primary_key=True),
-    sa.Column("release", sa.String(64), primary_key=True),
+    sa.Column("run", sa.String(64), primary_key=True),
+    sa.Column("dataset", sa.String(1024), nullable=False, index=True),
+    sa.Column("identity", sa.String(64), nullable=True),  # pre-read identity (ids.run_identity)
+    sa.Column("release", sa.String(64), nullable=True),  # known once the data is digested
     sa.Column("job", sa.String(200), nullable=False),
     sa.Column("algorithm", sa.String(200), nullable=True),
     sa.Column("epsilon", sa.Double, nullable=False),
     sa.Column("delta", sa.Double, nullable=False),
     sa.Column("gaussian", sa.Text, nullable=False),  # JSON list of GaussianStep dicts
     sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("attempt", sa.Integer, nullable=False),
-    sa.Column("reserved_at", sa.Double, nullable=False),
-    sa.Column("committed_at", sa.Double, nullable=True),
-    sa.Column("released_at", sa.Double, nullable=True),
+    sa.Column("conditional", sa.Boolean, nullable=False),  # admitted only as a repeat
+    sa.Column("repeat_of", sa.String(64), nullable=True),
+    sa.Column("test_seed", sa.Boolean, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.Double, nullable=False),
+    sa.Column("charged_at", sa.Double, nullable=True),
+    sa.Column("ended_at", sa.Double, nullable=True),
+    sa.Index(f"{PREFIX}runs_release", "dataset", "release"),
 )
 
 SETTINGS = sa.Table(
@@ -66,6 +91,40 @@ SETTINGS = sa.Table(
     METADATA,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("value", sa.String(1024), nullable=False),
+)
+
+# The v1 layout, read once by migrate.import_v1 (never created by this version).
+_V1 = sa.MetaData()
+V1_CAPS = sa.Table(
+    "spark_dp_budget_v1_caps",
+    _V1,
+    sa.Column("dataset", sa.String(1024), primary_key=True),
+    sa.Column("epsilon", sa.Double),
+    sa.Column("delta", sa.Double),
+    sa.Column("window_days", sa.Double),
+    sa.Column("updated_at", sa.Double),
+)
+V1_RELEASES = sa.Table(
+    "spark_dp_budget_v1_releases",
+    _V1,
+    sa.Column("dataset", sa.String(1024), primary_key=True),
+    sa.Column("release", sa.String(64), primary_key=True),
+    sa.Column("job", sa.String(200)),
+    sa.Column("algorithm", sa.String(200)),
+    sa.Column("epsilon", sa.Double),
+    sa.Column("delta", sa.Double),
+    sa.Column("gaussian", sa.Text),
+    sa.Column("state", sa.String(16)),
+    sa.Column("attempt", sa.Integer),
+    sa.Column("reserved_at", sa.Double),
+    sa.Column("committed_at", sa.Double),
+    sa.Column("released_at", sa.Double),
+)
+V1_SETTINGS = sa.Table(
+    "spark_dp_budget_v1_settings",
+    _V1,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(1024)),
 )
 
 # Hadoop and object-store schemes: a budget store needs transactions, which they do not give.
@@ -164,7 +223,9 @@ def connect(url: str) -> Engine:
 
     Raises:
         ConfigError: not a database URL (a bare path, ``s3a://``, ``hdfs://``, ...), a driver
-            that is not installed, or a database that cannot be reached.
+            that is not installed, a file that is not an SQLite database, or a database that
+            cannot be reached.
+        BudgetStoreUnavailable: the tables are missing and the store cannot be written.
     """
     u = _parse(url)
     shown = display_url(u)
@@ -184,6 +245,47 @@ def connect(url: str) -> Engine:
     return engine
 
 
+def _first_line(e: exc.DBAPIError) -> str:
+    lines = str(e.orig if e.orig is not None else e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def _read_only(e: exc.DBAPIError) -> bool:
+    text = _first_line(e).lower()
+    return any(s in text for s in ("readonly", "read-only", "unable to open database file"))
+
+
+def _not_a_database(shown: str, e: exc.DBAPIError) -> ConfigError:
+    return ConfigError(
+        f"--budget-store {shown} is not a budget store ({_first_line(e)}): the file exists and "
+        "is not an SQLite database; pass the path of a store, or of a file to create"
+    )
+
+
+def _unavailable(shown: str, e: exc.DBAPIError) -> BudgetStoreUnavailable:
+    return BudgetStoreUnavailable(
+        f"--budget-store {shown} cannot be written ({_first_line(e)}): make the file and its "
+        "directory writable by this user, or use another store"
+    )
+
+
+@contextmanager
+def writing(engine: Engine, shown: str) -> Iterator[Connection]:
+    """A write transaction whose database errors are one line: a read-only store is
+    :class:`BudgetStoreUnavailable` (exit 1), a file that is no database a ConfigError."""
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except exc.OperationalError as e:
+        if _read_only(e):
+            raise _unavailable(shown, e) from None
+        raise
+    except exc.DatabaseError as e:
+        if "not a database" in _first_line(e):
+            raise _not_a_database(shown, e) from None
+        raise
+
+
 def _create_tables(engine: Engine, shown: str) -> None:
     """Create missing tables; a concurrent creator may win the race, so retry a few times."""
     for attempt in range(5):
@@ -195,9 +297,14 @@ def _create_tables(engine: Engine, shown: str) -> None:
                 raise ConfigError(f"--budget-store {shown}: cannot create the tables: {e}") from e
             time.sleep(0.1 * (attempt + 1))
         except exc.OperationalError as e:
+            if _read_only(e):
+                raise _unavailable(shown, e) from None
             if attempt == 4 or "already exists" not in str(e):
-                first = str(e.orig if e.orig is not None else e).strip().splitlines()
                 raise ConfigError(
-                    f"--budget-store {shown}: cannot open the database: {first[0] if first else e}"
-                ) from e
+                    f"--budget-store {shown}: cannot open the database: {_first_line(e)}"
+                ) from None
             time.sleep(0.1 * (attempt + 1))
+        except exc.DatabaseError as e:  # a file that is not an SQLite database
+            if "not a database" in _first_line(e):
+                raise _not_a_database(shown, e) from None
+            raise

@@ -24,9 +24,11 @@ result. All outputs and the summary are confidential (docs/design/bounding.md#co
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from spark_dp.budget.ids import bind_release, digests_of
 from spark_dp.caching import CacheScope
 from spark_dp.checks import check_int_at_least
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
@@ -37,7 +39,7 @@ from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext
 from spark_dp.contribution_bounding.prepare import check_weights, prepare
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.contribution_bounding.state_store import StateStore, claim_store
-from spark_dp.io import validate_edges
+from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.randomness import Randomness
 from spark_dp.session import sql_defaults
@@ -73,6 +75,8 @@ def bound_contributions(
     input_rows: int | None = None,
     timer: StageTimer | None = None,
     on_round: Callable[[RoundLog], None] | None = None,
+    digest: Sequence[InputSummary | ContentDigest | None] = (),
+    weights_checked: bool = False,
 ) -> BoundingResult:
     """Select records so that no user is in more than cap(u) of them.
 
@@ -86,7 +90,10 @@ def bound_contributions(
         randomness: where the seed of the order's hash (docs/design/bounding.md#orders) comes from.
             Seeded: that seed. Entropy mode or ``None``: the seed stored in ``work_dir`` when
             resuming, else a fresh one from OS entropy. Not sensitive under fixed-graph DP
-            (docs/design/bounding.md#seed); reported for reproducibility.
+            (docs/design/bounding.md#seed); reported for reproducibility. An unbound one is bound
+            here to the release of (``params``, the content digests of the incidences, capacities
+            and weights, key), as :func:`spark_dp.budget.ids.bind_release` says; a bound one is used
+            as is.
         work_dir: keep per-round state here and resume from it (``None``: in memory).
         restart: discard a work directory that belongs to another run instead of failing.
         validate: validate ``incidences`` (skip when already done by
@@ -100,6 +107,13 @@ def bound_contributions(
             ``spark.sql.shuffle.partitions`` set) that shuffle keeps Spark's 200.
         timer: stage timer for per-round logging (default: a new one).
         on_round: callback after each saved round (tests use it to simulate a crash).
+        digest: the summaries (or digests) of tables validated by the caller with
+            ``gate=ReadGate.keyed_by(randomness)``: the incidences when ``validate`` is off, and
+            the capacities (:func:`spark_dp.io.load_capacities`' digest); needed to bind an
+            unbound key-file or seeded ``randomness``.
+        weights_checked: ``record_weights`` come from
+            :func:`~spark_dp.contribution_bounding.prepare.check_weights` already (the job's
+            read, which digests them): they are not checked again.
 
     Returns:
         The selection, the per-user state and the summary; ``fill_report`` writes its account
@@ -119,6 +133,8 @@ def bound_contributions(
     log = get_logger("spark_dp.contribution_bounding")
     timer = timer or StageTimer(log)
     randomness = randomness if randomness is not None else Randomness.create()
+    gate = None if randomness.bound else ReadGate.keyed_by(randomness)
+    digests = digests_of(*digest)
     algorithm = REGISTRY[params.algorithm]
     plan = algorithm.plan(params)
     spark = incidences.sparkSession
@@ -137,24 +153,42 @@ def bound_contributions(
                     {RECORD_ID: RECORD_ID, USER_ID: USER_ID},
                     path="<incidences>",
                     dedupe=False,  # prepare's window over each record's users drops them
+                    gate=gate,
+                    table="incidences",
                 )
                 summary.log(log)  # counts: unsafe debug only
                 cache.adopt(incidences)  # persisted by validate_edges: released with the run
                 input_rows = summary.rows_read
+                digests += digests_of(summary)
             else:
                 incidences = incidences.select(RECORD_ID, USER_ID)
             # -> (record_id, user_id)
+            weights = record_weights
+            if record_weights is not None and not weights_checked:
+                weights, weights_digest = check_weights(
+                    record_weights, per_user=plan.per_user, gate=gate
+                )
+                digests += digests_of(weights_digest)
+            tables = ["incidences"]
+            tables += ["capacities"] if capacities is not None else []
+            tables += ["record weights"] if record_weights is not None else []
+            randomness = bind_release(
+                randomness,
+                family="contribution_bounding",
+                algorithm=params.algorithm,
+                parameters={
+                    f.name: getattr(params, f.name) for f in dataclasses.fields(BoundingParams)
+                },
+                digests=digests,
+                tables=tables,
+            )
             result = _run(
                 algorithm,
                 plan,
                 incidences,
                 params,
                 capacities=capacities,
-                weights=(
-                    check_weights(record_weights, per_user=plan.per_user)
-                    if record_weights is not None
-                    else None
-                ),
+                weights=weights,
                 randomness=randomness,
                 restart=restart,
                 input_rows=input_rows,

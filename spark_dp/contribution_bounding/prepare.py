@@ -49,6 +49,7 @@ from spark_dp.contribution_bounding.orders import (
     user_prio_column,
 )
 from spark_dp.errors import InputContractError, ParameterError
+from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
 from spark_dp.logs import log_private
 from spark_dp.session import user_partitions
 
@@ -82,11 +83,17 @@ class Prepared:
 # --------------------------------------------------------------------------- inputs
 
 
-def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
+def check_weights(
+    weights: DataFrame, *, per_user: bool, gate: ReadGate | None = None
+) -> tuple[DataFrame, ContentDigest | None]:
     """Validate a content-free weight table: (record_id[, user_id], weight).
 
+    With a ``gate``, the same aggregation digests the rows read (keys and weight as strings,
+    :mod:`spark_dp.io.digest`), after ``gate.before_read``.
+
     Returns:
-        (record_id string[, user_id string], weight double), one row per key.
+        ((record_id string[, user_id string], weight double), one row per key; the digest or
+        ``None`` without a gate).
 
     Raises:
         InputContractError: missing columns, non-numeric, null or non-finite weights, or a key
@@ -110,12 +117,18 @@ def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
     w = weights.select(
         *[F.col(k).cast("string").alias(k) for k in keys], F.col(WEIGHT).cast("double")
     )
-    s = w.agg(
+    aggs = [
         F.count(F.lit(1)).alias("n"),
         F.sum((F.col(WEIGHT).isNull() | F.isnan(WEIGHT)).cast("long")).alias("bad"),
         F.sum(F.col(WEIGHT).isin(float("inf"), float("-inf")).cast("long")).alias("inf"),
         F.count_distinct(*[F.col(k) for k in keys]).alias("keys"),
-    ).collect()[0]
+    ]
+    if gate is not None:
+        read = [F.col(k) for k in keys] + [F.col(WEIGHT).cast("string")]
+        aggs += digest_aggregates(read, gate)
+        gate.before_read()
+    s = w.agg(*aggs).collect()[0]
+    digest = None if gate is None else finish_digest("record weights", int(s["n"]), s, gate)
     if s["bad"] or s["inf"]:
         raise InputContractError(
             f"record weights: {int(s['bad'] or 0) + int(s['inf'] or 0)} weights are null, NaN "
@@ -125,7 +138,7 @@ def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
         raise InputContractError(
             f"record weights: {s['n'] - s['keys']} rows repeat a key {keys}; keep one per key"
         )
-    return w
+    return w, digest
 
 
 # --------------------------------------------------------------------------- preparation

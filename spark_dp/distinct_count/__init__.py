@@ -23,8 +23,15 @@ of :data:`spark_dp.distinct_count.registry.REGISTRY`: ``plan(params)``, then
 
 Example::
 
-    from spark_dp.distinct_count import DistinctCountParams, dp_distinct_count, exact_curve
+    from spark_dp.distinct_count import DistinctCountParams, distinct_count
     from spark_dp.randomness import Randomness
+
+    params = DistinctCountParams(epsilon=1.0, max_contribution=100)
+    result = distinct_count(pairs, params, Randomness.create())   # validates, binds, releases
+    print(result.release.ell, result.release.lower_bound)
+
+    # or from a curve you computed (the key is bound to the curve's keyed digest):
+    from spark_dp.distinct_count import dp_distinct_count, exact_curve
 
     curve = exact_curve(pairs, ell_max=100).curve          # private: never print it
     result = dp_distinct_count(curve, epsilon=1.0, beta=0.05, randomness=Randomness.create())
@@ -35,12 +42,14 @@ Example::
 
     method = REGISTRY["exact"]
     plan = method.plan(DistinctCountParams(epsilon=1.0, max_contribution=100))
-    run = method.run(pairs, plan, Randomness.create())     # DistinctCountResult
+    run = method.run(pairs, plan, Randomness.create())     # DistinctCountResult (the release
+                                                            # binds to the curve's digest)
     run.fill_report(report)                                 # a spark_dp.report.PrivacyReport
 """
 
 from __future__ import annotations
 
+from spark_dp.distinct_count.api import distinct_count
 from spark_dp.distinct_count.dc_curve import CurveResult, exact_curve
 from spark_dp.distinct_count.gem import gem_probabilities, gem_scores, gem_select
 from spark_dp.distinct_count.greedy_curve import greedy_curve, greedy_curve_arrays
@@ -64,6 +73,7 @@ __all__ = [
     "DistinctCountPlan",
     "DistinctCountResult",
     "contribution_curve",
+    "distinct_count",
     "dp_distinct_count",
     "exact_curve",
     "exact_curve_local",

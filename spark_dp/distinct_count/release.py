@@ -24,14 +24,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from spark_dp.budget.ids import bind_release
 from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release
 from spark_dp.errors import ParameterError
+from spark_dp.io.digest import ReadGate, values_digest
 from spark_dp.randomness import Randomness
 
 __all__ = [
     "DPResult",
     "check_curve",
     "dp_distinct_count",
+    "plan_parameters",
     "release_curve",
     "selection_probabilities",
     "utility_scores",
@@ -117,6 +120,9 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
         curve: c(D; ℓ) for ℓ = 1..``plan.ell_max`` (exact DC or the greedy curve).
         plan: the calibration (:func:`~spark_dp.distinct_count.plan.plan_release`).
         randomness: GEM and the count noise use its child streams ``gem`` and ``count noise``.
+            An unbound one is bound to the release of (the plan, the keyed digest of the
+            curve, key): the release is a function of the curve only, so the same key on the
+            same curve is the same release, and on another curve independent noise.
 
     Returns:
         :class:`DPResult`.
@@ -125,6 +131,15 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
     if len(c) != plan.ell_max:
         raise ParameterError(
             f"the curve must hold one value per ℓ = 1..ell_max={plan.ell_max}, got {len(c)}"
+        )
+    if not randomness.bound:
+        randomness = bind_release(
+            randomness,
+            family="distinct_count",
+            algorithm=plan.method,
+            parameters=plan_parameters(plan),
+            digests=[values_digest("curve", c.tolist(), ReadGate.keyed_by(randomness))],
+            tables=["curve"],
         )
     q = plan.scores(c)
     ell = plan.select.choose(q, randomness.child("gem").driver())
@@ -146,6 +161,18 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
         ell_max=plan.ell_max,
         method=plan.method,
     )
+
+
+def plan_parameters(plan: DistinctCountPlan) -> dict[str, Any]:
+    """The public constants of a plan, as a release id takes them (its method, ε, β, ℓ_max and
+    each step's calibration)."""
+    return {
+        "method": plan.method,
+        "epsilon": plan.epsilon,
+        "beta": plan.beta,
+        "ell_max": plan.ell_max,
+        "steps": [s.to_report() for s in plan.steps],
+    }
 
 
 def dp_distinct_count(

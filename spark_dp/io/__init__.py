@@ -15,8 +15,11 @@ tables never compare a string with a number. Floating-point ids are rejected: eq
 doubles is not an identity.
 
 * :mod:`.read`: readers and validation. They return ``(DataFrame, InputSummary)``; the summary
-  holds *confidential* diagnostics (row counts, duplicates dropped), never written to a privacy
-  report.
+  holds *confidential* diagnostics (row counts, duplicates dropped) and, given a
+  :class:`~.digest.ReadGate`, the keyed content digest of the rows read, never written to a
+  privacy report.
+* :mod:`.digest`: the keyed, order-independent content digest that enters a release id,
+  computed inside the validation pass.
 * :mod:`.probe`: checks of a local input before Spark starts (exists, readable, Parquet magic).
 * :mod:`.fs`: filesystem operations (local disk through ``os``; Hadoop through a classic
   session's JVM; ``pyarrow.fs`` under Spark Connect).
@@ -28,6 +31,7 @@ doubles is not an identity.
 """
 
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.io.digest import ContentDigest, ReadGate
 from spark_dp.io.read import (
     InputSummary,
     load_capacities,
@@ -49,7 +53,9 @@ __all__ = [
     "ITEM",
     "RECORD_ID",
     "USER_ID",
+    "ContentDigest",
     "InputSummary",
+    "ReadGate",
     "check_output_path",
     "json_text",
     "load_capacities",

@@ -105,9 +105,11 @@ class FileSystem(Protocol):
 
     def list_names(self, directory: str) -> list[str]: ...
 
-    def write_text(self, path: str, text: str) -> None: ...
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None: ...
 
     def read_text(self, path: str) -> str: ...
+
+    def make_private(self, path: str) -> None: ...
 
 
 class LocalFS:
@@ -138,10 +140,16 @@ class LocalFS:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
+        """Write ``text``; ``private``: the file is created with mode 0600 (never readable by
+        others, not even for an instant)."""
         p = local_path(path)
         os.makedirs(os.path.dirname(p) or ".", exist_ok=True)
-        with open(p, "w", encoding="utf-8") as fh:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+        fd = os.open(p, flags, 0o600 if private else 0o666)
+        if private:
+            os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+        with open(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -149,6 +157,19 @@ class LocalFS:
     def read_text(self, path: str) -> str:
         with open(local_path(path), encoding="utf-8") as fh:
             return fh.read()
+
+    def make_private(self, path: str) -> None:
+        """Readable by the owner only: 0600 files, 0700 directories, recursively."""
+        p = local_path(path)
+        if not os.path.isdir(p):
+            os.chmod(p, 0o600)
+            return
+        os.chmod(p, 0o700)
+        for dirpath, dirnames, filenames in os.walk(p):
+            for d in dirnames:
+                os.chmod(os.path.join(dirpath, d), 0o700)
+            for f in filenames:
+                os.chmod(os.path.join(dirpath, f), 0o600)
 
 
 class HadoopFS:
@@ -198,9 +219,23 @@ class HadoopFS:
             return []
         return [str(st.getPath().getName()) for st in fs.listStatus(jpath)]
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
+        """Write ``text``; ``private``: created with permission 0600 (Hadoop's FsPermission,
+        where the file system keeps permissions: HDFS, the local file system)."""
         fs, jpath = self._fs(path)
-        out = fs.create(jpath, True)
+        if private:
+            perm = self._jvm.org.apache.hadoop.fs.permission.FsPermission("600")
+            out = fs.create(
+                jpath,
+                perm,
+                True,
+                4096,
+                fs.getDefaultReplication(jpath),
+                fs.getDefaultBlockSize(jpath),
+                None,
+            )
+        else:
+            out = fs.create(jpath, True)
         try:
             out.write(bytearray(text.encode("utf-8")))
         finally:
@@ -213,6 +248,18 @@ class HadoopFS:
             return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
         finally:
             stream.close()
+
+    def make_private(self, path: str) -> None:
+        """Readable by the owner only (FsPermission 600 files, 700 directories), recursively,
+        where the file system keeps permissions (HDFS, the local file system)."""
+        fs, jpath = self._fs(path)
+        perm = self._jvm.org.apache.hadoop.fs.permission.FsPermission
+        todo = [fs.getFileStatus(jpath)]
+        while todo:
+            st = todo.pop()
+            fs.setPermission(st.getPath(), perm("700" if st.isDirectory() else "600"))
+            if st.isDirectory():
+                todo += list(fs.listStatus(st.getPath()))
 
 
 class ArrowFS:
@@ -263,13 +310,18 @@ class ArrowFS:
         selector = self._pafs.FileSelector(self._p(directory), allow_not_found=True)
         return [posixpath.basename(i.path) for i in self._fs.get_file_info(selector)]
 
-    def write_text(self, path: str, text: str) -> None:
+    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
+        # object stores have no POSIX modes: who may read a confidential file there is the
+        # bucket's access policy (docs/privacy/spark-monitoring.md)
         with self._fs.open_output_stream(self._p(path)) as out:
             out.write(text.encode("utf-8"))
 
     def read_text(self, path: str) -> str:
         with self._fs.open_input_stream(self._p(path)) as stream:
             return bytes(stream.read()).decode("utf-8")
+
+    def make_private(self, path: str) -> None:
+        """Object stores keep no POSIX modes: who may read is the bucket's access policy."""
 
 
 def filesystem(

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private
 
@@ -33,14 +34,17 @@ class InputSummary:
     """Private diagnostics of an input table: never logged at INFO, never released.
 
     |D| has unbounded sensitivity, so these counts are logged only through the unsafe-debug
-    gate of :mod:`spark_dp.logs` (a job's ``--unsafe-debug-logs``).
+    gate of :mod:`spark_dp.logs` (a job's ``--unsafe-debug-logs``). ``digest`` is the keyed
+    content digest of the rows read (:mod:`spark_dp.io.digest`) when validation was given a
+    :class:`~spark_dp.io.digest.ReadGate`; ``repr`` shows neither counts nor digest.
     """
 
     path: str
-    rows_read: int
-    null_rows_dropped: int
-    duplicates_dropped: int | None
-    rows: int | None
+    rows_read: int = field(repr=False)
+    null_rows_dropped: int = field(repr=False)
+    duplicates_dropped: int | None = field(repr=False)
+    rows: int | None = field(repr=False)
+    digest: ContentDigest | None = field(default=None, repr=False)
 
     def log(self, logger: logging.Logger = log) -> None:
         """Log that the input was read (path only); the counts only with unsafe debug on."""
@@ -125,8 +129,10 @@ def validate_edges(
     drop_nulls: bool = False,
     dedupe: bool = True,
     persist: bool = True,
+    gate: ReadGate | None = None,
+    table: str = "pairs",
 ) -> tuple[DataFrame, InputSummary]:
-    """Check and normalize a two-column id table.
+    """Check and normalize a two-column id table (and digest it, given a ``gate``).
 
     Args:
         df: the raw table.
@@ -137,6 +143,10 @@ def validate_edges(
             anyway (the partition-selection cap) passes False and drops them there, which saves
             a full shuffle; the summary then has ``rows`` and ``duplicates_dropped`` None.
         persist: cache the normalized table (the algorithms read it several times).
+        gate: digest every row read (before null handling) in the same aggregation as the
+            checks, calling ``gate.before_read`` right before it runs and ``gate.on_digest``
+            before its results are checked (:mod:`spark_dp.io.digest`).
+        table: the digest's table name (``pairs`` or ``incidences``).
 
     Returns:
         (normalized DataFrame with exactly the canonical columns as strings, deduplicated
@@ -157,8 +167,12 @@ def validate_edges(
     aggs = [F.count(F.lit(1)).alias("_rows")]
     aggs += [F.sum(F.col(c).isNull().cast("long")).alias(f"_null_{c}") for c in columns]
     aggs.append(F.sum(null_any.cast("long")).alias("_null_any"))
+    if gate is not None:
+        aggs += digest_aggregates([F.col(c) for c in columns], gate)
+        gate.before_read()
     stats = typed.agg(*aggs).collect()[0]
     rows_read = int(stats["_rows"])
+    digest = None if gate is None else finish_digest(table, rows_read, stats, gate)
     if rows_read == 0:
         raise InputContractError(
             f"input {path!r} is empty (0 rows); check the path and any upstream filter"
@@ -179,7 +193,7 @@ def validate_edges(
         raise InputContractError(f"input {path!r} has no rows left after dropping null ids")
     if not dedupe:
         clean = clean.persist(storage_level()) if persist else clean
-        return clean, InputSummary(path, rows_read, null_rows, None, None)
+        return clean, InputSummary(path, rows_read, null_rows, None, None, digest)
     deduped = clean.dropDuplicates(list(columns))
     if persist:
         deduped = deduped.persist(storage_level())
@@ -190,6 +204,7 @@ def validate_edges(
         null_rows_dropped=null_rows,
         duplicates_dropped=rows_read - null_rows - rows,
         rows=rows,
+        digest=digest,
     )
     if summary.duplicates_dropped:
         log_private(
@@ -203,10 +218,10 @@ def validate_edges(
 
 
 def _read_edges(
-    spark: SparkSession, path: str, columns: dict[str, str], fmt: str | None, **options: bool
+    spark: SparkSession, path: str, columns: dict[str, str], fmt: str | None, **options: Any
 ) -> tuple[DataFrame, InputSummary]:
     """:func:`read_table` then :func:`validate_edges` with ``options`` (drop_nulls, dedupe,
-    persist)."""
+    persist, gate, table)."""
     return validate_edges(read_table(spark, path, fmt), columns, path=str(path), **options)
 
 
@@ -220,18 +235,19 @@ def load_pairs(
     drop_nulls: bool = False,
     dedupe: bool = True,
     persist: bool = True,
+    gate: ReadGate | None = None,
 ) -> tuple[DataFrame, InputSummary]:
     """Read (user, item) pairs for partition selection and distinct count.
 
-    ``dedupe`` and ``persist`` as in :func:`validate_edges`.
+    ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
+    ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`.
 
     Returns:
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).
     """
     columns = {USER_ID: user_col, ITEM: item_col}
-    return _read_edges(
-        spark, path, columns, fmt, drop_nulls=drop_nulls, dedupe=dedupe, persist=persist
-    )
+    options = {"drop_nulls": drop_nulls, "dedupe": dedupe, "persist": persist, "gate": gate}
+    return _read_edges(spark, path, columns, fmt, table="pairs", **options)
 
 
 def load_incidences(
@@ -244,12 +260,13 @@ def load_incidences(
     drop_nulls: bool = False,
     dedupe: bool = True,
     persist: bool = True,
+    gate: ReadGate | None = None,
 ) -> tuple[DataFrame, InputSummary]:
     """Read (record, user) incidences of a hypergraph for contribution bounding.
 
     Only the id columns are read: bounding must never depend on record content
-    (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp). ``dedupe`` and ``persist`` as in
-    :func:`validate_edges` (the bounding's first step, a window over each record's users,
+    (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp). ``dedupe``, ``persist`` and ``gate``
+    as in :func:`validate_edges` (the bounding's first step, a window over each record's users,
     drops repeated pairs itself).
 
     Returns:
@@ -257,9 +274,8 @@ def load_incidences(
         :class:`InputSummary`).
     """
     columns = {RECORD_ID: record_col, USER_ID: user_col}
-    return _read_edges(
-        spark, path, columns, fmt, drop_nulls=drop_nulls, dedupe=dedupe, persist=persist
-    )
+    options = {"drop_nulls": drop_nulls, "dedupe": dedupe, "persist": persist, "gate": gate}
+    return _read_edges(spark, path, columns, fmt, table="incidences", **options)
 
 
 def load_capacities(
@@ -269,8 +285,13 @@ def load_capacities(
     user_col: str = USER_ID,
     cap_col: str = CAPACITY,
     fmt: str | None = None,
-) -> DataFrame:
+    gate: ReadGate | None = None,
+) -> tuple[DataFrame, ContentDigest | None]:
     """Read a per-user capacity table: (user_id string, cap long ≥ 0), one row per user.
+
+    Returns:
+        (the table; its keyed content digest over (user, capacity as read) when ``gate`` is
+        given, computed in the checks' own aggregation, see :func:`validate_edges`).
 
     Raises:
         InputContractError: missing columns, non-integer or negative or null capacities,
@@ -297,14 +318,20 @@ def load_capacities(
             f"capacities column {cap_col!r} has type {cap_type.simpleString()}; "
             "capacities must be integers >= 0"
         )
-    t = df.select(user.alias(USER_ID), cap.alias(CAPACITY), bad_cast.alias("_bad"))
-    s = t.agg(
+    read = F.col(cap_col).cast("string").alias("_read")
+    t = df.select(user.alias(USER_ID), cap.alias(CAPACITY), bad_cast.alias("_bad"), read)
+    aggs = [
         F.count(F.lit(1)).alias("rows"),
         F.sum(F.col(USER_ID).isNull().cast("long")).alias("null_users"),
         F.sum((F.col(CAPACITY).isNull() & ~F.col("_bad")).cast("long")).alias("null_caps"),
         F.sum(F.col("_bad").cast("long")).alias("bad"),
         F.sum((F.col(CAPACITY) < 0).cast("long")).alias("negative"),
-    ).collect()[0]
+    ]
+    if gate is not None:
+        aggs += digest_aggregates([F.col(USER_ID), F.col("_read")], gate)
+        gate.before_read()
+    s = t.agg(*aggs).collect()[0]
+    digest = None if gate is None else finish_digest("capacities", int(s["rows"]), s, gate)
     if not s["rows"]:
         raise InputContractError(f"capacities {path!r} is empty; omit --capacities instead")
     problems = []
@@ -321,11 +348,11 @@ def load_capacities(
             f"capacities {path!r}: {'; '.join(problems)}. Capacities must be integers >= 0 "
             "(0 means the user contributes nothing)"
         )
-    t = t.drop("_bad").distinct()
+    t = t.drop("_bad", "_read").distinct()
     conflicts = t.groupBy(USER_ID).count().where("count > 1").count()
     if conflicts:
         raise InputContractError(
             f"capacities {path!r}: {private(conflicts)} users are listed with different "
             "capacities; keep one row per user"
         )
-    return t
+    return t, digest

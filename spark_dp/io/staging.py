@@ -144,19 +144,30 @@ class Staging:
             fs.mkdirs(missing[0])
             self.created += [p for p in missing if p not in self.created]
 
-    def stage_text(self, name: str, target: str, text: str) -> None:
-        """Stage a small text file (a JSON debug file, the report)."""
+    def stage_text(self, name: str, target: str, text: str, *, private: bool = False) -> None:
+        """Stage a small text file (a JSON debug file, the report); ``private``: created with
+        mode 0600 (a confidential file: its staged copy, and the target it is renamed to)."""
         path = self.stage(name, target)
-        self.fs_for(target).write_text(path, text)
+        if private:
+            self.fs_for(target).write_text(path, text, private=True)
+        else:
+            self.fs_for(target).write_text(path, text)
 
-    def commit(self, report: str | None = None, report_text: str | None = None) -> None:
+    def commit(
+        self,
+        report: str | None = None,
+        report_text: str | None = None,
+        *,
+        private_report: bool = False,
+    ) -> None:
         """Stage the report (when it goes to a file) and move everything into place.
 
         The last staged entry (the report, or the last output when the report is not a file)
-        is moved last: its rename is the commit point.
+        is moved last: its rename is the commit point. ``private_report``: the report is
+        confidential (mode 0600).
         """
         if report is not None and report_text is not None:
-            self.stage_text("report", report, report_text)
+            self.stage_text("report", report, report_text, private=private_report)
         if self.direct or not self.entries:
             self.committed = True
             return

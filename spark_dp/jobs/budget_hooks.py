@@ -1,16 +1,20 @@
-"""Where the privacy-budget store plugs into a job run (see :mod:`spark_dp.jobs.runner`).
+"""Where the privacy-budget store and the release binding plug into a job run (see
+:mod:`spark_dp.jobs.runner`).
 
 * :func:`split_budget_conf` (before the parameters): ``--budget-store`` and ``--dataset-id``,
   or ``budget_store:`` / ``dataset_id:`` in the config file (a team's default store).
 * :func:`budget_path_spec`: an SQLite store's file joins the path plan (it is written).
-* :func:`budget_reserve` (after the key, **before any data is read**): the release id (job,
-  algorithm, parameters, input identity, key fingerprint; :func:`spark_dp.budget.release_id`)
-  and, with a store, the reservation of the (ε, δ) that the job's data-free plan will spend. A
-  refusal is :class:`~spark_dp.errors.BudgetRefused` (exit code 3, one line); a release id the
-  store has committed before (a retry with the same key) is charged nothing.
+* :func:`budget_reserve` (after the key, **before any data is read**): with a store, the
+  reservation of the (ε, δ) the job's data-free plan will spend, under the run's pre-read
+  identity (:func:`spark_dp.budget.run_identity`). A refusal is
+  :class:`~spark_dp.errors.BudgetRefused` (exit code 3, one line).
+* :func:`release_binding`: the job's :class:`~spark_dp.jobs.binding.ReleaseBinding`, whose two
+  hooks are :func:`budget_charge` (right before the first read of rows: the charge becomes
+  durable) and :func:`bind_release_id` (every table digested: the release id, and with a store
+  the repeat check, which makes a retry with the same key, rows and arguments free).
 * :func:`budget_commit` once the report is in place (after checking that the run spent exactly
-  what was reserved); :func:`budget_release` when the run ends without a commit, so a failure
-  before anything is written costs no budget, while one after the commit keeps its charge.
+  what was reserved, :func:`check_spent`); :func:`budget_end` at the end of every run: a run
+  that never read data frees its reservation, one that did stays charged (``failed``).
 
 Without a store a job runs as before and its report says that no budget was enforced.
 """
@@ -21,20 +25,24 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from spark_dp.config import params_to_dict
 from spark_dp.errors import ConfigError
+from spark_dp.io.digest import ContentDigest
+from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.jobs.paths import APPEND, READ, PathSpec
+from spark_dp.jobs.release_args import release_arguments
 from spark_dp.jobs.run import Run
 from spark_dp.report import Step
 
 __all__ = [
+    "bind_release_id",
+    "budget_charge",
     "budget_commit",
+    "budget_end",
     "budget_path_spec",
-    "budget_release",
     "budget_report",
     "budget_reserve",
     "check_spent",
-    "needs_session_for_identity",
+    "release_binding",
     "split_budget_conf",
 ]
 
@@ -66,6 +74,12 @@ def split_budget_conf(run: Run) -> None:
             "--debug-report writes the private curve: it is refused with a budget store "
             "(--budget-store); run it on test data without a store"
         )
+    if run.budget_store and args.seed is not None and not args.allow_test_seed_with_budget_store:
+        raise ConfigError(
+            "--seed derives the key from a seed anyone can guess: it is refused with a budget "
+            "store (a charged release must have secret noise); use --noise-key-file, or add "
+            "--allow-test-seed-with-budget-store for a test store (the store marks the release)"
+        )
 
 
 def _first(flag: str | None, from_file: Any) -> str | None:
@@ -86,50 +100,22 @@ def budget_path_spec(run: Run) -> list[PathSpec]:
     return [PathSpec("budget_store", "--budget-store", path.split("?", 1)[0], APPEND, file=True)]
 
 
-def needs_session_for_identity(run: Run) -> bool:
-    """With a store, a table the job reads from a Hadoop URI is listed through Spark (the
-    session starts first; still no data is read before the reservation)."""
-    if not run.budget_store or run.plan is None:
-        return False
-    return any(s.access == READ and s.table and not run.plan.is_local(s) for s in run.plan.specs)
-
-
-def _release_parameters(run: Run) -> dict[str, Any]:
-    """The job's parameters without path-valued ones: where outputs go is not part of a
-    release, and what is read enters through its input identity."""
-    assert run.plan is not None
-    roles = {s.role for s in run.plan.specs}
-    return {k: v for k, v in params_to_dict(run.params).items() if k not in roles}
-
-
-def _input_identity(run: Run) -> str:
-    from spark_dp.budget import input_identity
-
-    assert run.plan is not None
-    tables = sorted((s.role, s.path) for s in run.plan.specs if s.access == READ and s.table)
-    return ";".join(f"{role}={input_identity(path, spark=run.spark)}" for role, path in tables)
+def _plan(run: Run) -> tuple[str | None, Sequence[Step]]:
+    if run.spec.budget_plan is not None:
+        return run.spec.budget_plan(run.params)
+    return getattr(run.params, "algorithm", None) or getattr(run.params, "method", None), ()
 
 
 def budget_reserve(run: Run) -> None:
-    """The release id, and with a store the reservation (before any data is read)."""
-    from spark_dp.budget import default_dataset_id, gaussian_steps, release_id
+    """With a store: reserve the plan's (ε, δ) before any data is read (exit 3 if refused)."""
+    from spark_dp.budget import default_dataset_id, gaussian_steps, run_identity
 
     assert run.randomness is not None
-    algorithm: str | None = None
-    steps: Sequence[Step] = ()
-    if run.spec.budget_plan is not None:
-        algorithm, steps = run.spec.budget_plan(run.params)
-    run.release_id = release_id(
-        run.spec.name,
-        algorithm,
-        _release_parameters(run),
-        _input_identity(run),
-        run.randomness.fingerprint,
-    )
     if not run.budget_store:
         return
     from spark_dp.budget import BudgetStore
 
+    algorithm, steps = _plan(run)
     input_path = getattr(run.args, "input", None)
     dataset = run.dataset_id or (default_dataset_id(input_path) if input_path else run.spec.name)
     run.dataset_id = dataset
@@ -137,27 +123,86 @@ def budget_reserve(run: Run) -> None:
         float(sum(s.epsilon for s in steps)),
         float(sum(s.delta for s in steps)),
     )
+    identity = run_identity(
+        job=run.spec.name,
+        algorithm=algorithm,
+        arguments=release_arguments(run),
+        key_fingerprint=run.randomness.fingerprint,
+        dataset=dataset,
+    )
     run.store = BudgetStore.open(run.budget_store)
     run.reservation = run.store.reserve(
         dataset=dataset,
-        release=run.release_id,
+        identity=identity,
         job=run.spec.name,
         epsilon=run.planned_spend[0],
         delta=run.planned_spend[1],
         gaussian=gaussian_steps(steps),
         algorithm=algorithm,
+        test_seed=run.randomness.seeded,
     )
     res = run.reservation
-    if res.already_committed:
-        run.log.info("budget: release %s was committed before; charged nothing now", res.release)
+    if res.adopted:
+        run.log.info("budget: run %s took over the charge of a run that read nothing", res.run)
+    elif res.conditional:
+        run.log.info(
+            "budget: dataset %s is at its cap; run %s may only repeat an earlier release",
+            dataset,
+            res.run,
+        )
     else:
         run.log.info(
-            "budget: reserved ε=%g, δ=%g on dataset %s (release %s)",
+            "budget: reserved ε=%g, δ=%g on dataset %s (run %s)",
             res.epsilon,
             res.delta,
             dataset,
-            res.release,
+            res.run,
         )
+
+
+def budget_charge(run: Run) -> None:
+    """Right before the first read of input rows: the charge becomes durable."""
+    if run.reservation is not None:
+        run.reservation = run.store.charge(run.reservation)
+        run.log.info("budget: charged (the run now reads data; it will not be refunded)")
+
+
+def bind_release_id(run: Run, digests: list[ContentDigest]) -> str:
+    """Every table is digested: the release id, the store's repeat check, the report's id."""
+    from spark_dp.budget import release_id
+
+    assert run.randomness is not None
+    algorithm, _ = _plan(run)
+    run.release_id = release_id(
+        job=run.spec.name,
+        algorithm=algorithm,
+        arguments=release_arguments(run),
+        digests=digests,
+        key_fingerprint=run.randomness.fingerprint,
+    )
+    if run.report is not None:
+        run.report.release_id = run.release_id
+    if run.reservation is not None:
+        run.reservation = run.store.bind(run.reservation, run.release_id)
+        if run.reservation.repeat_of is not None:
+            run.log.info(
+                "budget: the same release as run %s (same key, rows and arguments); charged "
+                "nothing more",
+                run.reservation.repeat_of,
+            )
+    return run.release_id
+
+
+def release_binding(run: Run) -> ReleaseBinding:
+    """The job's binding: its unbound key, the tables it reads, the charge and bind hooks."""
+    assert run.randomness is not None and run.plan is not None
+    tables = [s.role for s in run.plan.specs if s.access == READ and s.table]
+    return ReleaseBinding(
+        run.randomness,
+        tables,
+        charge=lambda: budget_charge(run),
+        bind=lambda digests: bind_release_id(run, digests),
+    )
 
 
 def budget_report(run: Run) -> dict[str, Any]:
@@ -170,18 +215,25 @@ def budget_report(run: Run) -> dict[str, Any]:
             "against or charged to any budget",
         }
     res = run.reservation
-    return {
+    out = {
         "enforced": True,
         "store": store.url,
         "dataset": run.dataset_id,
-        "charged": not res.already_committed,
+        "charged": res.charged,
         "epsilon": res.epsilon,
         "delta": res.delta,
         "accountant": store.accountant,
+        "run": res.run,
     }
+    if res.repeat_of is not None:
+        out["repeat_of"] = res.repeat_of
+    if run.randomness is not None and run.randomness.seeded:
+        out["test_seed"] = True
+    return out
 
 
-def _check_spent(run: Run) -> None:
+def check_spent(run: Run) -> None:
+    """Before the commit: the report's spending must be what the data-free plan reserved."""
     assert run.report is not None
     planned = run.planned_spend
     if planned is None:
@@ -196,27 +248,33 @@ def _check_spent(run: Run) -> None:
         )
 
 
-def check_spent(run: Run) -> None:
-    """Before the commit: the report's spending must be what the data-free plan reserved."""
-    _check_spent(run)
-
-
 def budget_commit(run: Run) -> None:
-    """Book the reservation once output and report are in place."""
+    """Book the run once output and report are in place."""
     if run.reservation is None:
         return
     run.store.commit(run.reservation)
 
 
-def budget_release(run: Run) -> None:
-    """At the end of every run: give the reservation back if nothing was committed (a
-    failure after the commit keeps its charge), and close the store."""
+def budget_end(run: Run) -> None:
+    """At the end of every run: a run without a commit is abandoned (freed if it read no data,
+    else failed and charged), and the store is closed."""
     store = run.store
     if store is None:
         return
     try:
         if run.reservation is not None and not run.committed:
-            store.release(run.reservation)
+            state = store.abandon(run.reservation)
+            if state == "failed":
+                run.log.warning(
+                    "budget: run %s failed after reading data: it stays charged (spark-dp budget "
+                    "lists it as failed (charged); a retry with the same key and data costs "
+                    "nothing more)",
+                    run.reservation.run,
+                )
+            elif state == "released":
+                run.log.info(
+                    "budget: run %s read no data: its reservation is freed", run.reservation.run
+                )
     finally:
         store.close()
         run.store = None

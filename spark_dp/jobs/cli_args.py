@@ -18,8 +18,11 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --log-level LEVEL     DEBUG | INFO | WARNING | ERROR (default INFO)
     --dry-run             print the resolved configuration, paths and calibration; no Spark
     --budget-store URL    the privacy-budget store (sqlite:///budget.db, postgresql://...):
-                          (ε, δ) reserved before any data is read, refused with exit 3
+                          (ε, δ) reserved before any data is read, refused with exit 3,
+                          charged for good once data is read
     --dataset-id ID       the privacy unit charged (default: the resolved --input)
+    --allow-test-seed-with-budget-store   --seed with a store (test stores only; marked)
+    --private-spark-ui    Spark's UI, console progress and event log off (they show row counts)
     --unsafe-debug-logs   log private counts (needs --allow-unsafe-debug; in the report)
     --allow-unsafe-debug  confirm an unsafe debugging flag (never on production data)
 
@@ -169,6 +172,13 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
         help="spark_dp log level (default INFO)",
     )
     run.add_argument(
+        "--private-spark-ui",
+        action="store_true",
+        help="start Spark with its UI, console progress bar and event log off (they show exact "
+        "row counts of the input; see conf/private-spark.conf); refused if Spark already runs "
+        "with its UI on",
+    )
+    run.add_argument(
         "--dry-run",
         action="store_true",
         help="check everything, print the resolved configuration, paths and calibration as "
@@ -188,6 +198,12 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
             metavar="ID",
             help="the privacy unit charged in the store: one stable id for the same users "
             "across runs and dates (default: the resolved --input)",
+        )
+        budget.add_argument(
+            "--allow-test-seed-with-budget-store",
+            action="store_true",
+            help="allow --seed with --budget-store (a test store only: anyone who guesses the "
+            "seed has the noise; the store and the report mark the release)",
         )
         budget.add_argument("--ledger", action=_Replaced, help=argparse.SUPPRESS)
     if spec.needs_input:

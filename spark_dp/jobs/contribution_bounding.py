@@ -9,8 +9,10 @@ docs/design/bounding.md#fixed-graph-dp) and writes:
   order; one row per setting for ``bias-sweep``);
 * ``--user-state`` (default ``<output>_user_state``): ``user_id, cap, d, status`` with the
   final degree of every user and SATURATED / EXHAUSTED / OPEN (docs/design/bounding.md#outputs);
-* the report: ``selected`` (|S| with multiplicity), ``rounds``, ``max_degree`` (the bound k to
-  use in DP-SGD / DP-MF accounting), the per-round log, the order and the finish mode.
+* the report, named ``*.confidential.json`` (default ``<output>.report.confidential.json``)
+  and created with mode 0600: ``selected`` (|S| with multiplicity), ``rounds``, ``max_degree``
+  (the bound k to use in DP-SGD / DP-MF accounting), the per-round log, the order and the
+  finish mode.
 
 All of them are **confidential** (docs/design/bounding.md#confidential): with the hypergraph they
 reveal who shares records with whom. Per-round state lives in ``--work-dir`` (default
@@ -34,10 +36,12 @@ if TYPE_CHECKING:
 __all__ = ["SPEC", "main"]
 
 
-def _read_weights(ctx: JobContext) -> DataFrame:
-    """The record-weights table with the job's id columns renamed to record_id, user_id."""
+def _read_weights(ctx: JobContext, per_user: bool) -> DataFrame:
+    """The record-weights table with the job's id columns renamed to record_id, user_id,
+    checked (and digested: it is one of the tables the release is bound to)."""
     from pyspark.sql import functions as F
 
+    from spark_dp.contribution_bounding.prepare import check_weights
     from spark_dp.io import RECORD_ID, USER_ID
 
     df = ctx.read_table("record_weights", "--record-weights")
@@ -49,7 +53,8 @@ def _read_weights(ctx: JobContext) -> DataFrame:
         )
     weights = df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
     # -> (record_id[, user_id], weight, ...)
-    return weights
+    checked, _ = check_weights(weights, per_user=per_user, gate=ctx.gate("record_weights"))
+    return checked
 
 
 def _execute(ctx: JobContext) -> str:
@@ -64,13 +69,14 @@ def _execute(ctx: JobContext) -> str:
     capacities = None
     if p.capacities:
         with ctx.timer.stage("read capacities"):
-            capacities = load_capacities(
+            capacities, _ = load_capacities(
                 ctx.spark,
                 ctx.path("capacities"),
                 user_col=ctx.args.user_col,
                 cap_col=p.capacity_col,
+                gate=ctx.gate("capacities"),
             )
-    weights = _read_weights(ctx) if p.record_weights else None
+    weights = _read_weights(ctx, p.plan.per_user) if p.record_weights else None
     result = bound_contributions(
         incidences,
         p,
@@ -82,6 +88,7 @@ def _execute(ctx: JobContext) -> str:
         validate=False,
         input_rows=ctx.input_rows,
         timer=ctx.timer,
+        weights_checked=True,
     )
     rows = ctx.write_output(result.selected)
     outputs: dict[str, Any] = {"selected": {"path": ctx.args.output, "rows": rows}}
@@ -90,6 +97,8 @@ def _execute(ctx: JobContext) -> str:
         outputs["user_state"] = {"path": user_state_path, "rows": n_users}
     if not p.keep_work_dir:  # only once the outputs and the report are in place
         ctx.after_commit.append(StateStore(ctx.spark, work_dir).clear)
+    else:  # kept: confidential like every output (until then, its parent directory protects it)
+        ctx.after_commit.append(lambda: ctx.staging.fs_for(work_dir).make_private(work_dir))
     result.fill_report(ctx.report)
     ctx.report.outputs = outputs
     return result.headline()
@@ -144,6 +153,7 @@ SPEC = JobSpec(
     columns=("record", "user"),
     paths=_paths,
     describe=_describe,
+    confidential=True,
 )
 
 

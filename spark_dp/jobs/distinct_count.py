@@ -26,6 +26,7 @@ from spark_dp.distinct_count.registry import REGISTRY, curve_method
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
 from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
+from spark_dp.jobs.run import suffixed_path
 from spark_dp.report import Step
 
 __all__ = ["NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
@@ -34,39 +35,30 @@ NONPRIVATE_SUFFIX = ".NONPRIVATE.json"
 
 
 def debug_report_path(path: str) -> str:
-    """``path`` ending in ``.NONPRIVATE.json`` (a trailing ``.json`` is replaced)."""
-    path = str(path)
-    if path.endswith(NONPRIVATE_SUFFIX):
-        return path
-    if path.lower().endswith(".json"):
-        path = path[: -len(".json")]
-    return path + NONPRIVATE_SUFFIX
+    """``path`` ending in ``.NONPRIVATE.json`` (a trailing ``.json`` is replaced); the file is
+    created with mode 0600, as every confidential file."""
+    return suffixed_path(path, NONPRIVATE_SUFFIX)
 
 
 def _execute(ctx: JobContext) -> str:
+    from spark_dp.distinct_count import distinct_count
+
     p: DistinctCountParams = ctx.params
     method = curve_method(p.method)  # the registry entry's run: plan, summary and curve
-    plan = method.plan(p)
     once = method.dedupes  # the curve dedupes and reads the input once
     pairs = ctx.load_pairs(dedupe=not once, persist=not once)
-    result: DistinctCountResult = method(
-        pairs,
-        plan,
-        ctx.randomness.child("distinct_count"),
-        timer=ctx.timer,
-        components=p.components,
-        spark_rounds=p.spark_rounds,
-        spark_rounds_min_rows=p.spark_rounds_min_rows,
-        components_min_rows=p.components_min_rows,
-        ell_blocks=p.ell_blocks,
+    result: DistinctCountResult = distinct_count(
+        pairs, p, ctx.randomness, validate=False, timer=ctx.timer
     )
     ctx.report.algorithm = method.summary
     result.fill_report(ctx.report)
     if ctx.args.debug_report:
         path = debug_report_path(ctx.args.debug_report)
         true_count = pairs.select(ITEM).distinct().count()
-        ctx.stage_text("debug_report", path, json_text(result.debug_payload(true_count)))
-        ctx.log.warning("writing a NON-PRIVATE debug report to %s", path)
+        ctx.stage_text(
+            "debug_report", path, json_text(result.debug_payload(true_count)), private=True
+        )
+        ctx.log.warning("writing a NON-PRIVATE debug report to %s (mode 0600)", path)
         ctx.report.outputs["debug_report_NONPRIVATE"] = path
         ctx.report.mark_unsafe(f"--debug-report: the private curve and true count are in {path}")
     return f"ε={p.epsilon} release with ℓ̂={result.release.ell} ({p.method})"

@@ -22,6 +22,7 @@ from spark_dp.config import (
     resolve_params,
 )
 from spark_dp.errors import ConfigError
+from spark_dp.io.fs import local_path
 from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
 from spark_dp.jobs.config_source import locate_config
@@ -137,7 +138,7 @@ def _path_specs(run: Run) -> list[PathSpec]:
         out.append(PathSpec("output", "--output", args.output, WRITE))
     if spec.paths is not None:
         out += spec.paths(args, run.params)
-    report = report_path(args)
+    report = report_path(args, spec.confidential)
     if report is not None:
         flag = "--report" if args.report is not None else "--report (default)"
         out.append(PathSpec("report", flag, report, WRITE, file=True))
@@ -170,15 +171,34 @@ def dry_run(run: Run) -> int:
 
 
 def make_key(run: Run) -> None:
-    """Phase 5: the release key (never logged: its fingerprint only)."""
+    """Phase 5: the release key, unbound (never logged: its fingerprint only, and not even
+    that for a test seed, whose fingerprint would give the seed away)."""
     args = run.args
     if not run.spec.uses_key:
         run.randomness = Randomness.create()
         return
     if getattr(args, "noise_key_file", None):
+        _refuse_key_in_an_input(run)
         run.randomness = Randomness.from_key_file(args.noise_key_file)
     else:
         run.randomness = Randomness.create(args.seed)
     if run.randomness.seeded:
         run.log.warning("key derived from a seed: reproducible noise, NOT for production")
+        return
     run.log.info("release key %s, fingerprint %s", run.randomness.mode, run.randomness.fingerprint)
+
+
+def _refuse_key_in_an_input(run: Run) -> None:
+    """A key file that is an input, or lies inside one, would be read as data (issue 39)."""
+    assert run.plan is not None
+    key = os.path.realpath(local_path(run.args.noise_key_file))
+    for s in run.plan.specs:
+        if s.access != READ or not s.table or not run.plan.is_local(s):
+            continue
+        table = os.path.realpath(local_path(s.path))
+        if key == table or key.startswith(table.rstrip("/") + "/"):
+            where = "is" if key == table else "lies inside"
+            raise ConfigError(
+                f"--noise-key-file {run.args.noise_key_file} {where} {s.shown()}: a key must "
+                "never be read as data; keep it outside every input (e.g. in a secret store)"
+            )

@@ -14,15 +14,41 @@ from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 from spark_dp.report import PrivacyReport
 
-__all__ = ["Run", "report_path"]
+__all__ = ["CONFIDENTIAL_SUFFIX", "Run", "confidential_path", "report_path", "suffixed_path"]
+
+CONFIDENTIAL_SUFFIX = ".confidential.json"
+"""How a file holding private values is named (and it is created with mode 0600)."""
 
 
-def report_path(args: argparse.Namespace) -> str | None:
-    """``--report``, else ``<output>.report.json``, else ``None`` (the report goes to stdout)."""
+def suffixed_path(path: str, suffix: str) -> str:
+    """``path`` ending in ``suffix`` (such as ``.confidential.json``; a trailing ``.json`` is
+    replaced), so that a file's name says what it holds."""
+    path = str(path)
+    if path.endswith(suffix):
+        return path
+    if path.lower().endswith(".json"):
+        path = path[: -len(".json")]
+    return path + suffix
+
+
+def confidential_path(path: str) -> str:
+    """``path`` ending in ``.confidential.json`` (:func:`suffixed_path`)."""
+    return suffixed_path(path, CONFIDENTIAL_SUFFIX)
+
+
+def report_path(args: argparse.Namespace, confidential: bool = False) -> str | None:
+    """``--report``, else ``<output>.report.json``, else ``None`` (the report goes to stdout).
+
+    A ``confidential`` report (a job whose report holds private values: contribution bounding's
+    counts) is named ``*.confidential.json`` (:func:`confidential_path`)."""
     if args.report is not None:
-        return str(args.report)
-    out = getattr(args, "output", None)
-    return f"{str(out).rstrip('/')}.report.json" if out else None
+        path = str(args.report)  # an empty one is refused by the path plan
+    else:
+        out = getattr(args, "output", None)
+        if not out:
+            return None
+        path = f"{str(out).rstrip('/')}.report.json"
+    return confidential_path(path) if confidential and path.strip() else path
 
 
 @dataclass

@@ -2,17 +2,21 @@
 
 ::
 
-    parse → config → params → path plan → key → budget reserve → session → execute (staged)
-          → commit (outputs, user state, report last) → budget commit
-    on failure: the staging is removed (or a half-done commit rolled back) → budget release
+    parse → config → params → path plan → key (unbound) → budget reserve → session
+          → execute: [charge durable → validation pass reads + digests every table → release
+             id → key bound → algorithm] (staged) → commit (outputs, report last) → budget commit
+    on failure: the staging is removed (or a half-done commit rolled back); the run's budget
+    is freed if it read no data, else it stays charged (failed)
 
 Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a bad flag,
-value, config file or path is one line on stderr and exit code 2 without a JVM, and a refused
-budget is exit code 3 before any data is read. The budget hooks (:mod:`.budget_hooks`) compute
-the release id, reserve the release's (ε, δ) in the budget store (``--budget-store``) from the
-job's data-free plan, commit it once the report is in place, and release it when nothing was
-committed. (A store-less run is reported as "no budget enforced"; when a table is read from a
-Hadoop URI the session starts before the reservation, to list it.)
+value, config file, key file or path is one line on stderr and exit code 2 without a JVM, and a
+refused budget is exit code 3 before any data is read. The budget hooks (:mod:`.budget_hooks`)
+reserve the release's (ε, δ) in the budget store (``--budget-store``) from the job's data-free
+plan, make the charge durable right before the first read of input rows (from then on it is
+never refunded), bind the key to the release id once the rows are digested (a repeat of a
+charged release costs nothing more), and commit it once the report is in place. Nothing derived
+from the data is computed, let alone logged, before the charge is durable. (A store-less run is
+reported as "no budget enforced".)
 
 Exit codes: 0 success; 2 bad arguments, configuration, paths or input (one line says what to
 fix); 3 privacy budget refused; 1 anything else (the traceback is logged).
@@ -32,15 +36,16 @@ from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
 from spark_dp.jobs.budget_hooks import (
     budget_commit,
-    budget_release,
+    budget_end,
     budget_report,
     budget_reserve,
     check_spent,
-    needs_session_for_identity,
+    release_binding,
     split_budget_conf,
 )
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.config_source import read_deferred
+from spark_dp.jobs.monitoring import check_monitoring, monitoring_info, private_spark_conf
 from spark_dp.jobs.phases import (
     check_unsafe_flags,
     dry_run,
@@ -69,7 +74,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "budget_commit",
-    "budget_release",
+    "budget_end",
     "budget_reserve",
     "last_stage_seconds",
     "report_path",
@@ -115,12 +120,10 @@ def _apply_deferred_config(run: Run) -> None:
 def _new_report(run: Run) -> PrivacyReport:
     assert run.randomness is not None and run.spark is not None
     report = PrivacyReport(run.spec.name, run.spec.guarantee)
-    report.release_id = run.release_id
+    report.release_id = run.release_id  # set when the key is bound (budget_hooks)
     report.parameters = params_to_dict(run.params)
-    if run.spec.spends_budget:
-        report.extra["budget"] = budget_report(run)
     report.randomness = run.randomness.to_report()
-    report.spark = spark_info(run.spark)  # classic or Spark Connect alike
+    report.spark = {**spark_info(run.spark), **monitoring_info(run.spark)}  # classic or Connect
     if getattr(run.args, "unsafe_debug_logs", False):
         report.mark_unsafe("--unsafe-debug-logs: private counts were written to the logs")
     return report
@@ -145,7 +148,7 @@ def _execute(run: Run) -> str:
         args=run.args,
         params=run.params,
         spark=run.spark,
-        randomness=run.randomness,
+        binding=release_binding(run),
         report=run.report,
         timer=timer,
         log=run.log,
@@ -155,6 +158,7 @@ def _execute(run: Run) -> str:
     algorithm = getattr(run.params, "algorithm", None) or getattr(run.params, "method", None)
     with labels(run.spark, job=run.spec.name, algorithm=algorithm):  # the Spark UI's names
         summary = run.spec.execute(ctx)
+    ctx.randomness  # noqa: B018 - every table was read: bound (a job without tables binds now)
     _LAST_STAGE_SECONDS.clear()
     _LAST_STAGE_SECONDS.update(timer.seconds)
     run.after_commit = ctx.after_commit
@@ -165,8 +169,11 @@ def _commit(run: Run) -> None:
     """Phase 8: outputs into place, the report last (its presence marks the release)."""
     assert run.staging is not None and run.report is not None
     check_spent(run)
-    path = report_path(run.args)
-    run.staging.commit(path, run.report.to_json() if path is not None else None)
+    if run.spec.spends_budget:
+        run.report.extra["budget"] = budget_report(run)  # charged, or a repeat of which run
+    path = report_path(run.args, run.spec.confidential)
+    text = run.report.to_json() if path is not None else None
+    run.staging.commit(path, text, private_report=run.spec.confidential)
     run.committed = True
     if path is None:
         sys.stdout.write(run.report.to_json())
@@ -200,6 +207,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         check_unsafe_flags(spec, args)
         load_config(run)
         split_spark_conf(run)
+        private_spark_conf(run)  # --private-spark-ui: UI and event log off
         split_budget_conf(run)
         if run.config is not None and run.config.deferred:
             _start_session(run)  # the config file is where only Spark can read it
@@ -209,10 +217,9 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         if args.dry_run:
             return dry_run(run)
         make_key(run)
-        if needs_session_for_identity(run):
-            _start_session(run)  # lists a Hadoop input for its identity; reads no data
         budget_reserve(run)  # before any data is read (exit 3 if refused)
         _start_session(run)
+        check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
         _commit(run)
         budget_commit(run)
@@ -240,7 +247,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
 def _finish(run: Run) -> None:
     if not run.committed and run.staging is not None:
         run.staging.abort()
-    budget_release(run)  # frees the reservation unless committed; closes the store
+    budget_end(run)  # freed if no data was read, else charged (failed); closes the store
     if run.created_session and run.spark is not None:
         run.spark.stop()
 

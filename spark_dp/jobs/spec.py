@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.io import load_incidences, load_pairs, read_table
+from spark_dp.io import ReadGate, load_incidences, load_pairs, read_table
 from spark_dp.io.staging import Staging
+from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.jobs.paths import PathPlan, PathSpec
 from spark_dp.logs import StageTimer
 from spark_dp.randomness import Randomness
@@ -18,7 +19,14 @@ from spark_dp.report import PrivacyReport
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["JobContext", "JobSpec"]
+__all__ = ["RELEASE_PART_FILES", "JobContext", "JobSpec"]
+
+RELEASE_PART_FILES = 1
+"""Part files of a released Parquet output (partition selection's items). The partition counts
+of a run follow the input's size (:func:`spark_dp.session.user_partitions`), which is private;
+the output is repartitioned to this fixed count before it is written (an explicit repartition,
+which adaptive execution never coalesces), so what a release reader sees of its files depends
+on the released rows only."""
 
 
 @dataclass
@@ -49,6 +57,11 @@ class JobSpec:
         describe: ``describe(params) -> dict``: the calibration shown by ``--dry-run``.
         unsafe_flags: (dest, flag) of job flags that expose private data: refused without
             ``--allow-unsafe-debug`` (like ``--unsafe-debug-logs``).
+        confidential: everything the job writes holds private values (contribution bounding:
+            the selection, the user state and the report's counts reveal the hypergraph): the
+            report is named ``*.confidential.json`` and created with mode 0600, the Parquet
+            outputs are made readable by their owner only (0600 files, 0700 directories) before
+            they are committed.
     """
 
     name: str
@@ -68,6 +81,7 @@ class JobSpec:
     describe: Callable[[Any], dict[str, Any]] | None = None
     unsafe_flags: tuple[tuple[str, str], ...] = ()
     budget_plan: Callable[[Any], tuple[str | None, Sequence[Any]]] | None = None
+    confidential: bool = False
 
     def __post_init__(self) -> None:
         if self.spends_budget and self.budget_plan is None:
@@ -83,15 +97,19 @@ class JobSpec:
 class JobContext:
     """Everything a running job needs; built by :func:`spark_dp.jobs.runner.run_job`.
 
-    Outputs go through :meth:`write_output` and :meth:`stage_text`: they are staged and
-    become visible only at the commit, together with the report.
+    Every input table is read through a validation pass with the binding's gate
+    (:meth:`load_pairs`, :meth:`load_incidences`, :meth:`gate`), which charges the budget before
+    the read and digests the rows; :attr:`randomness` is the key bound to the release once all
+    of them are read (:mod:`spark_dp.jobs.binding`). Outputs go through :meth:`write_output`
+    and :meth:`stage_text`: they are staged and become visible only at the commit, together
+    with the report.
     """
 
     spec: JobSpec
     args: argparse.Namespace
     params: Any
     spark: Any
-    randomness: Randomness
+    binding: ReleaseBinding
     report: PrivacyReport
     timer: StageTimer
     log: logging.Logger
@@ -103,7 +121,16 @@ class JobContext:
     """The row count :meth:`load_pairs` or :meth:`load_incidences` read (private: it sizes
     partitions, see :func:`spark_dp.session.user_partitions`; never logged or reported)."""
 
+    @property
+    def randomness(self) -> Randomness:
+        """The key bound to this release (every input table must have been read)."""
+        return self.binding.randomness
+
     # ---------------------------------------------------------------- input helpers
+    def gate(self, role: str) -> ReadGate:
+        """The gate of the validation pass that reads the table ``role`` (charge, digest)."""
+        return self.binding.gate(role)
+
     def load_pairs(self, *, dedupe: bool = True, persist: bool = True) -> DataFrame:
         """(user_id, item) pairs from ``--input``: validated; deduplicated and cached unless
         the job's first step does that itself (see :func:`spark_dp.io.validate_edges`)."""
@@ -117,6 +144,7 @@ class JobContext:
                 drop_nulls=self.args.drop_nulls,
                 dedupe=dedupe,
                 persist=persist,
+                gate=self.gate("input"),
             )
         summary.log(self.log)
         self.input_rows = summary.rows_read
@@ -136,6 +164,7 @@ class JobContext:
                 drop_nulls=self.args.drop_nulls,
                 dedupe=False,
                 persist=False,
+                gate=self.gate("input"),
             )
         summary.log(self.log)
         self.input_rows = summary.rows_read
@@ -159,13 +188,19 @@ class JobContext:
         rows.
 
         The count is read back from the staged files, so the DataFrame is computed exactly
-        once (a second computation could draw fresh noise). The path must be in the plan.
+        once (a second computation could draw fresh noise). The path must be in the plan. A
+        job that releases under DP writes :data:`RELEASE_PART_FILES` part files; a confidential
+        job's output is made readable by its owner only before the commit moves it into place.
         """
         target = path or self.path("output")
+        if self.spec.spends_budget:
+            df = df.repartition(RELEASE_PART_FILES)
         with self.timer.stage(f"write {name}") as info:
             staged = self.staging.stage(name, target)
             mode = "overwrite" if self.staging.direct and self.args.overwrite else "error"
             df.write.mode(mode).parquet(staged)
+            if self.spec.confidential:
+                self.staging.fs_for(target).make_private(staged)
             rows = self.read_staged(name).count()
             info["rows"] = rows
         self.outputs[name] = target
@@ -185,7 +220,8 @@ class JobContext:
             return self.spark.createDataFrame([], "empty string")  # nothing was written
         return self.spark.read.parquet(*parts)
 
-    def stage_text(self, name: str, path: str, text: str) -> None:
-        """Stage a small text file (a debug file) for ``path``; the path must be in the plan."""
-        self.staging.stage_text(name, path, text)
+    def stage_text(self, name: str, path: str, text: str, *, private: bool = False) -> None:
+        """Stage a small text file (a debug file) for ``path``; the path must be in the plan.
+        ``private``: a confidential file, created with mode 0600."""
+        self.staging.stage_text(name, path, text, private=private)
         self.outputs[name] = path

@@ -13,9 +13,10 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from spark_dp.budget.ids import bind_release, digests_of
 from spark_dp.caching import CacheScope
 from spark_dp.checks import check_int_at_least
-from spark_dp.io import validate_edges
+from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.layout import sized_for
@@ -52,17 +53,23 @@ def select_partitions(
     user_col: str = USER_ID,
     item_col: str = ITEM,
     algorithm: Algorithm[PartitionSelectionParams, SelectionPlan] | None = None,
+    digest: InputSummary | ContentDigest | None = None,
 ) -> Selection:
     """Privately select items from user-item pairs with ``params.algorithm``.
 
     Args:
         pairs: user-item pairs.
         params: validated parameters.
-        randomness: ``Randomness.create()`` (OS entropy) in production; seeded for tests.
+        randomness: ``Randomness.create()`` (OS entropy) in production, or
+            ``Randomness.from_key_file(path)``; seeded for tests. An unbound one is bound here
+            to the release of (algorithm, ``params``, the content digest of ``pairs``, key):
+            see :func:`spark_dp.budget.ids.bind_release` for the rule (a key-file or seeded key
+            needs the digest); a bound one is used as is.
         timer: stage logger.
-        validate: check ``pairs`` first (null ids, types, empty input); pass False for a
-            table from :func:`spark_dp.io.load_pairs`, which is already checked. Repeated
-            pairs need no separate pass: every algorithm's cap drops them.
+        validate: check ``pairs`` first (null ids, types, empty input) and digest them in the
+            same pass; pass False for a table from :func:`spark_dp.io.load_pairs`, which is
+            already checked (then pass its summary as ``digest``). Repeated pairs need no
+            separate pass: every algorithm's cap drops them.
         input_rows: the row count of ``pairs`` when the caller validated them
             (:func:`spark_dp.io.load_pairs`' summary); when validating, the validation's own
             count is used. Private: it only sizes the shuffle by user
@@ -73,6 +80,9 @@ def select_partitions(
         algorithm: run this registry entry instead of ``REGISTRY[params.algorithm]``. Only
             for the privacy audit (:mod:`spark_dp.audit`), whose deliberately broken variants
             are entries that are not registered; they run through this same path.
+        digest: with ``validate=False`` and an unbound key-file or seeded ``randomness``: the
+            :class:`~spark_dp.io.InputSummary` of ``load_pairs(..., gate=ReadGate.keyed_by(
+            randomness))`` (or its digest).
 
     Returns:
         the :class:`Selection`: ``items`` (one column ``item``, cached), the per-round public
@@ -88,15 +98,24 @@ def select_partitions(
     if input_rows is not None:  # a row count is private: the error never shows it
         hint = "pass the input's row count, load_pairs(...)[1].rows_read, or None"
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
+    algorithm = algorithm or REGISTRY[params.algorithm]
     with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
-        checked = pairs
+        checked, digests = pairs, digests_of(digest)
         if validate:
+            gate = None if randomness.bound else ReadGate.keyed_by(randomness)
             checked, summary = validate_edges(
-                pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False
+                pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False, gate=gate
             )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
             summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
-            input_rows = summary.rows_read
-        algorithm = algorithm or REGISTRY[params.algorithm]
+            input_rows, digests = summary.rows_read, digests_of(summary)
+        randomness = bind_release(
+            randomness,
+            family="partition_selection",
+            algorithm=algorithm.name,
+            parameters=params,
+            digests=digests,
+            tables=["pairs"],
+        )
         cache = CacheScope()
         try:
             with sized_for(input_rows):  # private: only how many tasks share the work

@@ -8,8 +8,12 @@ AES-256 under keys derived by HMAC-SHA-256 (:mod:`.keys`, :mod:`.prf`). Conseque
 
 * any recomputation by Spark (task retry, lost executor, speculative task, a second action on a
   DataFrame) gives bit-identical noise, so nothing is checkpointed for privacy;
-* the same key, input and parameters give the identical release (a retry is the same release);
-* reports, logs and ledgers carry only the key's fingerprint, never the key or a seed.
+* nothing is drawn before the key is **bound** to a release id (:meth:`Randomness.bind`): the
+  hash of the job, its arguments and the content digest of the rows it read. The same key, rows
+  and arguments give the identical release (a retry is the same release); anything else gives
+  independent noise, so one key never gives two different releases correlated noise;
+* reports, logs and ledgers carry only the key's fingerprint (withheld for a test seed), never
+  the key or a seed.
 
 Streams are named (:meth:`Randomness.child`): two purposes never share bits. Samplers:
 
@@ -19,19 +23,21 @@ Streams are named (:meth:`Randomness.child`): two purposes never share bits. Sam
 * :mod:`.exact`: the discrete Laplace and the exponential mechanism on exact integer and
   rational arithmetic (Canonne, Kamath & Steinke 2020), for values released as numbers.
 
-Modules: :mod:`.keys` (keys, derivations, fingerprint), :mod:`.prf` (the PRF),
+Modules: :mod:`.keys` (keys, derivations, fingerprint), :mod:`.key_file` (reading and checking
+a key file), :mod:`.prf` (the PRF),
 :mod:`.continuous`, :mod:`.exact`, :mod:`.streams` (:class:`Randomness`, :class:`DriverNoise`),
 :mod:`.frames` (:func:`add_noise_column`, :func:`hash_column`).
 """
 
 from spark_dp.randomness.frames import add_noise_column, hash_column, row_digest_column
 from spark_dp.randomness.keys import ReleaseKey
-from spark_dp.randomness.streams import DriverNoise, Randomness
+from spark_dp.randomness.streams import DriverNoise, Randomness, UnboundRandomnessError
 
 __all__ = [
     "DriverNoise",
     "Randomness",
     "ReleaseKey",
+    "UnboundRandomnessError",
     "add_noise_column",
     "hash_column",
     "row_digest_column",

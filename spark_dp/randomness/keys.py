@@ -1,21 +1,28 @@
 """Release keys and the streams derived from them.
 
 Every release has one 256-bit secret key (:class:`ReleaseKey`): from the operating system's CSPRNG
-by default, from a key file (a secret store mounted as a file), or derived from a seed in test
-mode. Every random value of the release is a pseudorandom function of that key, a stream label
-and a counter or row key (:mod:`.prf`), so recomputing any part of the release gives the same
-values, and the same key on the same input and parameters gives the same release.
+by default, from a key file (a secret store mounted as a file, :mod:`.key_file`), or derived from
+a seed in test mode. A key is never drawn from directly: it is first **bound** to one release id
+(:meth:`ReleaseKey.bound_secret`), the hash of everything that determines the release (job,
+algorithm, arguments, the content digest of every table read, the key's fingerprint; see
+``docs/privacy/keys.md``), and every random value of the release is a pseudorandom function of
+that bound key, a stream label and a counter or row key (:mod:`.prf`). So recomputing any part
+of a release gives the same values, the same key on the same rows and arguments gives the same
+release, and anything else gives independent noise.
 
 Derivations (HMAC-SHA-256, each with its own domain label, so no two uses share bits):
 
-* stream key of a label path L:       K_L = HMAC(K, "spark_dp/v1/stream" ‖ enc(L))
-* key of counter c of a stream:       K_{L,c} = HMAC(K_L, "spark_dp/v1/counter" ‖ c)
-* a named secret integer of a stream: HMAC(K_L, "spark_dp/v1/secret" ‖ name)
+* the bound key of release id R:      K_R = HMAC(K, "spark_dp/v2/release" ‖ R)
+* stream key of a label path L:       K_L = HMAC(K_R, "spark_dp/v2/stream" ‖ enc(L))
+* key of counter c of a stream:       K_{L,c} = HMAC(K_L, "spark_dp/v2/counter" ‖ c)
+* a named secret integer of a stream: HMAC(K_L, "spark_dp/v2/secret" ‖ name)
+* the content-digest salts:           HMAC(K, "spark_dp/v2/content-digest") (unbound key)
 * the key fingerprint:                HMAC(K, "spark_dp/v1/key-fingerprint")[:16], in hex
 
-enc(L) length-prefixes every label, so two different paths never encode alike. The key itself
-never leaves this module's objects: reports, logs and ledgers carry the fingerprint only, and the
-``repr`` of a key or a stream shows the fingerprint.
+enc(L) is typed and length-prefixed: each label is a type tag (``s`` string, ``i`` integer), a
+4-byte length and its text, so two different paths never encode alike and ``("noise", 1)`` is
+not ``("noise", "1")``. The key itself never leaves this module's objects: reports, logs and
+ledgers carry the fingerprint only, and the ``repr`` of a key or a stream shows the fingerprint.
 """
 
 from __future__ import annotations
@@ -27,15 +34,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_dp.errors import ParameterError
+from spark_dp.randomness.key_file import read_key_file
 
 __all__ = [
     "KEY_BYTES",
     "MODES",
+    "Label",
     "ReleaseKey",
     "counter_key",
     "derive",
     "encode_labels",
     "secret_int",
+    "stream_key",
 ]
 
 KEY_BYTES = 32
@@ -44,14 +54,21 @@ KEY_BYTES = 32
 MODES = ("entropy", "key-file", "test-seed")
 """Where a key came from: OS entropy, a key file, or a seed (tests only)."""
 
+Label = str | int
+"""A stream label: a string or an integer (``child("noise", 2)``), never both alike."""
 
-def encode_labels(labels: tuple[str, ...]) -> bytes:
-    """Injective encoding of a label path: each label as 4-byte length + UTF-8 bytes."""
-    out = bytearray()
-    for label in labels:
-        raw = label.encode("utf-8")
-        out += len(raw).to_bytes(4, "big") + raw
-    return bytes(out)
+
+def _encode_label(label: Label) -> bytes:
+    if isinstance(label, bool) or not isinstance(label, (str, int)):
+        raise TypeError(f"a stream label is a str or an int, got {type(label).__name__}")
+    tag, raw = (b"s", label.encode("utf-8")) if isinstance(label, str) else (b"i", b"%d" % label)
+    return tag + len(raw).to_bytes(4, "big") + raw
+
+
+def encode_labels(labels: tuple[Label, ...]) -> bytes:
+    """Injective, typed encoding of a label path: per label a type tag, a 4-byte length and
+    its UTF-8 text (an integer as its decimal digits)."""
+    return b"".join(_encode_label(label) for label in labels)
 
 
 def derive(key: bytes, domain: str, data: bytes = b"") -> bytes:
@@ -59,9 +76,14 @@ def derive(key: bytes, domain: str, data: bytes = b"") -> bytes:
     return hmac.new(key, domain.encode("ascii") + b"\x00" + data, hashlib.sha256).digest()
 
 
+def _signed64(raw: bytes) -> int:
+    x = int.from_bytes(raw[:8], "big")
+    return x - (1 << 64) if x >= (1 << 63) else x
+
+
 @dataclass(frozen=True)
 class ReleaseKey:
-    """The secret key of one release.
+    """The secret key of a release (before it is bound to one release id).
 
     Build it with :meth:`from_entropy` (production default), :meth:`from_file` (a key kept in a
     secret store) or :meth:`from_seed` (tests and reproducible experiments; NOT for production:
@@ -87,21 +109,11 @@ class ReleaseKey:
         """The key held in a file of at least 32 random bytes (condensed by HMAC-SHA-256).
 
         Raises:
-            ParameterError: the file is missing, unreadable or shorter than 32 bytes.
+            ParameterError: the file is missing, unreadable, not a regular file, readable or
+                writable by group or others, shorter than 32 bytes, constant or a short
+                repeated pattern (:mod:`.key_file`).
         """
-        p = Path(path)
-        try:
-            content = p.read_bytes()
-        except OSError as exc:
-            raise ParameterError(
-                f"--noise-key-file {str(p)!r} cannot be read ({exc.strerror}); pass a file "
-                "holding at least 32 random bytes, e.g. `head -c 32 /dev/urandom > key`"
-            ) from None
-        if len(content) < KEY_BYTES:
-            raise ParameterError(
-                f"--noise-key-file {str(p)!r} holds {len(content)} bytes; a key needs at least "
-                f"{KEY_BYTES} random bytes, e.g. `head -c 32 /dev/urandom > key`"
-            )
+        content = read_key_file(Path(path), KEY_BYTES)
         return cls(derive(b"spark_dp/v1/key-file", "condense", content), "key-file")
 
     @classmethod
@@ -117,20 +129,31 @@ class ReleaseKey:
         """A public 128-bit keyed hash of the key: equal fingerprints mean equal keys."""
         return derive(self.secret, "spark_dp/v1/key-fingerprint")[:16].hex()
 
-    def stream_key(self, labels: tuple[str, ...]) -> bytes:
-        """K_L, the key of the stream with label path ``labels``."""
-        return derive(self.secret, "spark_dp/v1/stream", encode_labels(labels))
+    def bound_secret(self, release_id: str) -> bytes:
+        """K_R, the root of every stream of release ``release_id`` (secret)."""
+        return derive(self.secret, "spark_dp/v2/release", release_id.encode("utf-8"))
+
+    def digest_salts(self) -> tuple[int, int]:
+        """Two secret signed 64-bit salts of the content digest (:mod:`spark_dp.io.digest`),
+        from the unbound key, so that a digest is keyed but known before the release id."""
+        raw = derive(self.secret, "spark_dp/v2/content-digest")
+        return _signed64(raw[:8]), _signed64(raw[8:16])
 
     def __repr__(self) -> str:
         return f"ReleaseKey(mode={self.mode!r}, fingerprint={self.fingerprint!r})"
 
 
+def stream_key(bound: bytes, labels: tuple[Label, ...]) -> bytes:
+    """K_L, the key of the stream with label path ``labels`` under the bound key K_R."""
+    return derive(bound, "spark_dp/v2/stream", encode_labels(labels))
+
+
 def counter_key(stream_key: bytes, counter: int) -> bytes:
     """K_{L,c}: the AES-256 key of counter ``c`` of a stream."""
-    return derive(stream_key, "spark_dp/v1/counter", counter.to_bytes(8, "big"))
+    return derive(stream_key, "spark_dp/v2/counter", counter.to_bytes(8, "big"))
 
 
 def secret_int(stream_key: bytes, name: str, bits: int = 63) -> int:
     """A secret non-negative integer of ``bits`` bits derived from a stream (salts, seeds)."""
-    raw = derive(stream_key, "spark_dp/v1/secret", name.encode("utf-8"))
+    raw = derive(stream_key, "spark_dp/v2/secret", name.encode("utf-8"))
     return int.from_bytes(raw[:8], "big") >> (64 - bits)

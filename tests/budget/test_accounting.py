@@ -116,7 +116,7 @@ def test_a_pld_store_admits_more_gaussian_releases_and_never_too_many(tmp_path):
                 try:
                     r = store.reserve(
                         dataset="d",
-                        release=f"r{n}",
+                        identity=f"i{n}",
                         job="ps",
                         epsilon=0.25,
                         delta=2e-6,
@@ -124,7 +124,7 @@ def test_a_pld_store_admits_more_gaussian_releases_and_never_too_many(tmp_path):
                     )
                 except BudgetRefused:
                     break
-                store.commit(r)
+                store.commit(store.bind(store.charge(r), f"r{n}"))
                 n += 1
             counts[accountant] = n
             (row,) = store.summary()

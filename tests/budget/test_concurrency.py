@@ -1,8 +1,8 @@
 """Concurrent check-and-reserve: 4 processes against one store never exceed its cap.
 
-Each process reserves ε = 0.07 at a time (committing every other one, leaving the rest
-reserved, both count) until refused; with a cap of 1 exactly 14 reservations fit. Run against a
-SQLite file and against a real PostgreSQL server (tests/budget/postgres.py).
+Each process reserves ε = 0.011 at a time (of every three, one is committed, one charged and
+left failed, one left reserved: all count) until refused; with a cap of 1 exactly 90 runs fit.
+Run against a SQLite file and against a real PostgreSQL server (tests/budget/postgres.py).
 """
 
 from __future__ import annotations
@@ -25,13 +25,17 @@ def _worker(url: str, worker: int, barrier, results) -> None:
     for i in range(200):
         try:
             r = store.reserve(
-                dataset="users", release=f"w{worker}-{i}", job="t", epsilon=STEP, delta=1e-7
+                dataset="users", identity=f"w{worker}-{i}", job="t", epsilon=STEP, delta=1e-7
             )
         except BudgetRefused:
             break
         granted += 1
-        if i % 2 == 0:
+        if i % 3 < 2:
+            r = store.bind(store.charge(r), f"w{worker}-{i}")
+        if i % 3 == 0:
             store.commit(r)
+        elif i % 3 == 1:
+            store.abandon(r)  # failed after its read: stays charged
     store.close()
     results.put(granted)
 
@@ -51,7 +55,7 @@ def _race(url: str) -> list[int]:
     with BudgetStore.open(url) as store:
         (row,) = store.summary()
     assert sum(granted) == FIT
-    assert row.releases + row.reserved_releases == FIT
+    assert row.releases + row.failed_releases + row.reserved_releases == FIT
     assert row.spent_epsilon + row.reserved_epsilon == pytest.approx(FIT * STEP)
     assert row.spent_epsilon + row.reserved_epsilon <= CAP
     return granted

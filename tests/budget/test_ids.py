@@ -1,51 +1,64 @@
-"""Release ids, input identities and dataset ids."""
+"""Release ids, run identities, dataset ids and the library's binding rule."""
 
 from __future__ import annotations
 
-import os
-import threading
+import pytest
 
-from spark_dp.budget import default_dataset_id, input_identity, release_id
-from spark_dp.budget.ids import _hadoop_listing, _listing
+from spark_dp.budget import bind_release, default_dataset_id, release_id, run_identity
+from spark_dp.budget import ids as ids_module
+from spark_dp.errors import ParameterError
+from spark_dp.io import ContentDigest
+from spark_dp.randomness import Randomness
 
-ARGS = ("distinct_count", "exact", {"epsilon": 1.0, "beta": 0.05}, "/data/x#abc", "f" * 32)
+KEY = "f" * 32
+DIGEST = ContentDigest("input", KEY, "a" * 32)
+ARGS = dict(
+    job="distinct_count",
+    algorithm="exact",
+    arguments={"epsilon": 1.0, "beta": 0.05, "item_col": "item"},
+    digests=[DIGEST],
+    key_fingerprint=KEY,
+)
 
 
 def test_release_id_is_a_stable_hash_of_what_determines_the_release():
-    rid = release_id(*ARGS)
-    assert rid == release_id(*ARGS) and len(rid) == 64
-    assert rid == release_id(ARGS[0], ARGS[1], {"beta": 0.05, "epsilon": 1.0}, *ARGS[3:])
+    rid = release_id(**ARGS)
+    assert rid == release_id(**ARGS) and len(rid) == 64
+    reordered = {**ARGS, "arguments": {"item_col": "item", "beta": 0.05, "epsilon": 1.0}}
+    assert rid == release_id(**reordered)
     changed = [
-        ("partition_selection", *ARGS[1:]),
-        (ARGS[0], "greedy", *ARGS[2:]),
-        (*ARGS[:2], {"epsilon": 1.0, "beta": 0.1}, *ARGS[3:]),
-        (*ARGS[:3], "/data/x#abd", ARGS[4]),
-        (*ARGS[:4], "e" * 32),  # a fresh key: a new release
+        {"job": "partition_selection"},
+        {"algorithm": "greedy"},
+        {"arguments": {"epsilon": 1.0, "beta": 0.1, "item_col": "item"}},
+        {"arguments": {"epsilon": 1.0, "beta": 0.05, "item_col": "item2"}},
+        {"digests": [ContentDigest("input", KEY, "b" * 32)]},  # other rows
+        {"digests": [ContentDigest("capacities", KEY, "a" * 32)]},  # another table
+        {"digests": []},
+        {"key_fingerprint": "e" * 32},  # another key: a new release
     ]
-    assert len({rid, *(release_id(*a) for a in changed)}) == 6
+    assert len({rid, *(release_id(**{**ARGS, **c}) for c in changed)}) == len(changed) + 1
 
 
-def test_input_identity_follows_the_listing_and_opens_no_file(tmp_path):
-    d = tmp_path / "pairs"
-    d.mkdir()
-    (d / "part-0.parquet").write_bytes(b"x" * 10)
-    os.mkfifo(d / "part-1.parquet")  # opening a FIFO would block: the identity must not
-    result = []
-    t = threading.Thread(target=lambda: result.append(input_identity(str(d))), daemon=True)
-    t.start()
-    t.join(timeout=10)
-    assert result, "input_identity opened a file"
-    first = result[0]
-    assert first.startswith(f"{d}#") and input_identity(f"{d}/") == first
-    assert input_identity(f"file://{d}") == first
-    (d / "part-0.parquet").write_bytes(b"y" * 11)  # rewritten input: another identity
-    assert input_identity(str(d)) != first
+def test_the_compat_version_enters_every_id(monkeypatch):
+    rid = release_id(**ARGS)
+    identity = run_identity(job="j", algorithm=None, arguments={}, key_fingerprint=KEY, dataset="d")
+    monkeypatch.setattr(ids_module, "RELEASE_COMPAT_VERSION", ids_module.RELEASE_COMPAT_VERSION + 1)
+    assert release_id(**ARGS) != rid
+    assert run_identity(job="j", algorithm=None, arguments={}, key_fingerprint=KEY,
+                        dataset="d") != identity  # fmt: skip
 
 
-def test_a_missing_input_has_an_identity_and_uris_are_kept():
-    assert input_identity("/no/such/input").endswith("/no/such/input#absent")
-    assert input_identity("s3a://bucket/pairs/") == "s3a://bucket/pairs"
-    assert input_identity("hdfs:///data/pairs") == "hdfs:///data/pairs"
+def test_one_digest_per_table():
+    with pytest.raises(ValueError, match="one digest per table"):
+        release_id(**{**ARGS, "digests": [DIGEST, DIGEST]})
+
+
+def test_the_run_identity_changes_with_each_part():
+    base = dict(job="j", algorithm="a", arguments={"x": 1}, key_fingerprint=KEY, dataset="d")
+    ident = run_identity(**base)
+    others = [{"job": "k"}, {"algorithm": "b"}, {"arguments": {"x": 2}}, {"key_fingerprint": "0"},
+              {"dataset": "e"}]  # fmt: skip
+    assert len({ident, *(run_identity(**{**base, **o}) for o in others)}) == len(others) + 1
 
 
 def test_default_dataset_id_is_the_canonical_path(tmp_path, monkeypatch):
@@ -55,10 +68,23 @@ def test_default_dataset_id_is_the_canonical_path(tmp_path, monkeypatch):
     assert default_dataset_id("hdfs:///data/words/") == "hdfs:///data/words"
 
 
-def test_uris_are_listed_through_hadoop(spark, tmp_path):
-    d = tmp_path / "pairs"
-    spark.createDataFrame([("u", "a")], "user_id string, item string").write.parquet(str(d))
-    local = [(name, size) for name, size, _ in _listing(d)]
-    hadoop = [(name, size) for name, size, _ in _hadoop_listing(spark, f"file://{d}")]
-    assert hadoop == local and any(n.endswith(".parquet") for n, _ in local)
-    assert input_identity("hdfs:///x", spark=None) == "hdfs:///x"
+def _bind(randomness, digests, tables=("pairs",)):
+    return bind_release(
+        randomness, family="f", algorithm="a", parameters={"p": 1}, digests=digests, tables=tables
+    )
+
+
+def test_the_library_binding_rule():
+    seeded = Randomness.create(3)
+    mine = ContentDigest("pairs", seeded.fingerprint, "1" * 32)
+    bound = _bind(seeded, [mine])
+    assert bound.bound and bound.release == _bind(Randomness.create(3), [mine]).release
+    other_rows = _bind(Randomness.create(3), [ContentDigest("pairs", seeded.fingerprint, "2" * 32)])
+    assert other_rows.release != bound.release
+    assert _bind(bound, []) is bound  # bound by the caller: used as is
+    with pytest.raises(ParameterError, match=r"test-seed key must be bound.*pairs has no digest"):
+        _bind(seeded, [])
+    with pytest.raises(ParameterError, match="made with another key"):
+        _bind(seeded, [ContentDigest("pairs", "0" * 32, "1" * 32)])
+    fresh = _bind(Randomness.create(), [])  # an entropy key is never reused
+    assert fresh.bound

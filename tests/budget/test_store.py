@@ -1,15 +1,19 @@
-"""The budget store on SQLite: caps, check-and-reserve, idempotent releases, windows, URLs."""
+"""The budget store on SQLite: caps, the run lifecycle (reserve, charge, bind, commit, abandon),
+repeats, adoption, stale runs and settling, windows, URLs, the v1 import."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 import sqlalchemy as sa
 
 from spark_dp.budget import BudgetRefused, BudgetStore
-from spark_dp.budget.schema import RELEASES
-from spark_dp.errors import BudgetError, ConfigError
+from spark_dp.budget.schema import RUNS, writing
+from spark_dp.errors import BudgetError, BudgetStoreUnavailable, ConfigError
 
 
 @pytest.fixture
@@ -23,17 +27,37 @@ def store(url):
         yield s
 
 
-def _reserve(store, release, eps=0.6, delta=0.0, dataset="words"):
+def _reserve(store, identity="i1", eps=0.6, delta=0.0, dataset="words", **kw):
     return store.reserve(
-        dataset=dataset, release=release, job="distinct_count", epsilon=eps, delta=delta
+        dataset=dataset, identity=identity, job="distinct_count", epsilon=eps, delta=delta, **kw
     )
+
+
+def _release(store, release, identity="i1", eps=0.6, delta=0.0, dataset="words"):
+    """A whole run: reserve, charge, bind, commit; the final reservation."""
+    r = store.bind(store.charge(_reserve(store, identity, eps, delta, dataset)), release)
+    store.commit(r)
+    return r
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    return int(done.stdout)
+
+
+def _set(url, run, **values):
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(RUNS.update().where(RUNS.c.run == run).values(**values))
+    engine.dispose()
 
 
 def test_second_release_over_the_cap_is_refused_with_one_line(store):
     store.set_cap("words", 1.0)
-    store.commit(_reserve(store, "r1"))
+    _release(store, "r1")
     with pytest.raises(BudgetRefused) as info:
-        _reserve(store, "r2")
+        _reserve(store, identity="i2")
     msg = str(info.value)
     assert info.value.exit_code == 3 and "\n" not in msg
     for part in ("'words'", "spent ε=0.6", "requests ε=0.6", "cap ε=1"):
@@ -44,91 +68,167 @@ def test_second_release_over_the_cap_is_refused_with_one_line(store):
 
 def test_a_dataset_without_a_cap_is_refused(store):
     with pytest.raises(BudgetRefused, match=r"dataset 'other' has no cap set.*set-cap") as info:
-        _reserve(store, "r1", dataset="other")
+        _reserve(store, dataset="other")
     assert info.value.exit_code == 3 and "\n" not in str(info.value)
 
 
-def test_retry_of_a_committed_release_is_charged_once(store):
+def test_a_repeat_of_a_committed_release_is_charged_once_even_at_the_cap(store):
     store.set_cap("words", 1.0)
-    first = _reserve(store, "r1")
-    store.commit(first)
-    again = _reserve(store, "r1")
-    assert again.already_committed and not first.already_committed
-    store.commit(again)  # a no-op
-    store.release(again)  # never un-charges a committed release
+    first = _release(store, "r1")
+    again = _reserve(store)  # 0.6 + 0.6 > 1: admitted only as a repeat of i1's release
+    assert again.conditional and not again.charged
+    again = store.bind(store.charge(again), "r1")
+    assert again.repeat_of == first.run and not again.charged
+    store.commit(again)
     (row,) = store.summary()
     assert (row.releases, row.spent_epsilon, row.reserved_epsilon) == (1, 0.6, 0.0)
-    store.commit(_reserve(store, "r2", eps=0.4))  # the rest of the cap is still there
+    _release(store, "r2", identity="i2", eps=0.4)  # the rest of the cap is still there
 
 
-def test_retry_of_a_crashed_attempt_takes_its_reservation_over(store):
+def test_a_conditional_run_on_other_data_is_refused_and_charged_nothing(store):
     store.set_cap("words", 1.0)
-    crashed = _reserve(store, "r1")  # the process died after writing: never committed
-    retry = _reserve(store, "r1")
-    assert retry.reused and retry.attempt == crashed.attempt + 1
-    store.release(crashed)  # the old attempt's cleanup must not free the retry's budget
+    _release(store, "r1")
+    run = store.charge(_reserve(store))
+    with pytest.raises(BudgetRefused, match="its input differs") as info:
+        store.bind(run, "r1-other-data")
+    assert info.value.exit_code == 3
     (row,) = store.summary()
-    assert (row.reserved_releases, row.reserved_epsilon) == (1, 0.6)
-    store.commit(retry)
-    (row,) = store.summary()
-    assert (row.releases, row.spent_epsilon, row.reserved_releases) == (1, 0.6, 0)
+    assert (row.spent_epsilon, row.reserved_epsilon, row.releases) == (0.6, 0.0, 1)
+    assert [r.state for r in store.runs()] == ["committed", "released"]
 
 
-def test_failure_before_writing_releases_the_reservation(store):
+def test_within_the_cap_a_repeat_frees_its_charge(store):
+    store.set_cap("words", 2.0)
+    first = _release(store, "r1")
+    again = store.charge(_reserve(store))
+    (row,) = store.summary()
+    assert row.reserved_epsilon == 0.6  # charged while it reads
+    again = store.bind(again, "r1")
+    assert again.repeat_of == first.run
+    store.commit(again)
+    (row,) = store.summary()
+    assert (row.spent_epsilon, row.reserved_epsilon, row.releases) == (0.6, 0.0, 1)
+
+
+def test_a_failure_before_the_read_frees_the_reservation(store):
     store.set_cap("words", 1.0)
-    failed = _reserve(store, "r1")
-    store.release(failed)
+    assert store.abandon(_reserve(store)) == "released"
     (row,) = store.summary()
     assert (row.spent_epsilon, row.reserved_epsilon, row.remaining_epsilon) == (0, 0, 1.0)
-    store.commit(_reserve(store, "r2", eps=0.4))
-    again = _reserve(store, "r1")  # a released id may be reserved anew: charged again
-    assert not again.reused and not again.already_committed
 
 
-def test_failure_after_writing_keeps_the_reservation(store):
+def test_a_failure_after_the_read_stays_charged_and_its_retry_commits_it(store):
     store.set_cap("words", 1.0)
-    _reserve(store, "r1")  # output written, then the job failed: no commit, no release
+    failed = store.bind(store.charge(_reserve(store)), "r1")
+    assert store.abandon(failed) == "failed"  # data was read: never refunded
+    (row,) = store.summary()
+    assert (row.spent_epsilon, row.failed_releases, row.releases) == (0.6, 1, 0)
     with pytest.raises(BudgetRefused, match=r"spent ε=0\.6"):
-        _reserve(store, "r2")
+        _reserve(store, identity="i2")
+    retry = store.bind(store.charge(_reserve(store)), "r1")  # same key and data
+    assert retry.repeat_of == failed.run
+    store.commit(retry)
+    (row,) = store.summary()
+    assert (row.spent_epsilon, row.failed_releases, row.releases) == (0.6, 0, 1)
+    assert [r.shown_state for r in store.runs()] == ["committed", f"repeat of {failed.run}"]
+
+
+def test_a_run_that_died_before_its_digest_is_adopted_not_charged_twice(store, url):
+    store.set_cap("words", 1.0)
+    killed = store.charge(_reserve(store))  # killed while validating: no release id yet
+    _set(url, killed.run, pid=_dead_pid())
+    retry = _reserve(store)
+    assert retry.adopted and retry.run == killed.run and retry.state == "charged"
+    store.commit(store.bind(store.charge(retry), "r1"))
+    (row,) = store.summary()
+    assert (row.spent_epsilon, row.releases) == (0.6, 1)
+    # a failed run without a digest is adopted too; one with a digest is not (it read data
+    # whose release id is known: a retry on the same data is its repeat instead)
+    failed = store.charge(_reserve(store, identity="i2", eps=0.2))
+    store.abandon(failed)
+    assert _reserve(store, identity="i2", eps=0.2).run == failed.run
+
+
+def test_a_reservation_of_a_live_process_is_not_adopted(store):
+    store.set_cap("words", 2.0)
+    running = store.charge(_reserve(store))  # this process is alive
+    other = _reserve(store)
+    assert not other.adopted and other.run != running.run
+
+
+def test_stale_runs_are_listed_and_settled_by_the_budget_rules(store, url):
+    store.set_cap("words", 3.0)
+    reserved = _reserve(store, identity="a")
+    charged = store.charge(_reserve(store, identity="b"))
+    alive = store.charge(_reserve(store, identity="c"))
+    old = store.charge(_reserve(store, identity="d"))
+    for run in (reserved, charged):
+        _set(url, run.run, pid=_dead_pid())
+    _set(url, old.run, host="another-host", started_at=time.time() - 25 * 3600)
+    runs = {r.run: r for r in store.runs()}
+    assert [runs[r.run].stale for r in (reserved, charged, alive, old)] == [True, True, False, True]
+    assert runs[charged.run].shown_state == "charged (stale)"
+    (row,) = store.summary()
+    assert row.stale_runs == 3
+    assert store.settle(reserved.run) == "released"  # never read data: freed
+    assert store.settle(charged.run) == "failed"  # read data: stays charged
+    with pytest.raises(BudgetError, match=r"may still be running.*--force"):
+        store.settle(alive.run)
+    with pytest.raises(BudgetError, match="nothing to settle"):
+        store.settle(reserved.run)
+    with pytest.raises(BudgetError, match="no such run"):
+        store.settle("nope")
+    assert store.settle(alive.run, force=True) == "failed"
+    (row,) = store.summary()
+    assert (row.failed_releases, row.stale_runs) == (2, 1)
+    assert row.spent_epsilon == pytest.approx(1.2) and row.reserved_epsilon == pytest.approx(0.6)
+
+
+def test_test_seed_releases_are_marked(store):
+    store.set_cap("words", 1.0)
+    _reserve(store, test_seed=True)
+    _reserve(store, identity="i2", eps=0.1)
+    assert [r.test_seed for r in store.runs()] == [True, False]
 
 
 def test_a_release_id_always_spends_the_same_budget(store):
-    store.set_cap("words", 1.0)
-    _reserve(store, "r1")
+    store.set_cap("words", 2.0)
+    _release(store, "r1")
+    other = store.charge(_reserve(store, identity="i2", eps=0.5))
     with pytest.raises(BudgetError, match="must always spend the same budget"):
-        _reserve(store, "r1", eps=0.5)
+        store.bind(other, "r1")
 
 
 def test_delta_is_capped_too(store):
     store.set_cap("words", 10.0, 1e-6)
-    store.commit(_reserve(store, "r1", eps=1.0, delta=6e-7))
+    _release(store, "r1", identity="a", eps=1.0, delta=6e-7)
     with pytest.raises(BudgetRefused, match=r"δ=6e-07.*cap ε=10, δ=1e-06"):
-        _reserve(store, "r2", eps=1.0, delta=6e-7)
-    store.commit(_reserve(store, "r3", eps=1.0, delta=4e-7))
+        _reserve(store, identity="b", eps=1.0, delta=6e-7)
+    _release(store, "r3", identity="c", eps=1.0, delta=4e-7)
 
 
 def test_a_window_cap_frees_budget_once_releases_age_out(store, url):
     store.set_cap("words", 1.0, window_days=30)
-    store.commit(_reserve(store, "old"))
+    old = _release(store, "old", identity="a")
+    failed = store.charge(_reserve(store, identity="f", eps=0.3))
+    store.abandon(failed)
     with pytest.raises(BudgetRefused, match="per 30 days"):
-        _reserve(store, "new")
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:  # the release was committed 31 days ago
-        conn.execute(RELEASES.update().values(committed_at=time.time() - 31 * 86400))
-    engine.dispose()
-    store.commit(_reserve(store, "new"))
+        _reserve(store, identity="b")
+    for run in (old, failed):  # they ended 31 days ago
+        _set(url, run.run, ended_at=time.time() - 31 * 86400)
+    _release(store, "new", identity="b")
     (row,) = store.summary()
     assert (row.releases, row.spent_epsilon, row.window_days) == (1, 0.6, 30)
 
 
-def test_caps_and_releases_persist_and_caps_can_be_replaced(store, url):
+def test_caps_and_runs_persist_and_caps_can_be_replaced(store, url):
     store.set_cap("words", 1.0)
-    store.commit(_reserve(store, "r1"))
+    _release(store, "r1")
     store.set_cap("words", 2.0, 1e-6)
     with BudgetStore.open(url) as other:
         (row,) = other.summary()
         assert (row.cap_epsilon, row.cap_delta, row.spent_epsilon) == (2.0, 1e-6, 0.6)
-        other.commit(_reserve(other, "r2", eps=1.4))
+        _release(other, "r2", identity="i2", eps=1.4)
 
 
 @pytest.mark.parametrize(
@@ -149,6 +249,30 @@ def test_unusable_store_urls_are_clear_errors(bad, match, tmp_path, monkeypatch)
     with pytest.raises(ConfigError, match=f"--budget-store.*{match}"):
         BudgetStore.open(bad)
     assert list(tmp_path.iterdir()) == []  # no folder named s3a: or hdfs:, no stray file
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path):
+    path = tmp_path / "budget.db"
+    path.write_text("caps: none\n" * 200)
+    with pytest.raises(ConfigError, match=r"--budget-store .* is not a budget store") as info:
+        BudgetStore.open(f"sqlite:///{path}")
+    assert info.value.exit_code == 2 and "\n" not in str(info.value)
+    assert path.read_text() == "caps: none\n" * 200
+
+
+def test_a_read_only_store_is_an_environment_failure(tmp_path, url):
+    with BudgetStore.open(url) as s:
+        s.set_cap("words", 1.0)
+    # SQLite opened read-only (as for a file this user may not write): every write is refused
+    db = url.split(":///", 1)[1]
+    engine = sa.create_engine(f"sqlite:///file:{db}?mode=ro&uri=true")
+    try:
+        with pytest.raises(BudgetStoreUnavailable, match="cannot be written") as info:
+            with writing(engine, "sqlite:///" + db) as conn:
+                conn.execute(RUNS.delete())
+    finally:
+        engine.dispose()
+    assert info.value.exit_code == 1 and "\n" not in str(info.value)
 
 
 def test_unreachable_server_is_a_clear_error():
@@ -184,3 +308,14 @@ def test_the_accountant_is_a_store_setting(store, url):
         assert other.accountant == "pld"
     with pytest.raises(ConfigError, match="accountant must be one of"):
         store.set_accountant("moments")
+
+
+def test_a_process_that_was_never_ours_is_not_judged_gone():
+    from spark_dp.budget.records import _process_started, host_name, process_gone
+
+    assert not process_gone(host_name(), os.getpid(), time.time())
+    assert process_gone(host_name(), _dead_pid(), time.time() - 10)
+    assert not process_gone("another-host", _dead_pid(), time.time() - 10)
+    started = _process_started(os.getpid())
+    if started is not None:  # Linux: a live pid whose process started after the run did
+        assert process_gone(host_name(), os.getpid(), started - 3600)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from spark_dp.jobs.partition_selection import main
 
 
@@ -32,3 +34,36 @@ def test_partition_selection_job_over_connect(spark, server, tmp_path):
     assert [r["item"] for r in spark.read.parquet(str(out)).collect()] == ["common"]
     report = json.loads((tmp_path / "items.report.json").read_text())
     assert report["spark"]["application_id"] == server.applicationId
+
+
+def test_the_budget_rules_hold_over_connect(spark, tmp_path):
+    """Over Spark Connect (the runner's path for a Connect session, as in its direct mode): the
+    charge becomes durable before the read, a data-dependent error afterwards stays charged,
+    and a retry of a committed release with the same key costs nothing more."""
+    import os
+
+    from spark_dp.budget import BudgetStore
+
+    store = f"sqlite:///{tmp_path / 'budget.db'}"
+    with BudgetStore.open(store) as s:
+        s.set_cap("words", 1.0, 1e-3)
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    rows = [(f"u{u}", f"w{u % 7}") for u in range(200)]
+    spark.createDataFrame(rows, "user_id string, item string").write.parquet(str(tmp_path / "ok"))
+    spark.createDataFrame([*rows, (None, "w1")], "user_id string, item string").write.parquet(
+        str(tmp_path / "nulls")
+    )
+    common = ["--epsilon", "0.4", "--noise-key-file", str(key), "--budget-store", store]
+    common += ["--dataset-id", "words", "--log-level", "WARNING"]
+    assert main(["--input", str(tmp_path / "nulls"), "--output", str(tmp_path / "n"), *common]) == 2
+    for out in ("a", "b"):  # the second run is a retry: the same release
+        assert (
+            main(["--input", str(tmp_path / "ok"), "--output", str(tmp_path / out), *common]) == 0
+        )
+    with BudgetStore.open(store) as s:
+        (row,) = s.summary()
+        states = [r.shown_state for r in s.runs()]
+    assert states[:2] == ["failed (charged)", "committed"] and states[2].startswith("repeat of")
+    assert row.spent_epsilon == pytest.approx(0.8) and row.reserved_epsilon == 0

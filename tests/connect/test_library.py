@@ -91,7 +91,7 @@ def test_bounding_over_connect_equals_the_reference_greedy(spark, server):
     capacities = spark.createDataFrame(list(table.items()), "user_id string, cap long")
     params = BoundingParams(algorithm="greedy", capacity=2, driver_threshold_rows=0)
     with bound_contributions(
-        incidences, params, capacities=capacities, randomness=Randomness.create(4)
+        incidences, params, capacities=capacities, randomness=Randomness.create(4).bind("test")
     ) as result:  # distributed rounds: every round's state is checkpointed over Connect
         chosen = {r["record_id"] for r in result.selected.collect()}
         assert result.summary["rounds"] >= 1

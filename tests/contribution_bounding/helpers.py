@@ -62,9 +62,10 @@ def incidence_rows(records: ref.Records, rng: random.Random | None = None) -> li
     return rows
 
 
-def key_seed(seed: int) -> int:
-    """The order seed a run keyed by ``Randomness.create(seed)`` uses (derived from the key)."""
+def key_seed(seed: int, release: str = "test") -> int:
+    """The order seed of a run keyed by ``Randomness.create(seed).bind(release)`` (derived
+    from the bound key; a job's release id is in its report, ``release.id``)."""
     from spark_dp.contribution_bounding.state_store import order_seed
     from spark_dp.randomness import Randomness
 
-    return order_seed(Randomness.create(seed), None)
+    return order_seed(Randomness.create(seed).bind(release), None)

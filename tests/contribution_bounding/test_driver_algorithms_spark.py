@@ -22,7 +22,9 @@ def test_dp_mf_batches_and_the_bias_sweep(spark: SparkSession) -> None:
     records, _caps, _ = batch(seed=21, n=6, max_records=12)
     inc = spark.createDataFrame(incidence_rows(records), "record_id string, user_id string")
     params = BoundingParams(algorithm="dp-mf", iterations=6, batch_size=3, min_sep=2)
-    res = bound_contributions(inc, params, randomness=Randomness.create(0), validate=False)
+    res = bound_contributions(
+        inc, params, randomness=Randomness.create(0).bind("test"), validate=False
+    )
     rows = sorted((r["batch_index"], r["position"], r["record_id"]) for r in res.selected.collect())
     want = ref.min_sep_batches(records, ref.shared_key("size-hash", records, key_seed(0)), 6, 3, 2)
     assert want is not None and [h for _, _, h in rows] == want
@@ -30,7 +32,7 @@ def test_dp_mf_batches_and_the_bias_sweep(spark: SparkSession) -> None:
     sweep = bound_contributions(
         inc,
         BoundingParams(algorithm="bias-sweep", capacity=3),
-        randomness=Randomness.create(0),
+        randomness=Randomness.create(0).bind("test"),
         validate=False,
     )
     points = sweep.selected.collect()

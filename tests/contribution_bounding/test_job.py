@@ -53,7 +53,9 @@ def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_pat
         "--seed", "0", "--order", "hash", "--finish", "none", "--max-rounds", "2",
     ]  # fmt: skip
     assert main(argv) == 0
-    key = ref.shared_key("hash", records, key_seed(0))
+    report = json.loads(open(out + ".report.confidential.json").read())
+    seed = key_seed(0, report["release"]["id"])  # the test key, bound to the job's release
+    key = ref.shared_key("hash", records, seed)
     chosen, history, d, _ = ref.proposal_rounds(records, caps, lambda u, h: key(h), max_rounds=2)
     selected = spark.read.parquet(out)
     assert selected.columns == ["record_id"]
@@ -66,7 +68,6 @@ def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_pat
     }
     open_users = {u for h in history[-1][1] for u in records[h]}
     assert {u for u, r in rows.items() if r["status"] == "OPEN"} == open_users
-    report = json.loads(open(out + ".report.json").read())
     assert report["selected"] == len(chosen)
     assert report["rounds"] == len(history)
     assert report["max_degree"] == max(d.values())
@@ -75,7 +76,7 @@ def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_pat
     cb = report["contribution_bounding"]
     assert [e["accepted"] for e in cb["round_log"]] == [len(a) for a, _ in history]
     assert cb["order"] == {"order": "hash"}  # no seed in the report: it comes from the key
-    assert str(key_seed(0)) not in json.dumps(report)
+    assert str(seed) not in json.dumps(report)
     assert cb["open"] == len(open_users)
     assert any("CONFIDENTIAL" in n for n in report["notes"])
     assert report["outputs"]["user_state"]["rows"] == len(rows)
@@ -99,7 +100,7 @@ def test_job_with_duplicates_writes_multiplicities(spark: SparkSession, tmp_path
     assert selected.columns == ["record_id", "multiplicity"]
     mult = {r["record_id"]: r["multiplicity"] for r in selected.collect()}
     assert sum(mult.values()) == 6 and ref.feasible(records, dict.fromkeys("ABCD", 3), mult)
-    report = json.loads(open(out + ".report.json").read())
+    report = json.loads(open(out + ".report.confidential.json").read())
     assert report["selected"] == 6 and report["max_degree"] == 3
     assert report["contribution_bounding"]["ilp"]["optimal"] is True
 

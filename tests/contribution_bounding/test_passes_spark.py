@@ -33,7 +33,11 @@ def test_distributed_alg3_equals_the_sequential_passes(spark: SparkSession) -> N
     # driver (same answer, docs/design/bounding.md#driver-finish)
     params = BoundingParams(algorithm="greedy-dup", capacity=2, driver_threshold_rows=40)
     res = bound_contributions(
-        inc, params, capacities=caps_df, randomness=Randomness.create(0), validate=False
+        inc,
+        params,
+        capacities=caps_df,
+        randomness=Randomness.create(0).bind("test"),
+        validate=False,
     )
     mult = {r["record_id"]: r["multiplicity"] for r in res.selected.collect()}
     want, passes = ref.greedy_dup(records, caps, ref.shared_key("size-hash", records, key_seed(0)))
@@ -65,7 +69,11 @@ def test_distributed_bias_mitigating_equals_alg2_over_the_interleave(spark: Spar
         driver_threshold_rows=0,
     )
     res = bound_contributions(
-        inc, params, capacities=caps_df, randomness=Randomness.create(1), validate=False
+        inc,
+        params,
+        capacities=caps_df,
+        randomness=Randomness.create(1).bind("test"),
+        validate=False,
     )
     key = ref.shared_key("size-hash", records, key_seed(1))
     ordered = sorted(records, key=key)

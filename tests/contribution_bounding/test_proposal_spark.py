@@ -98,7 +98,7 @@ def test_size_hash_rounds_equal_reference_with_capacities_and_salting(
             _inc_df(spark, records, random.Random(seed)).repartition(3),
             params,
             capacities=_caps_df(spark, table),
-            randomness=Randomness.create(0),
+            randomness=Randomness.create(0).bind("test"),
         )
         by_round = _by_round(res)
         state = {r["user_id"]: r for r in res.user_state.collect()}
@@ -157,7 +157,7 @@ def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark: SparkSessi
         _inc_df(spark, records),
         params,
         record_weights=w_df,
-        randomness=Randomness.create(0),
+        randomness=Randomness.create(0).bind("test"),
         validate=False,
     )
     by_round = _by_round(res)
@@ -190,7 +190,7 @@ def test_per_user_orders_then_the_driver_finish(spark: SparkSession) -> None:
         params,
         capacities=_caps_df(spark, table),
         record_weights=w_df,
-        randomness=Randomness.create(seed),
+        randomness=Randomness.create(seed).bind("test"),
         validate=False,
     )
     by_round = _by_round(res)

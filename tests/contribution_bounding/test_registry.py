@@ -130,7 +130,9 @@ def test_bound_contributions_dispatches_to_the_named_algorithm(
     inc = spark.createDataFrame([("r1", "u1")], "record_id string, user_id string")
     for name in NAMES:
         params = _params(name, capacity=None if name == "dp-mf" else 2)
-        res = bound_contributions(inc, params, randomness=Randomness.create(5), validate=False)
+        res = bound_contributions(
+            inc, params, randomness=Randomness.create(5).bind("test"), validate=False
+        )
         got, plan = ran[-1]
         assert got == name and plan.algorithm == name and plan == REGISTRY[name].plan(params)
         assert res.summary == {

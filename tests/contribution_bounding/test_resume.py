@@ -68,7 +68,11 @@ def test_a_crashed_run_resumes_after_its_last_saved_round(
 
     with pytest.raises(Crash):
         bound_contributions(
-            inc, params, randomness=Randomness.create(4), on_round=crash_after_round_2, **run
+            inc,
+            params,
+            randomness=Randomness.create(4).bind("test"),
+            on_round=crash_after_round_2,
+            **run,
         )
     saved = json.loads((tmp_path / "work" / "pass-1" / "pass.json").read_text())
     assert len(saved["rounds"]) == 2 and not saved["done"]
@@ -98,4 +102,4 @@ def test_a_crashed_run_resumes_after_its_last_saved_round(
     # The same directory with other parameters is refused.
     other = BoundingParams(capacity=3, order="weighted-global")
     with pytest.raises(WorkDirMismatchError, match="other inputs or parameters"):
-        bound_contributions(inc, other, randomness=Randomness.create(4), **run)
+        bound_contributions(inc, other, randomness=Randomness.create(4).bind("test"), **run)

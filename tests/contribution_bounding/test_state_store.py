@@ -9,11 +9,13 @@ from spark_dp.randomness import Randomness
 
 
 def test_the_order_seed_comes_from_the_key_or_a_resumed_run() -> None:
-    seven = order_seed(Randomness.create(7), None)
-    assert seven == order_seed(Randomness.create(7), {"seed": 3})  # a key fixes it
-    assert seven != order_seed(Randomness.create(8), None)
-    assert order_seed(Randomness.create(), {"seed": 3}) == 3  # entropy, resuming
-    fresh = {order_seed(Randomness.create(), None) for _ in range(4)}  # entropy, new run
+    seven = order_seed(Randomness.create(7).bind("test"), None)
+    assert seven == order_seed(Randomness.create(7).bind("test"), {"seed": 3})  # a key fixes it
+    assert seven != order_seed(Randomness.create(8).bind("test"), None)
+    assert order_seed(Randomness.create().bind("test"), {"seed": 3}) == 3  # entropy, resuming
+    fresh = {
+        order_seed(Randomness.create().bind("test"), None) for _ in range(4)
+    }  # entropy, new run
     assert len(fresh) == 4 and all(0 <= s < 2**63 for s in fresh | {seven})
 
 

@@ -31,15 +31,19 @@ def test_max_utility_ell_reproduces_table_4() -> None:
 def test_fixed_ell_release_scale_and_shift() -> None:
     draws = np.array(
         [
-            fixed_ell_release(1000, 5, epsilon=0.5, noise=Randomness.create(s).driver())
+            fixed_ell_release(
+                1000, 5, epsilon=0.5, noise=Randomness.create(s).bind("test").driver()
+            )
             for s in range(4000)
         ]
     )
     assert np.var(draws) == pytest.approx(2 * (5 / 0.5) ** 2, rel=0.1)  # Lap(ℓ/ε)
     shifted = fixed_ell_release(
-        1000, 5, epsilon=0.5, noise=Randomness.create(1).driver(), beta=0.05
+        1000, 5, epsilon=0.5, noise=Randomness.create(1).bind("test").driver(), beta=0.05
     )
-    plain = fixed_ell_release(1000, 5, epsilon=0.5, noise=Randomness.create(1).driver())
+    plain = fixed_ell_release(
+        1000, 5, epsilon=0.5, noise=Randomness.create(1).bind("test").driver()
+    )
     assert plain - shifted == pytest.approx(10 * math.log(10))
 
 
@@ -47,18 +51,28 @@ def test_r2t_terms_and_lower_bound() -> None:
     curve = np.minimum(np.arange(1, 129) * 40, 3000)
     # With a huge ε the noise and shift vanish: the largest term c(τ_J) = c(128) wins.
     big = r2t_release(
-        curve, epsilon=1e9, beta=0.05, ell_max=100, noise=Randomness.create(3).driver()
+        curve, epsilon=1e9, beta=0.05, ell_max=100, noise=Randomness.create(3).bind("test").driver()
     )
     assert big == pytest.approx(3000, abs=1e-3)
     below = [
-        r2t_release(curve, epsilon=1.0, beta=0.1, ell_max=100, noise=Randomness.create(s).driver())
+        r2t_release(
+            curve,
+            epsilon=1.0,
+            beta=0.1,
+            ell_max=100,
+            noise=Randomness.create(s).bind("test").driver(),
+        )
         <= 3000
         for s in range(500)
     ]
     assert np.mean(below) >= 0.9  # a 1 − β lower bound (by a union bound, usually far above)
     with pytest.raises(ParameterError, match="needs the curve up to"):
         r2t_release(
-            curve[:100], epsilon=1.0, beta=0.1, ell_max=100, noise=Randomness.create(1).driver()
+            curve[:100],
+            epsilon=1.0,
+            beta=0.1,
+            ell_max=100,
+            noise=Randomness.create(1).bind("test").driver(),
         )
 
 
@@ -76,10 +90,10 @@ def test_contribution_quantiles_and_sampling_curve(spark: SparkSession) -> None:
     }
 
     ell_max = 22
-    s1 = sampling_curve(df, ell_max, Randomness.create(1))
-    s2 = sampling_curve(df.repartition(3), ell_max, Randomness.create(1))
+    s1 = sampling_curve(df, ell_max, Randomness.create(1).bind("test"))
+    s2 = sampling_curve(df.repartition(3), ell_max, Randomness.create(1).bind("test"))
     c = exact([[f"x{x}" for x in u] for u in sets], ell_max)
     assert s1.tolist() == s2.tolist()  # a function of (seed, user, item) only
     assert np.all(np.diff(s1) >= 0) and np.all(s1 <= c)
     assert s1[0] >= 1 and s1[-1] == c[-1] == len({x for u in sets for x in u})  # ℓ ≥ max |u_i|
-    assert sampling_curve(df, ell_max, Randomness.create(2)).tolist() != s1.tolist()
+    assert sampling_curve(df, ell_max, Randomness.create(2).bind("test")).tolist() != s1.tolist()

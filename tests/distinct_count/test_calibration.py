@@ -80,9 +80,9 @@ def test_discrete_release_reports_its_sampler_and_integer_shift() -> None:
     assert at["scale"] == 14.0 and at["sensitivity"] == 7
     assert at["lower_bound_shift"] == discrete_lower_bound_shift(14.0, 0.05)
     assert "exact" in at["sampler"]
-    a = count.sample(7, Randomness.create(4).child("count noise").driver())
+    a = count.sample(7, Randomness.create(4).bind("test").child("count noise").driver())
     assert isinstance(a, int)
-    assert a == count.sample(7, Randomness.create(4).child("count noise").driver())
+    assert a == count.sample(7, Randomness.create(4).bind("test").child("count noise").driver())
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0, 10.0])
@@ -105,7 +105,7 @@ def test_gem_selection_knows_its_sensitivities_and_margin() -> None:
     np.testing.assert_array_equal(
         gem.probabilities(q), gem_probabilities(q, np.arange(1, 101, dtype=float), 0.5, 0.05)
     )
-    ells = [gem.choose(q, Randomness.create(s).driver()) for s in range(200)]
+    ells = [gem.choose(q, Randomness.create(s).bind("test").driver()) for s in range(200)]
     assert 1 <= min(ells) and max(ells) <= 100
     report = gem.to_report()
     assert report["candidates"] == "1..100" and report["sensitivity"] == "Δ_ℓ = ℓ"
@@ -125,8 +125,8 @@ def test_laplace_release_shift_has_tail_probability_beta() -> None:
 
 def test_laplace_release_draws_from_the_stream_it_is_given() -> None:
     count = LaplaceRelease(0.5, 0.05)
-    a = count.sample(7, Randomness.create(4).child("laplace").driver())
-    b = float(Randomness.create(4).child("laplace").driver().laplace(14.0, 1)[0])
+    a = count.sample(7, Randomness.create(4).bind("test").child("laplace").driver())
+    b = float(Randomness.create(4).bind("test").child("laplace").driver().laplace(14.0, 1)[0])
     assert a == b
 
 

@@ -138,7 +138,7 @@ def test_huge_epsilon_returns_the_argmax() -> None:
     for seed in range(20):
         q = rng.permutation(np.arange(30, dtype=float) * 7.0)  # tie-free
         sens = np.ones(30)
-        noise = Randomness.create(seed).driver()
+        noise = Randomness.create(seed).bind("test").driver()
         assert gem_select(q, sens, 1000.0, 0.05, noise) == int(np.argmax(q))
 
 
@@ -169,7 +169,7 @@ def test_sampled_frequencies_match_the_distribution() -> None:
     q = FASHION[:40] - 2 * np.arange(1, 41) * math.log(10)
     sens = np.arange(1, 41, dtype=float)
     p = gem_probabilities(q, sens, 0.5, 0.05)
-    noise = Randomness.create(2024).child("chi-square").driver()
+    noise = Randomness.create(2024).bind("test").child("chi-square").driver()
     n = 30000
     draws = np.array([gem_select(q, sens, 0.5, 0.05, noise) for _ in range(n)])
     observed = np.bincount(draws, minlength=len(p)).astype(float)

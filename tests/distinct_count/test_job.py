@@ -123,8 +123,10 @@ def test_same_seed_same_release(input_path: str, tmp_path: Path) -> None:
 def test_repeated_pairs_count_once(
     spark: SparkSession, input_path: str, tmp_path: Path, method: str
 ) -> None:
-    """Each pair written twice (one copy reordered): the same curve and the same release.
-    Greedy skips the read's dedupe (its per-person sets drop repeats), exact relies on it."""
+    """Each pair written twice (one copy reordered): the same curve and true count. Greedy
+    skips the read's dedupe (its per-person sets drop repeats), exact relies on it. (The
+    releases differ: the doubled input is other rows, so the key is bound to another release
+    and draws independent noise.)"""
     pairs = spark.read.parquet(input_path)
     doubled = tmp_path / "doubled"
     pairs.unionByName(pairs.orderBy("item")).write.parquet(str(doubled))
@@ -135,7 +137,7 @@ def test_repeated_pairs_count_once(
         args += ["--max-contributions", "30", "--report", str(report)]
         assert job.main([*args, "--debug-report", str(debug), "--allow-unsafe-debug"]) == 0
         dbg = json.loads((tmp_path / f"d{k}.NONPRIVATE.json").read_text())
-        out.append((dbg["curve"], dbg["true_count"], json.loads(report.read_text())["estimate"]))
+        out.append((dbg["curve"], dbg["true_count"]))
     assert out[0][1] == TRUE_COUNT and out[0] == out[1]
 
 

@@ -17,7 +17,9 @@ from spark_dp.report import PrivacyReport, Step
 
 ELL_MAX = 30
 # A private curve whose values appear nowhere else: no public parameter or DP output equals one.
-CURVE = np.arange(987_601, 987_601 + ELL_MAX, dtype=np.int64)
+# Its values are 10,007 apart, so a released c(D; ℓ̂) + noise (scale 2ℓ̂/ε ≤ 60 here) cannot
+# land on another ℓ's value unless the noise exceeds 166 scales.
+CURVE = 987_601 + 10_007 * np.arange(ELL_MAX, dtype=np.int64)
 RELEASED = {
     "estimate",
     "ell",
@@ -118,14 +120,14 @@ def test_nothing_private_in_the_report(method: str) -> None:
     text = json.dumps(report)
     for key in ("curve", "scores", "true_count", "selection_probabilities", "NONPRIVATE"):
         assert f'"{key}"' not in text
-    assert "987601" not in repr(result) and "987630" not in repr(result)
+    assert "987601" not in repr(result) and str(CURVE[-1]) not in repr(result)
 
 
 def test_debug_payload_is_labelled_and_holds_the_private_values() -> None:
     result = _result()
-    payload = result.debug_payload(true_count=987_640)
+    payload = result.debug_payload(true_count=int(CURVE[-1]) + 39)
     assert payload["NONPRIVATE"] is True and "do not publish" in payload["warning"]
-    assert payload["curve"] == CURVE.tolist() and payload["true_count"] == 987_640
+    assert payload["curve"] == CURVE.tolist() and payload["true_count"] == int(CURVE[-1]) + 39
     assert payload["scores"] == pytest.approx(result.plan.scores(CURVE).tolist())
     assert sum(payload["selection_probabilities"]) == pytest.approx(1.0)
     assert 1 <= payload["argmax_score_ell"] <= ELL_MAX

@@ -79,6 +79,10 @@ def select(
     pairs: DataFrame, seed: int = 1, *, validate: bool = False, **params: object
 ) -> Selection:
     """One seeded run of ``select_partitions`` (tests only); ``params`` build the
-    :class:`PartitionSelectionParams`. By default the pairs are taken as already valid."""
+    :class:`PartitionSelectionParams`. By default the pairs are taken as already valid (not
+    digested: the test key is then bound to a fixed test release id)."""
     p = PartitionSelectionParams(**params)  # type: ignore[arg-type]
-    return select_partitions(pairs, p, Randomness.create(seed), validate=validate)
+    randomness = Randomness.create(seed)
+    if not validate:
+        randomness = randomness.bind("test")
+    return select_partitions(pairs, p, randomness, validate=validate)

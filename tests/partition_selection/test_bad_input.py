@@ -70,11 +70,11 @@ def test_a_user_of_degree_1e5_is_capped(spark):
         F.lit("common").alias("item"),
     )
     pairs = huge.unionByName(crowd)
-    capped = cap_user_items(pairs, 100, Randomness.create(1))
+    capped = cap_user_items(pairs, 100, Randomness.create(1).bind("test"))
     hub = capped.where("user_id = 'hub'").agg(F.count("*").alias("n"), F.max("degree").alias("d"))
     assert tuple(hub.collect()[0]) == (100, 100)
     params = PartitionSelectionParams(algorithm="basic")
-    sel = select_partitions(pairs, params, Randomness.create(1), validate=False)
+    sel = select_partitions(pairs, params, Randomness.create(1).bind("test"), validate=False)
     assert item_set(sel.items) == {"common"}
 
 
@@ -119,5 +119,7 @@ def test_input_rows_must_be_a_row_count(spark, rows, got):
     df = spark.createDataFrame([("u1", "a")], "user_id string, item string")
     params = PartitionSelectionParams(algorithm="basic")
     with pytest.raises(ParameterError, match=rf"input_rows must be .* got {got}; .*rows_read") as e:
-        select_partitions(df, params, Randomness.create(1), validate=False, input_rows=rows)
+        select_partitions(
+            df, params, Randomness.create(1).bind("test"), validate=False, input_rows=rows
+        )
     assert "12345" not in str(e.value)

@@ -33,7 +33,7 @@ def test_cap_is_uniform_and_depends_only_on_the_users_own_set(pairs_df):
     n, d0 = 3000, 3
     sets = {f"u{u}": [f"i{k}" for k in range(10)] for u in range(n)}
     sets.update({"small": ["a", "b"], "exact": ["x", "y", "z"]})
-    capped = cap_user_items(pairs_df(sets), d0, Randomness.create(7)).localCheckpoint()
+    capped = cap_user_items(pairs_df(sets), d0, Randomness.create(7).bind("test")).localCheckpoint()
     rows = capped.collect()
     got = kept(capped)
     assert got["small"] == {"a", "b"} and got["exact"] == {"x", "y", "z"}
@@ -46,7 +46,9 @@ def test_cap_is_uniform_and_depends_only_on_the_users_own_set(pairs_df):
     assert all(abs(c - 0.3 * n) < 4 * sd for c in counts.values())
     # Other users' data never changes a user's kept subset (same secret salt).
     alone = kept(
-        cap_user_items(pairs_df({u: sets[u] for u in ("u1", "u2")}), d0, Randomness.create(7))
+        cap_user_items(
+            pairs_df({u: sets[u] for u in ("u1", "u2")}), d0, Randomness.create(7).bind("test")
+        )
     )
     assert alone == {"u1": got["u1"], "u2": got["u2"]}
 
@@ -63,8 +65,8 @@ def test_repeated_pairs_count_once(spark, pairs_df):
     repeated = spark.createDataFrame(rows, "user_id string, item string").repartition(3)
     assert repeated.count() > sum(map(len, distinct.values()))
     for d0 in (5, 100):
-        got = cap_user_items(repeated, d0, Randomness.create(11))
-        want = cap_user_items(pairs_df(distinct), d0, Randomness.create(11))
+        got = cap_user_items(repeated, d0, Randomness.create(11).bind("test"))
+        want = cap_user_items(pairs_df(distinct), d0, Randomness.create(11).bind("test"))
         assert_df_equality(got, want, ignore_row_order=True, ignore_nullable=True)
         degrees = {r[USER_ID]: r[DEGREE] for r in got.collect()}
         assert degrees == {u: min(len(s), d0) for u, s in distinct.items()}
@@ -73,8 +75,8 @@ def test_repeated_pairs_count_once(spark, pairs_df):
 
 def test_entropy_mode_draws_a_fresh_subsample(pairs_df):
     sets = {f"u{u}": [f"i{k}" for k in range(20)] for u in range(50)}
-    a = kept(cap_user_items(pairs_df(sets), 5, Randomness.create()))
-    b = kept(cap_user_items(pairs_df(sets), 5, Randomness.create()))
+    a = kept(cap_user_items(pairs_df(sets), 5, Randomness.create().bind("test")))
+    b = kept(cap_user_items(pairs_df(sets), 5, Randomness.create().bind("test")))
     assert a != b
 
 
@@ -112,7 +114,7 @@ def test_light_users_pass_through_and_heavy_users_keep_their_smallest_hashes(spa
         f"u{u}": [f"i{rng.randrange(30)}" for _ in range(rng.randrange(1, 16))] for u in range(80)
     }
     rows = [(u, i) for u, items in sets.items() for i in items for _ in range(rng.randrange(1, 3))]
-    randomness = Randomness.create(21)
+    randomness = Randomness.create(21).bind("test")
     capped = cap_user_items(
         spark.createDataFrame(rows, "user_id string, item string"), d0, randomness
     )
@@ -135,7 +137,7 @@ def test_cap_is_uniform_over_salts(spark, pairs_df):
     sets = {f"u{u}": items for u in range(n_users)}
     counts: Counter = Counter()
     for salt in range(salts):
-        got = kept(cap_user_items(pairs_df(sets), d0, Randomness.create(1000 + salt)))
+        got = kept(cap_user_items(pairs_df(sets), d0, Randomness.create(1000 + salt).bind("test")))
         counts.update(frozenset(s) for s in got.values())
     subsets = [frozenset(c) for c in itertools.combinations(items, d0)]
     assert set(counts) <= set(subsets)
@@ -169,7 +171,7 @@ def test_a_users_subset_ignores_the_other_users(spark, seed, d0):
             for _ in range(1 + sum(map(ord, i)) % 2)
         ]
 
-    randomness = Randomness.create(seed % 1000)
+    randomness = Randomness.create(seed % 1000).bind("test")
     schema = "user_id string, item string"
     small = cap_user_items(spark.createDataFrame(rows(sets), schema), d0, randomness)
     large = cap_user_items(spark.createDataFrame(rows(bigger), schema), d0, randomness)
@@ -184,7 +186,7 @@ def test_kept_capped_pairs_need_no_shuffle_for_per_user_steps(spark, pairs_df, c
     sorted by user, so a window over each user's pairs (MAD's e_u, UserWeights' sums) plans no
     exchange and no sort, and a broadcast join onto them keeps that."""
     sets = {f"u{u}": [f"i{k}" for k in range(u % 9 + 1)] for u in range(50)}
-    capped = keep(cap_user_items(pairs_df(sets), 4, Randomness.create(3)), cache)
+    capped = keep(cap_user_items(pairs_df(sets), 4, Randomness.create(3).bind("test")), cache)
     items = spark.createDataFrame([("i1", 0.5)], f"{ITEM} string, r double")
     per_user = capped.join(F.broadcast(items), ITEM, "left").withColumn(
         "n", F.count(F.lit(1)).over(Window.partitionBy(USER_ID))

@@ -56,9 +56,9 @@ def oracle_pairs() -> pd.DataFrame:
 def test_oracles_release_heavy_items_only():
     pairs = oracle_pairs()
     pg = policy_gaussian(
-        pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1)
+        pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1).bind("test")
     )
-    gu = greedy_update(pairs, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1))
+    gu = greedy_update(pairs, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1).bind("test"))
     assert "heavy" in pg.items and "heavy" in gu.items
     assert not any(i.startswith("single") for i in pg.items + gu.items)
     cal = WeightAndThreshold.for_budget(1.0, 1e-5, 100)
@@ -69,7 +69,7 @@ def test_oracles_release_heavy_items_only():
     assert gu.calibration["rho"] == pytest.approx(11.819778, rel=1e-6)
     assert gu.calibration["gamma"] == pytest.approx(15.819778, rel=1e-6)
     again = policy_gaussian(
-        pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1)
+        pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1).bind("test")
     )
     assert again.items == pg.items
 
@@ -77,14 +77,18 @@ def test_oracles_release_heavy_items_only():
 def test_oracles_refuse_large_or_malformed_input(monkeypatch):
     monkeypatch.setattr(oracles, "MAX_ORACLE_PAIRS", 10)
     with pytest.raises(InputContractError, match=r"at most 10 pairs.*use a Spark mechanism"):
-        greedy_update(oracle_pairs(), epsilon=1.0, delta=1e-5, randomness=Randomness.create(1))
+        greedy_update(
+            oracle_pairs(), epsilon=1.0, delta=1e-5, randomness=Randomness.create(1).bind("test")
+        )
     monkeypatch.undo()
     bad = pd.DataFrame({"user": ["a"], "item": ["x"]})
     with pytest.raises(InputContractError, match=r"missing \[.user_id.\]"):
-        policy_gaussian(bad, epsilon=1.0, delta=1e-5, max_items=5, randomness=Randomness.create(1))
+        policy_gaussian(
+            bad, epsilon=1.0, delta=1e-5, max_items=5, randomness=Randomness.create(1).bind("test")
+        )
     nulls = pd.DataFrame({"user_id": ["a", "b"], "item": ["x", None]})
     with pytest.raises(InputContractError, match="null"):
-        greedy_update(nulls, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1))
+        greedy_update(nulls, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1).bind("test"))
     assert math.isfinite(oracles.MAX_ORACLE_PAIRS)
 
 
@@ -101,7 +105,9 @@ def victim_releases(run, runs: int = 300) -> int:
     return sum(
         any(
             i.startswith("victim-")
-            for i in run(pairs, epsilon=1.0, delta=1e-3, randomness=Randomness.create(s)).items
+            for i in run(
+                pairs, epsilon=1.0, delta=1e-3, randomness=Randomness.create(s).bind("test")
+            ).items
         )
         for s in range(runs)
     )

@@ -36,7 +36,7 @@ DEFAULT_MAD = MadConstants.for_round(DEFAULT, beta=2.0, max_adaptive_degree=50)
 
 
 def draws(weights: np.ndarray, cal: WeightAndThreshold, seed: int) -> np.ndarray:
-    noise = Randomness.create(seed).child("noise", 1).driver()
+    noise = Randomness.create(seed).bind("test").child("noise", 1).driver()
     return noisy_threshold_mask(
         weights, distribution="gaussian", scale=cal.sigma, threshold=cal.rho, noise=noise
     )
@@ -53,7 +53,7 @@ def test_spark_threshold_rate_matches_phi(spark):
     weights = spark.createDataFrame(rows, f"{ITEM} string, {WEIGHT} double")
     kept = threshold_items(
         weights, distribution="gaussian", scale=cal.sigma, threshold=cal.rho,
-        randomness=Randomness.create(21).child("noise", 1),
+        randomness=Randomness.create(21).bind("test").child("noise", 1),
     )  # fmt: skip
     items = item_set(kept)
     for prefix, p in (("a", 0.5), ("b", stats.norm.cdf(-1.0))):
@@ -69,10 +69,10 @@ def test_spark_basic_novel_item_rate_is_delta_over_two(spark):
     t, n_users = cal.argmax_t, 3000
     rows = [(f"u{u}", f"u{u}-{k}") for u in range(n_users) for k in range(t)]
     pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
-    capped = cap_user_items(pairs, 10, Randomness.create(1).child("capping", 1))
+    capped = cap_user_items(pairs, 10, Randomness.create(1).bind("test").child("capping", 1))
     kept = threshold_items(
         basic_weights(capped), distribution="gaussian", scale=cal.sigma, threshold=cal.rho,
-        randomness=Randomness.create(22).child("noise", 1),
+        randomness=Randomness.create(22).bind("test").child("noise", 1),
     )  # fmt: skip
     users = {i.split("-")[0] for i in item_set(kept)}
     rate = len(users) / n_users
@@ -116,7 +116,9 @@ def test_the_single_user_item_check_fails_each_broken_variant(spark, name):
 
 def dominance_weights(spark, pdf: pd.DataFrame, cache):
     pairs = spark.createDataFrame(pdf.astype({"user_id": str}))
-    capped = cache.materialize(cap_user_items(pairs, 100, Randomness.create(5).child("capping", 1)))
+    capped = cache.materialize(
+        cap_user_items(pairs, 100, Randomness.create(5).bind("test").child("capping", 1))
+    )
     basic = as_dict(basic_weights(capped))
     mad = as_dict(max_adaptive_degree(unbiased_user_weights(capped), DEFAULT_MAD, cache))
     return basic, mad

@@ -154,7 +154,11 @@ def test_reach_of_each_sampler():
 
 @pytest.mark.parametrize("mode", ["keyed", "entropy"])
 def test_driver_samplers_have_the_right_distribution(mode):
-    r = (Randomness.create(3) if mode == "keyed" else Randomness.create()).child("x").driver()
+    r = (
+        (Randomness.create(3).bind("test") if mode == "keyed" else Randomness.create().bind("test"))
+        .child("x")
+        .driver()
+    )
     n = 40_000
     assert stats.kstest(r.uniform(n), "uniform").pvalue > 1e-4
     assert stats.kstest(r.gaussian(2.5, n) / 2.5, "norm").pvalue > 1e-4
@@ -162,20 +166,26 @@ def test_driver_samplers_have_the_right_distribution(mode):
 
 
 def test_gaussian_tail_frequency_at_four_sigma():
-    z = Randomness.create(8).child("tail").driver().gaussian(1.0, 2_000_000)
+    z = Randomness.create(8).bind("test").child("tail").driver().gaussian(1.0, 2_000_000)
     k, expected = int((np.abs(z) > 4.0).sum()), 2_000_000 * 2 * stats.norm.sf(4.0)
     assert stats.poisson.cdf(k, expected) > 1e-4 and stats.poisson.sf(k - 1, expected) > 1e-4
 
 
 def test_streams_reproduce_and_differ():
-    a = Randomness.create(1).child("noise", 1).driver().gaussian(1.0, 5)
+    a = Randomness.create(1).bind("test").child("noise", 1).driver().gaussian(1.0, 5)
     np.testing.assert_array_equal(
-        a, Randomness.create(1).child("noise", 1).driver().gaussian(1.0, 5)
+        a, Randomness.create(1).bind("test").child("noise", 1).driver().gaussian(1.0, 5)
     )
-    assert not np.allclose(a, Randomness.create(1).child("noise", 2).driver().gaussian(1.0, 5))
-    assert not np.allclose(a, Randomness.create(2).child("noise", 1).driver().gaussian(1.0, 5))
-    r = Randomness.create()
-    assert not np.allclose(r.driver().uniform(4), Randomness.create().driver().uniform(4))
+    assert not np.allclose(
+        a, Randomness.create(1).bind("test").child("noise", 2).driver().gaussian(1.0, 5)
+    )
+    assert not np.allclose(
+        a, Randomness.create(2).bind("test").child("noise", 1).driver().gaussian(1.0, 5)
+    )
+    r = Randomness.create().bind("test")
+    assert not np.allclose(
+        r.driver().uniform(4), Randomness.create().bind("test").driver().uniform(4)
+    )
 
 
 def test_sampler_delta_floor_refuses_deltas_the_tails_cannot_support():

@@ -19,7 +19,7 @@ from spark_dp.randomness import exact as X
 
 def source(seed: int | None):
     """The exact samplers' bit source: a test key from ``seed``, or an entropy key (None)."""
-    return Randomness.create(seed).child("exact").driver()
+    return Randomness.create(seed).bind("test").child("exact").driver()
 
 
 ENTROPY = pytest.mark.slow
@@ -147,5 +147,5 @@ def test_exact_samplers_reproduce_with_the_key():
         d2.discrete_laplace(Fraction(3)) for _ in range(50)
     ]
     assert [d1.bits(64) for _ in range(3)] != [
-        Randomness.create().driver().bits(64) for _ in range(3)
+        Randomness.create().bind("test").driver().bits(64) for _ in range(3)
     ]

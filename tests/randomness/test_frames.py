@@ -28,7 +28,7 @@ def noise(df, randomness, distribution="gaussian", scale=2.0):
 
 @pytest.mark.parametrize("distribution", ["gaussian", "laplace"])
 def test_spark_noise_is_the_prf_at_the_row_key(spark, distribution):
-    r = Randomness.create(4).child("noise", 1)
+    r = Randomness.create(4).bind("test").child("noise", 1)
     got = noise(items(spark, 300), r, distribution)
     names = sorted(got)
     blocks = b"".join(row_digest([name]) for name in names)
@@ -39,15 +39,15 @@ def test_spark_noise_is_the_prf_at_the_row_key(spark, distribution):
 
 
 def test_noise_depends_on_the_key_not_on_partitioning_or_order(spark):
-    r = Randomness.create(9).child("noise", 1)
+    r = Randomness.create(9).bind("test").child("noise", 1)
     a = noise(items(spark, partitions=1), r)
     assert a == noise(items(spark, partitions=5, shuffle=True), r)
-    assert a != noise(items(spark), Randomness.create(10).child("noise", 1))
-    assert a != noise(items(spark), Randomness.create(9).child("noise", 2))
+    assert a != noise(items(spark), Randomness.create(10).bind("test").child("noise", 1))
+    assert a != noise(items(spark), Randomness.create(9).bind("test").child("noise", 2))
 
 
 def test_entropy_keys_give_new_noise_and_each_key_recomputes_its_own(spark):
-    r = Randomness.create()
+    r = Randomness.create().bind("test")
     df = add_noise_column(
         items(spark, 500), ["item"], "n", distribution="gaussian", scale=1.0, randomness=r
     )
@@ -56,13 +56,17 @@ def test_entropy_keys_give_new_noise_and_each_key_recomputes_its_own(spark):
     cached = df.cache()
     assert first == sorted(x["n"] for x in cached.collect())
     cached.unpersist()
-    assert first != sorted(noise(items(spark, 500), Randomness.create(), scale=1.0).values())
+    assert first != sorted(
+        noise(items(spark, 500), Randomness.create().bind("test"), scale=1.0).values()
+    )
 
 
 @pytest.mark.parametrize("mode", ["keyed", "entropy"])
 @pytest.mark.parametrize("distribution", ["gaussian", "laplace"])
 def test_dataframe_noise_distribution(spark, distribution, mode):
-    randomness = Randomness.create(4) if mode == "keyed" else Randomness.create()
+    randomness = (
+        Randomness.create(4).bind("test") if mode == "keyed" else Randomness.create().bind("test")
+    )
     vals = np.array(list(noise(items(spark, 30_000, 3), randomness, distribution).values()))
     ref = "norm" if distribution == "gaussian" else "laplace"
     assert stats.kstest(vals / 2.0, ref).pvalue > 1e-4
@@ -72,5 +76,5 @@ def test_bad_distribution_name(spark):
     with pytest.raises(ValueError, match="distribution must be"):
         add_noise_column(
             spark.range(1), ["id"], "n", distribution="cauchy", scale=1.0,
-            randomness=Randomness.create(1),
+            randomness=Randomness.create(1).bind("test"),
         )  # fmt: skip

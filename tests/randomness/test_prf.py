@@ -17,7 +17,10 @@ def test_aes_256_matches_fips_197_appendix_c3():
 
 
 def test_prf_words_depend_on_key_counter_and_input():
-    k1, k2 = Randomness.create(1).stream_key, Randomness.create(2).stream_key
+    k1, k2 = (
+        Randomness.create(1).bind("test").stream_key,
+        Randomness.create(2).bind("test").stream_key,
+    )
     blocks = index_blocks(0, 4)
     a = prf_words(k1, [0, 1], blocks)
     assert a.shape == (4, 4) and a.dtype == np.uint64

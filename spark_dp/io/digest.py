@@ -1,0 +1,132 @@
+"""The keyed content digest of a table, computed inside the validation pass that reads it.
+
+A release id covers *exactly the rows the job reads* (see ``docs/privacy/keys.md``): editing one
+user's rows, even keeping the file sizes and modification times, gives another release id and
+therefore independent noise. The digest of a table of n rows r_1..r_n is
+
+    D = SHA-256("spark_dp/v2/content-digest" ‖ table ‖ n ‖ S_0 ‖ S_1)[:16],
+    S_j = (Σ_i xxhash64(salt_j; r_i)) mod 2⁶⁴,
+
+where r_i is the row's id columns as the job reads them (cast to strings, each followed by its
+null flag, so ``(null, "a")`` and ``("a", null)`` differ) and the two salts are secrets of the
+*unbound* release key (:meth:`spark_dp.randomness.ReleaseKey.digest_salts`). A sum does not
+depend on the row order or the partitioning. Spark sums each hash as four 16-bit limbs in
+``long`` columns, which cannot overflow below 2⁴⁷ rows (Spark 4's ANSI mode fails a ``long`` sum
+that overflows, as a plain sum of 64-bit hashes would after a few rows), and the driver puts
+S_j = Σ_k limb_sum_k · 2¹⁶ᵏ mod 2⁶⁴ back together; ``long`` sums cost about half of what two
+``decimal(38,0)`` sums do (``bench/digest_cost.py``). The sums are more columns of the
+aggregation validation runs anyway: no extra pass.
+
+What it protects against: someone who cannot read the key cannot compute the digest of a
+candidate table (the release id, which is public, reveals nothing about the rows), nor aim for a
+collision. xxhash64 is not a cryptographic PRF, so the digest is a guard against accidental and
+casual reuse of a key on other data, keyed so that the public id carries nothing, not a proof
+against an adversary who can choose the rows after seeing digests. The digest is never logged
+nor reported; ``repr`` hides it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from spark_dp.randomness import Randomness
+
+__all__ = ["ContentDigest", "ReadGate", "digest_aggregates", "finish_digest", "values_digest"]
+
+_DOMAIN = b"spark_dp/v2/content-digest\x00"
+_SUMS = ("_digest_0", "_digest_1")
+_MOD = 1 << 64
+_LIMBS, _LIMB_BITS, _LIMB_MASK = 4, 16, 0xFFFF
+
+
+@dataclass(frozen=True)
+class ContentDigest:
+    """The keyed digest of one table (secret-keyed, order-independent; never logged).
+
+    Attributes:
+        table: what was digested (``pairs``, ``incidences``, ``capacities``, ``record weights``).
+        key_fingerprint: the fingerprint of the key whose salts keyed it (public).
+        value: 32 hex characters (hidden from ``repr``).
+    """
+
+    table: str
+    key_fingerprint: str
+    value: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"ContentDigest(table={self.table!r}, value=<hidden>)"
+
+
+@dataclass(frozen=True)
+class ReadGate:
+    """What a validation pass does around its first read of rows.
+
+    Attributes:
+        salts: the digest's two secret salts.
+        key_fingerprint: the fingerprint of the key the salts come from.
+        before_read: called right before the aggregation that reads the rows (the job runner
+            makes its budget charge durable here: a failure after it stays charged).
+        on_digest: called with the digest as soon as the aggregation returns, before its
+            results are checked (so the runner can bind the release before any data-dependent
+            error).
+    """
+
+    salts: tuple[int, int] = field(repr=False)
+    key_fingerprint: str
+    before_read: Callable[[], None] = lambda: None
+    on_digest: Callable[[ContentDigest], None] = lambda digest: None
+
+    @classmethod
+    def keyed_by(cls, randomness: Randomness) -> ReadGate:
+        """A gate that only digests, keyed by ``randomness``'s key (the library's use)."""
+        return cls(randomness.digest_salts(), randomness.fingerprint)
+
+
+def digest_aggregates(columns: Sequence[Column], gate: ReadGate) -> list[Column]:
+    """The aggregate columns of the digest's sums over rows of ``columns`` (strings): per salt,
+    the sums of the hash's four 16-bit limbs (module docstring)."""
+    from pyspark.sql import functions as F
+
+    flagged = [x for c in columns for x in (c, c.isNull())]
+    out = []
+    for j, salt in enumerate(gate.salts):
+        h = F.xxhash64(F.lit(salt), *flagged)
+        for k in range(_LIMBS):
+            limb = F.shiftrightunsigned(h, _LIMB_BITS * k).bitwiseAND(_LIMB_MASK)
+            out.append(F.sum(limb).alias(f"{_SUMS[j]}_{k}"))
+    return out
+
+
+def _sum(stats: Any, j: int) -> int:
+    """S_j mod 2⁶⁴ from its limb sums."""
+    total = sum(int(stats[f"{_SUMS[j]}_{k}"] or 0) << (_LIMB_BITS * k) for k in range(_LIMBS))
+    return total % _MOD
+
+
+def finish_digest(table: str, rows: int, stats: Any, gate: ReadGate) -> ContentDigest:
+    """The digest from the row count and the aggregated limb sums (a Row holding
+    ``_digest_*``); hands it to ``gate.on_digest`` and returns it."""
+    sums = [_sum(stats, j) for j in range(len(_SUMS))]
+    h = hashlib.sha256(_DOMAIN + table.encode("utf-8") + b"\x00")
+    h.update(rows.to_bytes(16, "big") + b"".join(s.to_bytes(8, "big") for s in sums))
+    digest = ContentDigest(table, gate.key_fingerprint, h.hexdigest()[:32])
+    gate.on_digest(digest)
+    return digest
+
+
+def values_digest(table: str, values: Sequence[int], gate: ReadGate) -> ContentDigest:
+    """The keyed digest of a small in-memory sequence of integers (the distinct count's curve):
+    HMAC-SHA-256 under the salts of the ordered values, first 16 bytes."""
+    key = b"".join(x.to_bytes(8, "big", signed=True) for x in gate.salts)
+    text = ",".join(str(int(v)) for v in values).encode("ascii")
+    value = hmac.new(key, _DOMAIN + table.encode("utf-8") + b"\x00" + text, hashlib.sha256)
+    digest = ContentDigest(table, gate.key_fingerprint, value.hexdigest()[:32])
+    gate.on_digest(digest)
+    return digest

@@ -1,0 +1,147 @@
+"""The keyed content digest a release id covers (spark_dp/io/digest.py): exactly the rows read,
+in any order, keyed, computed in validation's own aggregation (no extra Spark job), exact
+under ANSI mode, never shown."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_dp.io import ITEM, USER_ID, ReadGate, load_capacities, validate_edges
+from spark_dp.io.digest import ContentDigest
+from spark_dp.randomness import Randomness
+
+SCHEMA = "user_id string, item string"
+ROWS = [(f"u{u}", f"w{(u * 7 + k) % 40}") for u in range(60) for k in range(3)]
+COLUMNS = {USER_ID: USER_ID, ITEM: ITEM}
+
+
+def _digest(spark, rows, key=None, schema=SCHEMA, **options):
+    gate = ReadGate.keyed_by(key or Randomness.create(1))
+    df = spark.createDataFrame(rows, schema)
+    _, summary = validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate, **options)
+    return summary.digest
+
+
+def test_the_digest_follows_the_rows_not_their_order(spark):
+    base = _digest(spark, ROWS)
+    assert isinstance(base, ContentDigest) and len(base.value) == 32
+    assert _digest(spark, list(reversed(ROWS))) == base
+    df = spark.createDataFrame(ROWS, SCHEMA).repartition(7)
+    gate = ReadGate.keyed_by(Randomness.create(1))
+    assert validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate)[1].digest == base
+    edited = [("u0", "w99"), *ROWS[1:]]  # one user's row edited
+    removed = ROWS[3:]  # one user removed
+    repeated = [*ROWS, ROWS[0]]  # a repeated row is a row read
+    swapped = [(i, u) for u, i in ROWS]  # the columns' roles swapped
+    others = {_digest(spark, r).value for r in (edited, removed, repeated, swapped)}
+    assert len(others | {base.value}) == 5
+
+
+def test_nulls_are_digested_where_they_are(spark):
+    a = _digest(spark, [*ROWS, (None, "w1")], drop_nulls=True)
+    b = _digest(spark, [*ROWS, ("w1", None)], drop_nulls=True)
+    c = _digest(spark, ROWS)
+    assert len({a.value, b.value, c.value}) == 3  # the dropped row still counts
+
+
+def test_the_digest_is_keyed(spark):
+    one, two = Randomness.create(1), Randomness.create(2)
+    assert _digest(spark, ROWS, one) == _digest(spark, ROWS, Randomness.create(1))
+    assert _digest(spark, ROWS, one).value != _digest(spark, ROWS, two).value
+    assert _digest(spark, ROWS, one).key_fingerprint == one.fingerprint
+    # a bound key digests as its unbound key: the salts come before the release id exists
+    assert _digest(spark, ROWS, one.bind("r")) == _digest(spark, ROWS, one)
+
+
+def test_the_sums_are_exact_under_ansi_mode(spark):
+    """Thousands of 64-bit hashes overflow a long sum (an error under ANSI mode); the limb sums
+    put back together equal the sum of the per-row hashes taken on the driver, mod 2^64."""
+    previous = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "true")  # Spark 4's default; 3.5's is false
+    try:
+        _check_sums(spark)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+
+
+def _check_sums(spark) -> None:
+    from pyspark.sql import functions as F
+
+    from spark_dp.io.digest import _sum, digest_aggregates
+
+    rows = [(f"u{i}", f"i{i % 97}") for i in range(3000)]
+    df = spark.createDataFrame(rows, SCHEMA)
+    gate = ReadGate.keyed_by(Randomness.create(3))
+    flagged = [x for c in (USER_ID, ITEM) for x in (F.col(c), F.col(c).isNull())]
+    hashes = df.select(
+        *[F.xxhash64(F.lit(s), *flagged).alias(f"h{j}") for j, s in enumerate(gate.salts)]
+    ).collect()
+    sums = df.agg(*digest_aggregates([F.col(USER_ID), F.col(ITEM)], gate)).collect()[0]
+    for j in range(2):
+        exact = sum(r[f"h{j}"] for r in hashes)
+        assert abs(exact) > 2**63  # a long sum would have overflowed
+        assert _sum(sums, j) == exact % 2**64
+    assert _digest(spark, rows, Randomness.create(3)) is not None
+
+
+_GROUPS = iter(range(1_000_000))
+
+
+def _jobs(spark, action) -> int:
+    """How many Spark jobs ``action()`` runs."""
+    tracker = spark.sparkContext.statusTracker()
+    group = f"digest-jobs-{next(_GROUPS)}"
+    spark.sparkContext.setJobGroup(group, "counting jobs")
+    try:
+        action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(tracker.getJobIdsForGroup(group))
+
+
+def test_no_extra_pass_over_the_data(spark, tmp_path):
+    """The digest is more columns of validation's one aggregation: the same number of Spark
+    jobs with and without it."""
+    path = str(tmp_path / "pairs")
+    spark.createDataFrame(ROWS, SCHEMA).write.parquet(path)
+    gate = ReadGate.keyed_by(Randomness.create(1))
+
+    def run(g):
+        return lambda: validate_edges(
+            spark.read.parquet(path), COLUMNS, dedupe=False, persist=False, gate=g
+        )
+
+    plain, digested = _jobs(spark, run(None)), _jobs(spark, run(gate))
+    assert plain == digested >= 1
+    caps = str(tmp_path / "caps")
+    spark.createDataFrame([("u1", 2), ("u2", 0)], "user_id string, cap int").write.parquet(caps)
+    plain = _jobs(spark, lambda: load_capacities(spark, caps))
+    digested = _jobs(spark, lambda: load_capacities(spark, caps, gate=gate))
+    assert plain == digested
+
+
+def test_the_gate_charges_before_the_read_and_hands_the_digest_over_before_the_checks(spark):
+    events: list[str] = []
+    key = Randomness.create(1)
+    gate = ReadGate(
+        key.digest_salts(),
+        key.fingerprint,
+        before_read=lambda: events.append("charge"),
+        on_digest=lambda d: events.append(f"digest {d.table}"),
+    )
+    df = spark.createDataFrame([*ROWS, (None, "w1")], SCHEMA)
+    from spark_dp.errors import InputContractError
+
+    with pytest.raises(InputContractError, match="null ids"):
+        validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate)
+    assert events == ["charge", "digest pairs"]  # the null check came after both
+
+
+def test_the_digest_is_never_shown(spark):
+    gate = ReadGate.keyed_by(Randomness.create(1))
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    _, summary = validate_edges(df, COLUMNS, dedupe=True, persist=False, gate=gate)
+    assert summary.digest is not None
+    shown = repr(summary) + repr(summary.digest) + repr(gate)
+    assert summary.digest.value not in shown and str(len(ROWS)) not in shown
+    assert str(gate.salts[0]) not in shown

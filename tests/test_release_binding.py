@@ -1,0 +1,239 @@
+"""One key, one release (issue 34): a release id covers every argument that can change the
+output and the rows read, and the key is bound to it, in every job and every library entry point.
+
+* The parser, enumerated: every flag of every job that is not on the allow-list
+  (``spark_dp/jobs/release_args.py``) changes the release id; every allow-listed flag exists
+  and says why it may be left out; and, run for real, the allow-listed flags leave the release
+  unchanged (same key: identical items, identical id).
+* The library entry points bind an unbound key to the digest of what they read, and refuse a
+  key-file or seeded key without one.
+
+The jobs with a real store are in tests/test_release_jobs.py; key files, file modes and what
+Spark shows in tests/test_release_files.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_dp.budget import release_id
+from spark_dp.io import ContentDigest
+from spark_dp.jobs import contribution_bounding, distinct_count, generate, partition_selection
+from spark_dp.jobs.cli_args import build_parser
+from spark_dp.jobs.phases import load_config, resolve_run_params, split_spark_conf
+from spark_dp.jobs.release_args import NOT_IN_RELEASE, release_arguments
+from spark_dp.jobs.run import Run
+from spark_dp.randomness import Randomness
+
+ROOT = Path(__file__).resolve().parents[1]
+JOBS = {
+    "partition_selection": (
+        partition_selection,
+        ["--input", "in", "--output", "o", "--epsilon", "1"],
+    ),
+    "distinct_count": (distinct_count, ["--input", "in", "--epsilon", "1"]),
+    "contribution_bounding": (
+        contribution_bounding,
+        ["--input", "in", "--output", "o", "--max-contributions", "2"],
+    ),
+    "generate": (generate, ["--output", "o"]),
+}
+KEY = "0" * 32
+DIGEST = ContentDigest("input", KEY, "d" * 32)
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+def _release(job: str, argv: list[str]) -> str | None:
+    """The release id of ``argv`` on fixed data and key, None if the arguments are invalid."""
+    module, _ = JOBS[job]
+    parser = build_parser(module.SPEC)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit:
+        return None
+    run = Run(module.SPEC, args, logging.getLogger("test"))
+    try:
+        load_config(run)
+        split_spark_conf(run)
+        resolve_run_params(run)
+    except ValueError:  # a value outside its domain (SparkDPUserError)
+        return None
+    return release_id(
+        job=job, algorithm=None, arguments=release_arguments(run), digests=[DIGEST],
+        key_fingerprint=KEY,
+    )  # fmt: skip
+
+
+def _flags(job: str) -> list[argparse.Action]:
+    from spark_dp.config import DeprecatedAlias
+
+    parser = build_parser(JOBS[job][0].SPEC)
+    return [
+        a
+        for a in parser._actions
+        if a.option_strings and a.help != argparse.SUPPRESS and not isinstance(a, DeprecatedAlias)
+    ]
+
+
+def _effective(job: str, dest: str) -> Any:
+    module, base = JOBS[job]
+    args = build_parser(module.SPEC).parse_args(base)
+    run = Run(module.SPEC, args, logging.getLogger("test"))
+    resolve_run_params(run)
+    return release_arguments(run).get(dest, getattr(run.params, dest, None))
+
+
+def _candidates(action: argparse.Action, value: Any) -> list[list[str]]:
+    """Command-line fragments that give ``action`` another value than ``value``."""
+    flag = action.option_strings[0]
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return [[f"--no-{flag[2:]}" if value else flag]]
+    if action.nargs == 0:  # store_true
+        return [[flag]]
+    if action.choices:
+        return [[flag, str(c)] for c in action.choices if c != value]
+    if action.type in (int, float):
+        base = value if isinstance(value, (int, float)) else 1
+        options = [base * 2, base + 1, base / 2, base - 1, 1, 2, 0.5, 3]
+        cast = action.type
+        return [[flag, str(cast(v))] for v in options if cast(v) != value and cast(v) == v]
+    text = "" if value is None else str(value)
+    if "," in text or flag == "--split":
+        return [[flag, s] for s in ("0.2,0.8", "0.5,0.5", "1") if s != text]
+    return [[flag, s] for s in (f"{text}2" if text else "x", "other") if s != text]
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_every_flag_off_the_allow_list_changes_the_release_id(job):
+    _, base = JOBS[job]
+    reference = _release(job, base)
+    assert reference is not None
+    checked = []
+    for action in _flags(job):
+        if action.dest in NOT_IN_RELEASE and not (action.dest == "seed" and job == "generate"):
+            continue
+        value = _effective(job, action.dest)
+        ids = [_release(job, [*base, *extra]) for extra in _candidates(action, value)]
+        valid = [i for i in ids if i is not None]
+        assert valid, f"{job} {action.option_strings[0]}: no valid other value to try"
+        assert reference not in valid, f"{job} {action.option_strings[0]} is not in the id"
+        checked.append(action.dest)
+    assert len(checked) >= 4
+
+
+def test_the_allow_list_names_real_flags_and_says_why():
+    dests = {a.dest for job in JOBS for a in build_parser(JOBS[job][0].SPEC)._actions}
+    assert set(NOT_IN_RELEASE) <= dests, set(NOT_IN_RELEASE) - dests
+    assert all(len(reason) > 10 for reason in NOT_IN_RELEASE.values())
+    for dest in ("input_format", "user_col", "item_col", "record_col", "drop_nulls",
+                 "capacity_col", "components", "epsilon"):  # fmt: skip
+        assert dest not in NOT_IN_RELEASE
+
+
+def test_allow_listed_flags_leave_the_arguments_alone():
+    _, base = JOBS["partition_selection"]
+    extra = [
+        "--log-level", "DEBUG", "--spark-conf", "spark.sql.shuffle.partitions=5",
+        "--master", "local[1]", "--overwrite", "--report", "r.json", "--dataset-id", "d",
+        "--budget-store", "sqlite:///b.db", "--private-spark-ui", "--noise-key-file", "k",
+    ]  # fmt: skip
+    assert _release("partition_selection", [*base, *extra]) == _release("partition_selection", base)
+
+
+# --------------------------------------------------------------------------- the library
+
+
+@pytest.fixture(scope="module")
+def neighbours(spark):
+    """Pairs D and D minus one user (as DataFrames)."""
+    rows = [(f"u{u}", f"w{(u * 7 + k) % 40}") for u in range(200) for k in range(3)]
+    d = spark.createDataFrame(rows, "user_id string, item string")
+    return d, d.where("user_id != 'u0'")
+
+
+def _spy(monkeypatch, module) -> list[Randomness]:
+    from spark_dp.budget import ids
+
+    bound: list[Randomness] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Randomness:
+        out = ids.bind_release(*args, **kwargs)
+        bound.append(out)
+        return out
+
+    monkeypatch.setattr(module, "bind_release", spy)
+    return bound
+
+
+def test_select_partitions_binds_to_the_rows(spark, neighbours, monkeypatch):
+    from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+    from spark_dp.partition_selection import select as module
+
+    bound = _spy(monkeypatch, module)
+    params = PartitionSelectionParams(algorithm="basic", epsilon=1.0, delta=1e-5)
+    for pairs in (*neighbours, neighbours[0]):
+        with select_partitions(pairs, params, Randomness.create(7)):
+            pass
+    a, b, again = (r.release for r in bound)
+    assert a != b and a == again and all(r.bound for r in bound)
+    with pytest.raises(ValueError, match="test-seed key must be bound"):
+        select_partitions(neighbours[0], params, Randomness.create(7), validate=False)
+
+
+def test_distinct_count_binds_to_the_rows(spark, neighbours, monkeypatch):
+    from spark_dp.distinct_count import DistinctCountParams
+    from spark_dp.distinct_count import api as module
+
+    bound = _spy(monkeypatch, module)
+    params = DistinctCountParams(epsilon=1.0, max_contribution=4, method="greedy")
+    for pairs in (*neighbours, neighbours[0]):
+        module.distinct_count(pairs, params, Randomness.create(7))
+    a, b, again = (r.release for r in bound)
+    assert a != b and a == again
+    with pytest.raises(ValueError, match="test-seed key must be bound"):
+        module.distinct_count(neighbours[0], params, Randomness.create(7), validate=False)
+
+
+def test_bound_contributions_binds_to_every_table(spark, monkeypatch, tmp_path):
+    from spark_dp.contribution_bounding import api as module
+    from spark_dp.contribution_bounding.params import BoundingParams
+
+    bound = _spy(monkeypatch, module)
+    rows = [(f"r{i}", f"u{(i * 3 + k) % 17}") for i in range(60) for k in range(2)]
+    inc = spark.createDataFrame(rows, "record_id string, user_id string")
+    caps = spark.createDataFrame([("u1", 1)], "user_id string, cap long")
+    params = BoundingParams(capacity=2)
+    for graph in (inc, inc.where("user_id != 'u0'"), inc):
+        with module.bound_contributions(graph, params, randomness=Randomness.create(7)):
+            pass
+    a, b, again = (r.release for r in bound)
+    assert a != b and a == again
+    with pytest.raises(ValueError, match="capacities has no digest"):
+        module.bound_contributions(inc, params, capacities=caps, randomness=Randomness.create(7))
+    # the capacities as the library reads them, digested with the same key: bound to them too
+    from spark_dp.io import ReadGate, load_capacities
+
+    path = str(tmp_path / "caps")
+    caps.write.parquet(path)
+    key = Randomness.create(7)
+    table, digest = load_capacities(spark, path, gate=ReadGate.keyed_by(key))
+    with module.bound_contributions(inc, params, capacities=table, randomness=key, digest=[digest]):
+        pass
+    assert bound[-1].release not in (a, b)
+
+
+def test_a_released_curve_binds_to_the_curve():
+    from spark_dp.distinct_count import dp_distinct_count
+
+    key = Randomness.create(5)
+    same = [dp_distinct_count([10, 20, 30], epsilon=0.01, randomness=key) for _ in range(2)]
+    other = dp_distinct_count([10, 20, 31], epsilon=0.01, randomness=key)
+    assert same[0] == same[1]
+    assert other.lower_bound - same[0].lower_bound not in (0, 1) or other.ell != same[0].ell
