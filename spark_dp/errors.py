@@ -12,6 +12,7 @@ fix it. They never contain private values (weights, counts, item names).
 from __future__ import annotations
 
 __all__ = [
+    "AlreadyReleased",
     "BudgetError",
     "BudgetRefused",
     "BudgetStoreUnavailable",
@@ -69,3 +70,14 @@ class BudgetStoreUnavailable(BudgetError):
     a failure of the environment, exit code 1, one line naming the store."""
 
     exit_code = 1
+
+
+class AlreadyReleased(BudgetError):
+    """A run's request (same key, arguments, input locations and listings) was committed before:
+    it is not run again, and nothing is read, written or charged. Exit code 0 when the run
+    asks for the very report that release wrote (an Airflow retry of a finished task), else 2:
+    its message says where the release is and that a new release needs a fresh key."""
+
+    def __init__(self, message: str, *, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code

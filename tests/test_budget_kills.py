@@ -134,8 +134,8 @@ def test_kills_after_the_first_read_stay_charged_and_a_retry_costs_nothing_more(
     (killed,) = runs.values()
     assert killed.state == "charged" and killed.stale
     assert row.reserved_epsilon == pytest.approx(EPSILON)  # still counted
-    # the retry, same key and data: it adopts the charge (killed before its digest) or repeats
-    # the release (killed after it); either way nothing more is charged
+    # the retry, the same request (key, arguments, input): it adopts the killed run's charge
+    # (that run released nothing), so nothing more is charged
     done = subprocess.run(
         [sys.executable, str(ROOT / "jobs" / "partition_selection.py"), *_argv(work, "c", key)],
         cwd=work, env=job_env(), capture_output=True, text=True, timeout=600,

@@ -1,14 +1,15 @@
 """One key, one release in real jobs with a real budget store (issue 34; ``slow``): the same key
 on D and on D minus one user gives independent releases (stated power in each test) and two
-charges, in every family; one argument changed is a new release and a new charge; data edited
-with its size and modification time kept is a new release; the same key, rows and arguments
-are charged once; the flags the release id leaves out leave the release unchanged."""
+charges, in every family; one argument changed is a new release and a new charge; the same
+request again is charged once and never recomputed (exit 0 for the same report, 2 elsewhere);
+data edited with its size and modification time kept is never released under the old charge,
+and without a store it is a new release; the flags the release id leaves out leave the
+release unchanged."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,8 @@ def _summary(url: str, dataset: str):
         return next(b for b in s.summary() if b.dataset == dataset)
 
 
-def _run(module, argv: list[str]) -> None:
-    assert module.main([*argv, "--log-level", "WARNING"]) == 0
+def _run(module, argv: list[str], code: int = 0) -> None:
+    assert module.main([*argv, "--log-level", "WARNING"]) == code
 
 
 def _items(spark, path: Path) -> set[str]:
@@ -136,7 +137,9 @@ def test_same_key_on_neighbouring_graphs_gives_another_order(spark, tmp_path):
 def test_one_argument_changed_is_a_new_release_and_a_new_charge(spark, tmp_path):
     """The issue's case: the same key with --item-col item2 (here a copy of item: the same
     values) was "committed before; charged nothing now" and wrote another release. Now the
-    argument is in the id: a new release, charged. The same arguments again: charged once."""
+    argument is in the id: a new release, charged. The same request again is not run: exit 0
+    when it asks for the same report (nothing is touched), exit 2 elsewhere (nothing written);
+    charged once either way."""
     rows = [(f"u{u}", f"w{(u * 7 + k) % 40}", f"w{(u * 7 + k) % 40}") for u in range(300)
             for k in range(3)]  # fmt: skip
     spark.createDataFrame(rows, "user_id string, item string, item2 string").write.parquet(
@@ -146,49 +149,65 @@ def test_one_argument_changed_is_a_new_release_and_a_new_charge(spark, tmp_path)
     store = _store(tmp_path, "words", epsilon=2.0)
     base = ["--input", str(tmp_path / "in"), "--algorithm", "basic", "--epsilon", "0.5",
             "--noise-key-file", key, "--budget-store", store, "--dataset-id", "words"]  # fmt: skip
-    runs = [("a", []), ("b", ["--item-col", "item2"]), ("c", ["--drop-nulls"]), ("d", [])]
+    runs = [("a", []), ("b", ["--item-col", "item2"]), ("c", ["--drop-nulls"])]
     for name, extra in runs:
         _run(partition_selection, [*base, *extra, "--output", str(tmp_path / name)])
     reports = {n: _report(tmp_path / f"{n}.report.json") for n, _ in runs}
     assert len({r["release"]["id"] for r in reports.values()}) == 3
-    assert reports["d"]["release"]["id"] == reports["a"]["release"]["id"]
-    assert [reports[n]["budget"]["charged"] for n in "abcd"] == [True, True, True, False]
+    assert all(r["budget"]["charged"] for r in reports.values())
+    report_a = tmp_path / "a.report.json"
+    before = (report_a.read_bytes(), report_a.stat().st_mtime_ns)
+    _run(partition_selection, [*base, "--output", str(tmp_path / "a"), "--overwrite"])  # retry
+    assert (report_a.read_bytes(), report_a.stat().st_mtime_ns) == before
+    _run(partition_selection, [*base, "--output", str(tmp_path / "d")], code=2)
+    assert not (tmp_path / "d").exists() and not (tmp_path / "d.report.json").exists()
     budget = _summary(store, "words")
     assert budget.releases == 3 and budget.spent_epsilon == pytest.approx(1.5)
 
 
-def test_data_edited_with_size_and_mtime_kept_is_a_new_release(tmp_path):
-    """One user's row edited in place, the file's size and modification time restored: a
-    listing-based identity saw the same input; the content digest does not."""
-    csv = tmp_path / "pairs.csv"
-    lines = ["user_id,item", *[f"u{u:03d},w{(u * 7) % 40:02d}" for u in range(400)]]
-    csv.write_text("\n".join(lines) + "\n")
-    key = _key(tmp_path / "key")
-    store = _store(tmp_path, "csv")
-    argv = ["--input", str(csv), "--epsilon", "1", "--noise-key-file", key,
-            "--budget-store", store, "--dataset-id", "csv", "--max-contributions", "5"]  # fmt: skip
-    _run(distinct_count, [*argv, "--report", str(tmp_path / "a.json")])
+def _edit_keeping_size_and_mtime(csv: Path) -> None:
     stat = csv.stat()
     text = csv.read_text().replace("u007,w09", "u007,w10")
     assert len(text) == stat.st_size
     csv.write_text(text)
     os.utime(csv, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert (csv.stat().st_size, csv.stat().st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-    _run(distinct_count, [*argv, "--report", str(tmp_path / "b.json")])
-    a, b = _report(tmp_path / "a.json"), _report(tmp_path / "b.json")
-    assert a["release"]["id"] != b["release"]["id"] and b["budget"]["charged"]
-    assert _summary(store, "csv").releases == 2
+
+
+def test_data_edited_with_size_and_mtime_kept_is_never_released_under_the_old_charge(tmp_path):
+    """One user's row edited in place, the file's size and modification time restored: the
+    listing (metadata) is unchanged, so it is the same request. With a store, a committed
+    request is not run again: the edited rows are never read, nothing is released or charged
+    (before, the edit was released for free with the old noise). Without a store the run reads
+    the rows: the content digest sees the edit, a new release id, independent noise."""
+    csv = tmp_path / "pairs.csv"
+    lines = ["user_id,item", *[f"u{u:03d},w{(u * 7) % 40:02d}" for u in range(400)]]
+    csv.write_text("\n".join(lines) + "\n")
+    key = _key(tmp_path / "key")
+    store = _store(tmp_path, "csv")
+    argv = ["--input", str(csv), "--epsilon", "1", "--noise-key-file", key,
+            "--max-contributions", "5"]  # fmt: skip
+    charged = [*argv, "--budget-store", store, "--dataset-id", "csv"]
+    _run(distinct_count, [*charged, "--report", str(tmp_path / "a.json")])
+    _run(distinct_count, [*argv, "--report", str(tmp_path / "plain-a.json")])
+    _edit_keeping_size_and_mtime(csv)
+    _run(distinct_count, [*charged, "--report", str(tmp_path / "b.json")], code=2)
+    assert not (tmp_path / "b.json").exists() and _summary(store, "csv").releases == 1
+    _run(distinct_count, [*argv, "--report", str(tmp_path / "plain-b.json")])
+    a, b = _report(tmp_path / "plain-a.json"), _report(tmp_path / "plain-b.json")
+    assert a["release"]["id"] != b["release"]["id"]
+    # the store is not part of a release: the charged run and the plain one are the same
+    assert _report(tmp_path / "a.json")["release"]["id"] == a["release"]["id"]
 
 
 def test_allow_listed_flags_do_not_change_the_release(spark, borderline, tmp_path):
     """The release depends on the noise (borderline items); the second run changes every
-    operational flag at once: another input path (same rows), another key file path (same
-    key), output and report paths, log level, unsafe debug logs, the private UI switch, Spark
-    settings (shuffle partitions), another store and dataset id, ε moved into a config file.
-    Same key, rows and arguments: the identical items and release id."""
+    operational flag at once: another key file path (same key), output and report paths, log
+    level, unsafe debug logs, the private UI switch, Spark settings (shuffle partitions),
+    another store and dataset id, ε moved into a config file. Same key, input and arguments:
+    the identical items and release id."""
     key = _key(tmp_path / "key", os.urandom(32))
-    copy_in, copy_key = tmp_path / "copy", tmp_path / "elsewhere" / "key"
-    shutil.copytree(borderline / "d", copy_in)
+    copy_key = tmp_path / "elsewhere" / "key"
     copy_key.parent.mkdir()
     _key(copy_key, Path(key).read_bytes())
     first_store, second_store = _store(tmp_path, "users"), None
@@ -205,7 +224,7 @@ def test_allow_listed_flags_do_not_change_the_release(spark, borderline, tmp_pat
     spark.conf.set("spark.sql.shuffle.partitions", "5")
     try:
         code = partition_selection.main([
-            "--input", str(copy_in), "--output", str(tmp_path / "b" / "items"),
+            "--input", str(borderline / "d"), "--output", str(tmp_path / "b" / "items"),
             "--report", str(tmp_path / "b.json"), *basic, "--config", str(config),
             "--noise-key-file", str(copy_key), "--budget-store", second_store,
             "--dataset-id", "others", "--log-level", "DEBUG", "--unsafe-debug-logs",

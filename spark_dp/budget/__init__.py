@@ -6,9 +6,10 @@ users of that data), and every run charged to it. A job reserves its (ε, δ) in
 before it reads data, is refused (:class:`BudgetRefused`, exit 3) if the cap would be exceeded,
 makes the charge durable right before its first read of input rows (never refunded after that:
 a failure or a kill leaves it *failed (charged)*), and commits once its output and report are
-written; only a run that fails before reading frees its reservation. Release ids make retries
-free: the same key on the same rows with the same arguments is the same release, and a run
-whose release id was charged before costs nothing more (``docs/privacy/budget.md``).
+written; only a run that fails before reading frees its reservation. The store decides from a
+run's request only (job, arguments, input locations and listings, key; never the rows): a
+request committed before is not run again, and a run that died after its charge is taken over
+by its retry, which costs nothing more (``docs/privacy/budget.md``).
 
 Composition is basic (Σ ε, Σ δ) by default; a store can use a tight accountant (PLD or RDP from
 Google's dp-accounting) for the Gaussian noise of its releases (:mod:`.accounting` states
@@ -17,8 +18,9 @@ exactly what it composes).
 Contents: :class:`BudgetStore` (:mod:`.store`, :mod:`.lifecycle`, imported on first use:
 SQLAlchemy loads only when a store is opened), :class:`Reservation`, :class:`DatasetBudget`
 (:mod:`.records`); :func:`release_id`, :func:`run_identity`, :func:`bind_release`,
-:func:`default_dataset_id`, :data:`RELEASE_COMPAT_VERSION` (:mod:`.ids`); :class:`GaussianStep`,
-:func:`gaussian_steps` (:mod:`.accounting`); :class:`BudgetRefused`.
+:func:`default_dataset_id`, :func:`input_identity`, :data:`RELEASE_COMPAT_VERSION`
+(:mod:`.ids`); :class:`GaussianStep`, :func:`gaussian_steps` (:mod:`.accounting`);
+:class:`BudgetRefused`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from spark_dp.budget.ids import (
     RELEASE_COMPAT_VERSION,
     bind_release,
     default_dataset_id,
+    input_identity,
     release_id,
     run_identity,
 )
@@ -50,6 +53,7 @@ __all__ = [
     "bind_release",
     "default_dataset_id",
     "gaussian_steps",
+    "input_identity",
     "release_id",
     "run_identity",
 ]

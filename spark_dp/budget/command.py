@@ -84,7 +84,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         ap = _Parser(
             prog=f"{_PROG} runs",
             description="List the runs of a store: state (reserved, charged, committed, failed "
-            "(charged), released, repeat of ...), stale ones marked, test-seed releases marked.",
+            "(charged), released), stale ones marked, test-seed releases marked.",
         )
         ap.add_argument("--store", required=True, help=_STORE_HELP)
         ap.add_argument("--dataset", help="only the runs of this dataset")

@@ -1,17 +1,20 @@
-"""Identities of datasets, runs and releases; binding a key to one release.
+"""Identities of datasets, inputs, requests and releases; binding a key to one release.
 
 * :func:`default_dataset_id`: the privacy unit a release is charged to when the job is given no
   ``--dataset-id``: the canonical input path.
-* :func:`release_id`: the hash of everything that determines a release: job, algorithm, every
-  argument that can change the output, :data:`RELEASE_COMPAT_VERSION`, the keyed content digest
-  of every table read (:mod:`spark_dp.io.digest`) and the release key's fingerprint. The key is
+* :func:`input_identity`: *where* a table is read and what its files look like, from metadata
+  only (the resolved location and a hash of the listing: names, sizes, modification times).
+* :func:`run_identity`: what a run *asks for*, known before it reads anything: job, algorithm,
+  every argument that can change the output, the input identity of every table it reads and
+  the key's fingerprint. The budget store decides everything from it alone (a request that
+  was committed before is not run again; a run that died after its charge is taken over by
+  its retry), never from the content of the data (``docs/privacy/budget.md``).
+* :func:`release_id`: what a release *is*: the same fields plus the keyed content digest of
+  every table read (:mod:`spark_dp.io.digest`) and :data:`RELEASE_COMPAT_VERSION`. The key is
   bound to it before anything is drawn (:meth:`spark_dp.randomness.Randomness.bind`), so the
-  same key on the same rows with the same arguments gives the identical release (a retry is
-  free), and a change of any of them gives independent noise and a new charge. Output, report
-  and work paths are not in it, nor the input paths: what is read enters through its digest.
-* :func:`run_identity`: what a run is before it has read anything (job, algorithm, arguments,
-  key fingerprint, dataset): a run that died while validating released nothing, and the next
-  run with the same identity takes its charge over instead of being charged again.
+  same key, request and rows give the identical release (a retry recomputes it exactly), and a
+  change of any of them (another input location, a rewritten listing, other rows, another
+  argument) gives independent noise. Output, report and work paths are not in it.
 * :func:`bind_release`: the library entry points' binding (the job runner binds with its own,
   fuller id).
 """
@@ -21,14 +24,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import ParameterError
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from spark_dp.io.digest import ContentDigest
     from spark_dp.io.read import InputSummary
     from spark_dp.randomness import Randomness
@@ -38,6 +44,7 @@ __all__ = [
     "bind_release",
     "default_dataset_id",
     "digests_of",
+    "input_identity",
     "is_uri",
     "release_id",
     "run_identity",
@@ -46,12 +53,13 @@ __all__ = [
 RELEASE_COMPAT_VERSION = 2
 """Enters every release id. Bump it whenever the outputs for the same rows, arguments and key
 change (a new key derivation, a new sampler, another stream layout), so that a release of an
-earlier version is never taken for one of this version (and never charged as its repeat).
+earlier version never shares noise with one of this version.
 2: keys bound to the release id, typed stream labels, content digests (issue 34)."""
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 _RELEASE_DOMAIN = b"spark_dp/v2/release-id\x00"
 _RUN_DOMAIN = b"spark_dp/v2/run-identity\x00"
+_LISTING_DOMAIN = b"spark_dp/v1/input-listing\x00"
 
 
 def is_uri(path: str) -> bool:
@@ -72,6 +80,75 @@ def default_dataset_id(path: str) -> str:
     a trailing ``/``). The privacy unit is the users of that data, whatever its files are."""
     path = str(path)
     return path.rstrip("/") if is_uri(path) else str(_local(path))
+
+
+def _hidden(name: str) -> bool:
+    """Files Spark's readers skip (``_SUCCESS``, ``.crc`` checksums, ``_temporary``)."""
+    return name.startswith(("_", "."))
+
+
+def _listing(root: Path) -> Iterator[tuple[str, int, int]]:
+    """(relative name, size, mtime in ns) of every data file under ``root`` (``root`` itself
+    when it is a file), in a fixed order. Metadata only: no file is opened."""
+    if root.is_file():
+        st = root.stat()
+        yield root.name, st.st_size, st.st_mtime_ns
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not _hidden(d))
+        for name in sorted(n for n in filenames if not _hidden(n)):
+            full = Path(dirpath, name)
+            st = full.stat()
+            yield full.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns
+
+
+def _listing_hash(entries: Iterator[tuple[str, int, int]]) -> str:
+    h = hashlib.sha256(_LISTING_DOMAIN)
+    for name, size, mtime in entries:
+        h.update(f"{name}\x00{size}\x00{mtime}\n".encode())
+    return h.hexdigest()[:32]
+
+
+def _hadoop_listing(spark: SparkSession, uri: str) -> Iterator[tuple[str, int, int]]:
+    """The same listing through Hadoop's FileSystem API (``listFiles`` recursively): names,
+    lengths and modification times (ms), for ``hdfs://``, ``s3a://`` and other URIs."""
+    jvm: Any = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(conf)
+    root = fs.makeQualified(path).toUri().getPath().rstrip("/")
+    it = fs.listFiles(path, True)
+    rows = []
+    while it.hasNext():
+        st = it.next()
+        name = st.getPath().toUri().getPath()
+        rel = name[len(root) :].lstrip("/") or name.rsplit("/", 1)[-1]
+        if any(_hidden(part) for part in rel.split("/")):
+            continue
+        rows.append((rel, int(st.getLen()), int(st.getModificationTime()) * 1_000_000))
+    yield from sorted(rows)
+
+
+def input_identity(path: str, *, spark: SparkSession | None = None) -> str:
+    """Where a table is read and what its files look like, from metadata only (no row is read).
+
+    Local paths (and ``file:`` URIs): ``<resolved path>#<hash of the listing>``, the listing
+    being every data file's relative name, size and modification time (files and folders whose
+    names start with ``_`` or ``.``, which Spark's readers skip, are left out); a path that does
+    not exist gets the marker ``absent``. Other URIs (``hdfs://``, ``s3a://``): the URI plus the
+    hash of the listing Hadoop's FileSystem API returns when a classic SparkSession is passed,
+    else the URI alone (Spark Connect: the client has no Hadoop file system).
+    """
+    path = str(path)
+    if is_uri(path):
+        uri = path.rstrip("/")
+        if spark is None:
+            return uri
+        return f"{uri}#{_listing_hash(_hadoop_listing(spark, uri))}"
+    local = _local(path)
+    if not local.exists():
+        return f"{local}#absent"
+    return f"{local}#{_listing_hash(_listing(local))}"
 
 
 def _canonical(value: Any) -> Any:
@@ -100,14 +177,17 @@ def release_id(
     arguments: Any,
     digests: Sequence[ContentDigest],
     key_fingerprint: str,
+    inputs: Mapping[str, str] | None = None,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of (compat version, job, algorithm, arguments, the
-    content digest of every table read, key fingerprint).
+    """SHA-256 (hex) of the canonical JSON of (compat version, job, algorithm, arguments, input
+    identities, the content digest of every table read, key fingerprint).
 
     Args:
         arguments: every argument that can change the output (a mapping or a parameter
-            dataclass); not output, report or work paths, and not input paths.
+            dataclass); not output, report or work paths.
         digests: one per table read, keyed by this key (their table names must differ).
+        inputs: the :func:`input_identity` of every table read, by role (the job runner's; a
+            library call reads DataFrames and passes none).
     """
     tables = [d.table for d in digests]
     if len(set(tables)) != len(tables):
@@ -119,6 +199,7 @@ def release_id(
             "job": job,
             "algorithm": algorithm,
             "arguments": arguments,
+            "inputs": dict(inputs or {}),
             "data": {d.table: d.value for d in digests},
             "key": key_fingerprint,
         },
@@ -126,10 +207,18 @@ def release_id(
 
 
 def run_identity(
-    *, job: str, algorithm: str | None, arguments: Any, key_fingerprint: str, dataset: str
+    *,
+    job: str,
+    algorithm: str | None,
+    arguments: Any,
+    key_fingerprint: str,
+    inputs: Mapping[str, str],
 ) -> str:
-    """What a run is before it reads data: SHA-256 of (compat version, job, algorithm,
-    arguments, key fingerprint, dataset)."""
+    """What a run asks for, before it reads anything: SHA-256 of (compat version, job,
+    algorithm, arguments, the :func:`input_identity` of every table it reads, key fingerprint).
+
+    Metadata only: the budget store decides from it, never from the rows (module docstring).
+    """
     return _hash(
         _RUN_DOMAIN,
         {
@@ -137,8 +226,8 @@ def run_identity(
             "job": job,
             "algorithm": algorithm,
             "arguments": arguments,
+            "inputs": dict(inputs),
             "key": key_fingerprint,
-            "dataset": dataset,
         },
     )
 

@@ -1,28 +1,31 @@
 """A run's life in the budget store: reserve → charge → bind → commit, or abandon; settle.
 
-The rules (``docs/privacy/budget.md``; the job runner follows them, :mod:`spark_dp.jobs.runner`):
+The rules (``docs/privacy/budget.md``; the job runner follows them, :mod:`spark_dp.jobs.runner`).
+The store decides from a run's **request** alone, its pre-read identity
+(:func:`spark_dp.budget.ids.run_identity`: job, arguments, input locations and listings, key),
+never from the rows it reads, so no charge decision can tell anyone anything about the data:
 
-* :meth:`~RunLifecycle.reserve`, before any data is read: the run's (ε, δ) must fit the cap
-  with every ``reserved``, ``charged``, ``failed`` and ``committed`` run of the dataset counted
-  (within the window, if the cap has one). The row is ``reserved``, the only state that can be
-  freed. Two exceptions: a run with the same pre-read identity (job, arguments, key, dataset)
-  that died before its data was digested released nothing, and is **adopted** (its charge is
-  this run's); and a run over the cap whose identity was charged before is admitted
-  **conditionally**: it costs nothing and may only finish as a repeat of that earlier release.
+* :meth:`~RunLifecycle.reserve`, before any data is read. A request that was **committed**
+  before is not run again: the reservation comes back ``done`` (nothing is read or charged;
+  the runner points at the committed release). A run of the same request that was charged and
+  then failed or died released nothing, and is **adopted** (its charge is this run's: the
+  retry costs nothing more). Otherwise the run's (ε, δ) must fit the cap with every
+  ``reserved``, ``charged``, ``failed`` and ``committed`` run of the dataset counted (within
+  the window, if the cap has one); the row is ``reserved``, the only state that can be freed.
 * :meth:`~RunLifecycle.charge`, right before the first read of input rows: ``charged``,
   durably. From here on the (ε, δ) is spent whatever happens: a failure, a kill, a
   data-dependent error leave the run ``failed`` (charged), never freed.
-* :meth:`~RunLifecycle.bind`, once the data's digest is known: the run records its release
-  id. If a ``charged``, ``failed`` or ``committed`` run of the dataset has the same id, this
-  run is the same release (same key, rows and arguments: the identical noise): it becomes a
-  ``repeat`` of it and costs nothing more. A conditional run that is not a repeat is refused
-  here (exit 3): it has read the data but released nothing, and the refusal tells only that
-  the input is not the one released before.
-* :meth:`~RunLifecycle.commit` once outputs and report are in place: ``committed`` (a repeat
-  commits the run it repeats if that one had failed). :meth:`~RunLifecycle.abandon` when the run
-  ends otherwise: ``reserved`` → ``released``, ``charged`` → ``failed``.
+* :meth:`~RunLifecycle.bind`, once the data's digest is known: the run records its release id
+  (for the listing only: nothing is decided from it).
+* :meth:`~RunLifecycle.commit` once outputs and report are in place: ``committed``.
+  :meth:`~RunLifecycle.abandon` when the run ends otherwise: ``reserved`` → ``released``,
+  ``charged`` → ``failed``.
 * :meth:`~RunLifecycle.settle` (``spark-dp budget settle``): a run whose process is gone
   (:attr:`RunRecord.stale`) by the same rules.
+
+Why not "the same rows again cost nothing": a free repeat decided from the rows' digest would
+tell whoever can choose what an input holds whether two inputs are equal, e.g. whether D minus
+one user's rows is D, i.e. whether that user is in D (``docs/privacy/keys.md``).
 
 Every transition locks the dataset's cap row, so runs of one dataset are serialized.
 """
@@ -34,7 +37,7 @@ import math
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -54,7 +57,6 @@ __all__ = [
     "COUNTED",
     "FAILED",
     "RELEASED",
-    "REPEAT",
     "RESERVED",
     "RunLifecycle",
     "counted_rows",
@@ -63,10 +65,9 @@ __all__ = [
 ]
 
 RESERVED, CHARGED, COMMITTED = "reserved", "charged", "committed"
-FAILED, RELEASED, REPEAT = "failed", "released", "repeat"
+FAILED, RELEASED = "failed", "released"
 COUNTED = (RESERVED, CHARGED, FAILED, COMMITTED)
 """States whose (ε, δ) counts against the cap."""
-_RELEASED_BEFORE = (CHARGED, FAILED, COMMITTED)
 _DAY = 86_400.0
 
 
@@ -82,13 +83,12 @@ def row_charge(row: Row[Any]) -> Charge:
 
 def counted_rows(conn: Connection, dataset: str, window_days: float | None) -> list[Any]:
     """The runs that count against the cap: in flight (reserved, charged), and spent (failed,
-    committed; within the window, if any). Conditional runs never count."""
+    committed; within the window, if any)."""
     spent: sa.ColumnElement[bool] = RUNS.c.state.in_((FAILED, COMMITTED))
     if window_days is not None:
         spent = sa.and_(spent, RUNS.c.ended_at >= time.time() - window_days * _DAY)
     query = sa.select(RUNS).where(
         RUNS.c.dataset == dataset,
-        RUNS.c.conditional.is_(False),
         sa.or_(RUNS.c.state.in_((RESERVED, CHARGED)), spent),
     )
     return list(conn.execute(query.order_by(RUNS.c.started_at)))
@@ -120,20 +120,39 @@ class RunLifecycle:
         gaussian: Sequence[GaussianStep] = (),
         algorithm: str | None = None,
         test_seed: bool = False,
+        outputs: Mapping[str, str] | None = None,
     ) -> Reservation:
-        """Reserve (ε, δ) of ``dataset`` for a new run with pre-read ``identity``.
+        """Reserve (ε, δ) of ``dataset`` for a run of the request ``identity`` (module
+        docstring): ``done`` if that request was committed before, adopted if a run of it died
+        after its charge, else a new ``reserved`` run.
+
+        Args:
+            outputs: where the run writes (role → path), recorded so that a later run of the
+                same request can be told where its release is.
 
         Raises:
-            BudgetRefused: the dataset has no cap, or the run would exceed it and nothing with
-                its identity was charged before (exit 3).
+            BudgetRefused: the dataset has no cap, or the run would exceed it (exit 3).
         """
         if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
             raise BudgetError(f"a release must have ε >= 0 and δ in [0, 1), got {epsilon}, {delta}")
         charge = Charge(float(epsilon), float(delta), tuple(gaussian))
         accountant = self.accountant
         now, host, pid = time.time(), host_name(), os.getpid()
+        written = json.dumps(dict(outputs or {}), sort_keys=True)
         with writing(self._engine, self.url) as conn:
             cap = self._lock_cap(conn, dataset, epsilon, delta)
+            committed = self._committed(conn, dataset, identity)
+            if committed is not None:
+                return Reservation(
+                    dataset,
+                    committed.run,
+                    job,
+                    committed.epsilon,
+                    committed.delta,
+                    COMMITTED,
+                    release=committed.release,
+                    done=_record(committed),
+                )
             adopted = self._adoptable(conn, dataset, identity)
             if adopted is not None:
                 self._update(
@@ -144,16 +163,15 @@ class RunLifecycle:
                     pid=pid,
                     started_at=now,
                     ended_at=None,
+                    release=None,
+                    outputs=written,
                 )
                 return Reservation(
                     dataset, adopted.run, job, adopted.epsilon, adopted.delta, CHARGED, adopted=True
                 )
             others = [row_charge(r) for r in counted_rows(conn, dataset, cap.window_days)]
-            conditional = False
             if not fits_cap([*others, charge], cap.epsilon, cap.delta, accountant):
-                if not self._released_before(conn, dataset, identity):
-                    raise BudgetRefused(self._refusal(dataset, cap, others, charge, accountant))
-                conditional = True  # it may only run as a repeat of that release
+                raise BudgetRefused(self._refusal(dataset, cap, others, charge, accountant))
             run = uuid.uuid4().hex
             conn.execute(
                 RUNS.insert().values(
@@ -167,9 +185,8 @@ class RunLifecycle:
                     delta=float(delta),
                     gaussian=json.dumps([g.to_dict() for g in gaussian]),
                     state=RESERVED,
-                    conditional=conditional,
-                    repeat_of=None,
                     test_seed=bool(test_seed),
+                    outputs=written,
                     host=host,
                     pid=pid,
                     started_at=now,
@@ -177,12 +194,12 @@ class RunLifecycle:
                     ended_at=None,
                 )
             )
-        return Reservation(dataset, run, job, epsilon, delta, RESERVED, conditional=conditional)
+        return Reservation(dataset, run, job, epsilon, delta, RESERVED)
 
     # ------------------------------------------------------------------ charge, bind
     def charge(self, res: Reservation) -> Reservation:
         """Make the charge durable, right before the run's first read of input rows."""
-        if res.conditional or res.state != RESERVED:
+        if res.state != RESERVED:
             return res
         with writing(self._engine, self.url) as conn:
             found = conn.execute(
@@ -198,71 +215,20 @@ class RunLifecycle:
         return replace(res, state=CHARGED)
 
     def bind(self, res: Reservation, release: str) -> Reservation:
-        """Record the run's release id; a repeat of a charged release costs nothing more.
-
-        Raises:
-            BudgetRefused: a conditional run whose release is not a repeat (exit 3).
-            BudgetError: the same release id was charged with another (ε, δ).
-        """
+        """Record the run's release id, once its input is digested (nothing is decided from
+        it: the store's decisions were made from the request, module docstring)."""
         with writing(self._engine, self.url) as conn:
-            self._lock_cap(conn, res.dataset, res.epsilon, res.delta)
-            prior = conn.execute(
-                sa.select(RUNS)
-                .where(
-                    RUNS.c.dataset == res.dataset,
-                    RUNS.c.release == release,
-                    RUNS.c.state.in_(_RELEASED_BEFORE),
-                    RUNS.c.run != res.run,
-                )
-                .order_by(RUNS.c.started_at)
-            ).first()
-            if prior is not None:
-                if not (
-                    math.isclose(prior.epsilon, res.epsilon)
-                    and math.isclose(prior.delta, res.delta)
-                ):
-                    raise BudgetError(
-                        f"release {release} of dataset {res.dataset!r} was charged "
-                        f"{fmt(prior.epsilon, prior.delta)}, now {fmt(res.epsilon, res.delta)}: "
-                        "a release id must always spend the same budget"
-                    )
-                self._update(conn, res.run, state=REPEAT, release=release, repeat_of=prior.run)
-                return replace(res, state=REPEAT, release=release, repeat_of=prior.run)
-            if res.conditional:
-                self._update(conn, res.run, state=RELEASED, release=release, ended_at=time.time())
-            else:
-                self._update(conn, res.run, release=release)
-        if res.conditional:
-            raise BudgetRefused(
-                f"budget refused: dataset {res.dataset!r} has no budget left for "
-                f"{fmt(res.epsilon, res.delta)}; this run was admitted only as a retry of an "
-                "earlier release with the same key and arguments, and its input differs from "
-                "that release's (nothing was released or charged)"
-            )
+            self._update(conn, res.run, release=release)
         return replace(res, release=release)
 
     # ------------------------------------------------------------------ the end of a run
     def commit(self, res: Reservation) -> None:
-        """Mark the run committed (outputs and report in place); a repeat commits the run it
-        repeats when that one had failed or died."""
-        now = time.time()
+        """Mark the run committed (outputs and report in place)."""
         with writing(self._engine, self.url) as conn:
-            if res.repeat_of is not None:
-                self._update(conn, res.run, ended_at=now)
-                prior = conn.execute(sa.select(RUNS).where(RUNS.c.run == res.repeat_of)).first()
-                if prior is not None and (
-                    prior.state == FAILED
-                    or (
-                        prior.state == CHARGED
-                        and process_gone(prior.host, prior.pid, prior.started_at)
-                    )
-                ):
-                    self._update(conn, prior.run, state=COMMITTED, ended_at=now)
-                return
             found = conn.execute(
                 RUNS.update()
                 .where(RUNS.c.run == res.run, RUNS.c.state.in_((RESERVED, CHARGED, FAILED)))
-                .values(state=COMMITTED, ended_at=now)
+                .values(state=COMMITTED, ended_at=time.time())
             ).rowcount
         if not found:
             raise BudgetError(
@@ -328,36 +294,36 @@ class RunLifecycle:
         return cap
 
     @staticmethod
-    def _adoptable(conn: Connection, dataset: str, identity: str) -> Any:
-        """A run of this identity that was charged and died (or failed) before it digested its
-        input: it released nothing, so the next such run takes its charge over."""
-        rows = conn.execute(
-            sa.select(RUNS).where(
+    def _committed(conn: Connection, dataset: str, identity: str) -> Any:
+        """The committed run of this request, if any (the first, should there be several)."""
+        return conn.execute(
+            sa.select(RUNS)
+            .where(
                 RUNS.c.dataset == dataset,
                 RUNS.c.identity == identity,
-                RUNS.c.release.is_(None),
-                RUNS.c.conditional.is_(False),
+                RUNS.c.state == COMMITTED,
+            )
+            .order_by(RUNS.c.started_at)
+        ).first()
+
+    @staticmethod
+    def _adoptable(conn: Connection, dataset: str, identity: str) -> Any:
+        """A run of this request that was charged and then failed, or whose process is gone:
+        nothing of it was released (its staged outputs are removed by the next run's
+        recovery), so the next run of the same request takes its charge over."""
+        rows = conn.execute(
+            sa.select(RUNS)
+            .where(
+                RUNS.c.dataset == dataset,
+                RUNS.c.identity == identity,
                 RUNS.c.state.in_((CHARGED, FAILED)),
             )
+            .order_by(RUNS.c.started_at)
         )
         for row in rows:
             if row.state == FAILED or process_gone(row.host, row.pid, row.started_at):
                 return row
         return None
-
-    @staticmethod
-    def _released_before(conn: Connection, dataset: str, identity: str) -> bool:
-        return (
-            conn.execute(
-                sa.select(RUNS.c.run).where(
-                    RUNS.c.dataset == dataset,
-                    RUNS.c.identity == identity,
-                    RUNS.c.release.is_not(None),
-                    RUNS.c.state.in_(_RELEASED_BEFORE),
-                )
-            ).first()
-            is not None
-        )
 
     @staticmethod
     def _update(conn: Connection, run: str, **values: Any) -> None:

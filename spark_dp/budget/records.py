@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import socket
@@ -64,13 +65,12 @@ class Reservation:
 
     Attributes:
         run: the run id (the store's row).
-        state: ``reserved``, ``charged``, ``repeat`` ...
+        state: ``reserved``, ``charged``, ``committed`` ...
         release: the release id, once the run has digested its input.
-        repeat_of: the run whose release this run repeats (it costs nothing).
-        conditional: admitted over the cap only because a run with the same pre-read identity
-            was charged before: it runs only if its release is a repeat of a charged one.
-        adopted: this run took over the charge of an earlier run with the same pre-read identity
-            that died before it knew its release (it had released nothing).
+        adopted: this run took over the charge of an earlier run of the same request that
+            failed or died after its charge (it had released nothing).
+        done: the committed run of the same request, when there is one: then nothing is read
+            or charged, and ``run`` is that run's id.
     """
 
     dataset: str
@@ -80,14 +80,14 @@ class Reservation:
     delta: float
     state: str
     release: str | None = None
-    repeat_of: str | None = None
-    conditional: bool = False
     adopted: bool = False
+    done: RunRecord | None = None
 
     @property
     def charged(self) -> bool:
-        """Whether this run's (ε, δ) is counted against the cap (a repeat is not)."""
-        return self.repeat_of is None and not self.conditional
+        """Whether this run holds a charge (its own or an adopted one); a request committed
+        before (:attr:`done`) charges nothing."""
+        return self.done is None
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,8 @@ class RunRecord:
     epsilon: float
     delta: float
     release: str | None
-    repeat_of: str | None
-    conditional: bool
     test_seed: bool
+    outputs: str | None
     host: str
     pid: int
     started_at: float
@@ -125,13 +124,18 @@ class RunRecord:
         """The state as listed: ``failed (charged)``, ``charged (stale)``, ..."""
         if self.state == "failed":
             return "failed (charged)"
-        if self.state == "repeat":
-            return f"repeat of {self.repeat_of}"
         return f"{self.state} (stale)" if self.stale else self.state
 
+    @property
+    def written(self) -> dict[str, str]:
+        """Where the run writes (role → path), as it recorded at its reservation."""
+        return dict(json.loads(self.outputs)) if self.outputs else {}
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (with ``stale`` and the shown state)."""
-        return {**asdict(self), "stale": self.stale, "shown_state": self.shown_state}
+        """JSON-ready dict (with ``stale``, the shown state and the paths written)."""
+        out = {**asdict(self), "stale": self.stale, "shown_state": self.shown_state}
+        out["outputs"] = self.written
+        return out
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ names beside the old ones, and the first open imports what the old ones hold
 (:mod:`.migrate`: the v1 caps, settings and every charged release, once, in one transaction).
 
 * ``caps``: one row per dataset: (ε, δ) cap, optional window in days.
-* ``runs``: one row per run of a job: its dataset, pre-read identity, release id (once the
-  data's digest is known), (ε, δ), Gaussian steps (generic JSON, composed by :mod:`.accounting`),
-  state, the run it repeats, whether its key came from a test seed, and the host, pid and
-  start time of its process. States (:mod:`.lifecycle`): ``reserved`` → ``charged`` →
-  ``committed`` or ``failed``; ``released`` (freed before any read) and ``repeat`` (the same
-  release as an earlier run: costs nothing) cost nothing.
+* ``runs``: one row per run of a job: its dataset, request (pre-read identity), release id
+  (once the data's digest is known), (ε, δ), Gaussian steps (generic JSON, composed by
+  :mod:`.accounting`), state, whether its key came from a test seed, the paths it writes, and
+  the host, pid and start time of its process. States (:mod:`.lifecycle`): ``reserved`` →
+  ``charged`` → ``committed`` or ``failed``; ``released`` (freed before any read) costs
+  nothing.
 * ``settings``: store-wide settings (the accountant, the v1 import marker).
 
 URLs: ``sqlite:///path/budget.db`` (a local file; SQLite's locking is not reliable on network
@@ -75,9 +75,8 @@ RUNS = sa.Table(
     sa.Column("delta", sa.Double, nullable=False),
     sa.Column("gaussian", sa.Text, nullable=False),  # JSON list of GaussianStep dicts
     sa.Column("state", sa.String(16), nullable=False),
-    sa.Column("conditional", sa.Boolean, nullable=False),  # admitted only as a repeat
-    sa.Column("repeat_of", sa.String(64), nullable=True),
     sa.Column("test_seed", sa.Boolean, nullable=False),
+    sa.Column("outputs", sa.Text, nullable=True),  # JSON {role: path} the run writes
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("pid", sa.Integer, nullable=False),
     sa.Column("started_at", sa.Double, nullable=False),

@@ -5,7 +5,7 @@ job reads goes through a validation pass with :meth:`ReleaseBinding.gate` (``ctx
 ``ctx.load_incidences``, ``ctx.gate("capacities")``): right before the first such pass reads
 rows, the binding calls the runner's charge hook (the budget charge becomes durable); when the
 last table's digest arrives, it calls the runner's bind hook, which computes the release id
-(:func:`spark_dp.budget.release_id`, a repeat check in the store) and binds the key to it. Only
+(:func:`spark_dp.budget.release_id`, recorded in the store) and binds the key to it. Only
 then can the job draw: :attr:`ReleaseBinding.randomness` refuses before, so no noise can be
 drawn from a key that is not bound to exactly the rows read.
 """

@@ -4,17 +4,23 @@
 * :func:`split_budget_conf` (before the parameters): ``--budget-store`` and ``--dataset-id``,
   or ``budget_store:`` / ``dataset_id:`` in the config file (a team's default store).
 * :func:`budget_path_spec`: an SQLite store's file joins the path plan (it is written).
-* :func:`budget_reserve` (after the key, **before any data is read**): with a store, the
-  reservation of the (ε, δ) the job's data-free plan will spend, under the run's pre-read
-  identity (:func:`spark_dp.budget.run_identity`). A refusal is
-  :class:`~spark_dp.errors.BudgetRefused` (exit code 3, one line).
+* :func:`request_identity` (after the key, **before any data is read**): the run's request,
+  :func:`spark_dp.budget.run_identity` of its effective arguments, key and the metadata
+  identity of every table it reads (location and listing, never rows).
+* :func:`budget_reserve`: with a store, the reservation of the (ε, δ) the job's data-free plan
+  will spend, under that request. A refusal is :class:`~spark_dp.errors.BudgetRefused` (exit
+  code 3, one line); a request committed before is not run again
+  (:class:`~spark_dp.errors.AlreadyReleased`: exit 0 when this run asks for the same report,
+  else exit 2, nothing read or written).
 * :func:`release_binding`: the job's :class:`~spark_dp.jobs.binding.ReleaseBinding`, whose two
   hooks are :func:`budget_charge` (right before the first read of rows: the charge becomes
-  durable) and :func:`bind_release_id` (every table digested: the release id, and with a store
-  the repeat check, which makes a retry with the same key, rows and arguments free).
-* :func:`budget_commit` once the report is in place (after checking that the run spent exactly
-  what was reserved, :func:`check_spent`); :func:`budget_end` at the end of every run: a run
-  that never read data frees its reservation, one that did stays charged (``failed``).
+  durable) and :func:`bind_release_id` (every table digested: the release id, which the key is
+  bound to; the store records it).
+* :func:`budget_commit` before the staged outputs go into place (after checking that the run
+  spent exactly what was reserved, :func:`check_spent`): a crash between the two leaves a
+  release recorded as committed that nobody can read (never the reverse: a readable release
+  the store does not know); :func:`budget_end` at the end of every run: a run that never read
+  data frees its reservation, one that did stays charged (``failed``).
 
 Without a store a job runs as before and its report says that no budget was enforced.
 """
@@ -23,14 +29,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from spark_dp.errors import ConfigError
+from spark_dp.errors import AlreadyReleased, ConfigError
 from spark_dp.io.digest import ContentDigest
+from spark_dp.io.fs import is_connect
 from spark_dp.jobs.binding import ReleaseBinding
-from spark_dp.jobs.paths import APPEND, READ, PathSpec
+from spark_dp.jobs.paths import APPEND, READ, WRITE, PathSpec
 from spark_dp.jobs.release_args import release_arguments
-from spark_dp.jobs.run import Run
+from spark_dp.jobs.run import Run, report_path
 from spark_dp.report import Step
 
 __all__ = [
@@ -42,7 +50,9 @@ __all__ = [
     "budget_report",
     "budget_reserve",
     "check_spent",
+    "needs_session_for_identity",
     "release_binding",
+    "request_identity",
     "split_budget_conf",
 ]
 
@@ -106,11 +116,48 @@ def _plan(run: Run) -> tuple[str | None, Sequence[Step]]:
     return getattr(run.params, "algorithm", None) or getattr(run.params, "method", None), ()
 
 
-def budget_reserve(run: Run) -> None:
-    """With a store: reserve the plan's (ε, δ) before any data is read (exit 3 if refused)."""
-    from spark_dp.budget import default_dataset_id, gaussian_steps, run_identity
+def request_identity(run: Run) -> None:
+    """The run's request (before any data is read): its effective arguments, key and the
+    metadata identity of every table it reads (location and listing: names, sizes, times)."""
+    from spark_dp.budget import input_identity, run_identity
 
-    assert run.randomness is not None
+    assert run.randomness is not None and run.plan is not None
+    spark = None
+    if run.spark is not None and not is_connect(run.spark):
+        spark = run.spark  # lists a Hadoop URI through Spark (no row is read)
+    run.inputs = {
+        s.role: input_identity(s.path, spark=spark)
+        for s in run.plan.specs
+        if s.access == READ and s.table
+    }
+    algorithm, _ = _plan(run)
+    run.identity = run_identity(
+        job=run.spec.name,
+        algorithm=algorithm,
+        arguments=release_arguments(run),
+        key_fingerprint=run.randomness.fingerprint,
+        inputs=run.inputs,
+    )
+
+
+def needs_session_for_identity(run: Run) -> bool:
+    """With a store, a table the job reads from a Hadoop URI is listed through Spark (the
+    session starts first; still no data is read before the reservation)."""
+    if not run.budget_store or run.plan is None:
+        return False
+    return any(s.access == READ and s.table and not run.plan.is_local(s) for s in run.plan.specs)
+
+
+def budget_reserve(run: Run) -> None:
+    """With a store: reserve the plan's (ε, δ) before any data is read (exit 3 if refused).
+
+    Raises:
+        AlreadyReleased: this request (same arguments, key, input locations and listings) was
+            committed before: nothing is read, written or charged.
+    """
+    from spark_dp.budget import default_dataset_id, gaussian_steps
+
+    assert run.randomness is not None and run.plan is not None
     if not run.budget_store:
         return
     from spark_dp.budget import BudgetStore
@@ -123,31 +170,29 @@ def budget_reserve(run: Run) -> None:
         float(sum(s.epsilon for s in steps)),
         float(sum(s.delta for s in steps)),
     )
-    identity = run_identity(
-        job=run.spec.name,
-        algorithm=algorithm,
-        arguments=release_arguments(run),
-        key_fingerprint=run.randomness.fingerprint,
-        dataset=dataset,
-    )
+    written = {s.role: _where(s.path) for s in run.plan.specs if s.access == WRITE}
+    report = report_path(run.args, run.spec.confidential)
+    if report is not None:
+        report = written["report"] = _where(report)
     run.store = BudgetStore.open(run.budget_store)
     run.reservation = run.store.reserve(
         dataset=dataset,
-        identity=identity,
+        identity=run.identity,
         job=run.spec.name,
         epsilon=run.planned_spend[0],
         delta=run.planned_spend[1],
         gaussian=gaussian_steps(steps),
         algorithm=algorithm,
         test_seed=run.randomness.seeded,
+        outputs=written,
     )
     res = run.reservation
+    if res.done is not None:
+        _already_released(run, res.done, report)
     if res.adopted:
-        run.log.info("budget: run %s took over the charge of a run that read nothing", res.run)
-    elif res.conditional:
         run.log.info(
-            "budget: dataset %s is at its cap; run %s may only repeat an earlier release",
-            dataset,
+            "budget: run %s took over the charge of an earlier run of the same request that "
+            "released nothing",
             res.run,
         )
     else:
@@ -160,6 +205,40 @@ def budget_reserve(run: Run) -> None:
         )
 
 
+def _where(path: str) -> str:
+    """A written path as the store records it: local paths resolved, URIs as given."""
+    from spark_dp.budget.ids import is_uri
+
+    return path if is_uri(path) else str(Path(path).expanduser().resolve())
+
+
+def _already_released(run: Run, done: Any, report: str | None) -> None:
+    """This request was committed before (run ``done``): say where, and stop before any read."""
+    import datetime as dt
+
+    when = dt.datetime.fromtimestamp(done.ended_at or done.started_at, dt.timezone.utc)
+    where = done.written.get("report") or "stdout"
+    from spark_dp.budget.ids import is_uri
+
+    same = report is not None and report == done.written.get("report")
+    if same and report is not None and (is_uri(report) or Path(report).exists()):
+        run.log.warning(
+            "budget: this request (same key, arguments and input listing) was committed by run "
+            "%s at %s; its report is %s; nothing was read, written or charged",
+            done.run,
+            when.isoformat(timespec="seconds"),
+            where,
+        )
+        raise AlreadyReleased(f"release already committed (report {where})", exit_code=0)
+    raise AlreadyReleased(
+        f"this request (same key, arguments and input listing) was committed by run {done.run} "
+        f"at {when.isoformat(timespec='seconds')} with its report at {where}; nothing was read, "
+        "written or charged. Read that release, or use a fresh key (--noise-key-file) for a "
+        "new release",
+        exit_code=2,
+    )
+
+
 def budget_charge(run: Run) -> None:
     """Right before the first read of input rows: the charge becomes durable."""
     if run.reservation is not None:
@@ -168,7 +247,8 @@ def budget_charge(run: Run) -> None:
 
 
 def bind_release_id(run: Run, digests: list[ContentDigest]) -> str:
-    """Every table is digested: the release id, the store's repeat check, the report's id."""
+    """Every table is digested: the release id (the key is bound to it), recorded in the
+    store and the report."""
     from spark_dp.budget import release_id
 
     assert run.randomness is not None
@@ -179,17 +259,12 @@ def bind_release_id(run: Run, digests: list[ContentDigest]) -> str:
         arguments=release_arguments(run),
         digests=digests,
         key_fingerprint=run.randomness.fingerprint,
+        inputs=run.inputs,
     )
     if run.report is not None:
         run.report.release_id = run.release_id
     if run.reservation is not None:
         run.reservation = run.store.bind(run.reservation, run.release_id)
-        if run.reservation.repeat_of is not None:
-            run.log.info(
-                "budget: the same release as run %s (same key, rows and arguments); charged "
-                "nothing more",
-                run.reservation.repeat_of,
-            )
     return run.release_id
 
 
@@ -225,8 +300,8 @@ def budget_report(run: Run) -> dict[str, Any]:
         "accountant": store.accountant,
         "run": res.run,
     }
-    if res.repeat_of is not None:
-        out["repeat_of"] = res.repeat_of
+    if res.adopted:
+        out["adopted"] = True  # the charge of an earlier run of this request that released nothing
     if run.randomness is not None and run.randomness.seeded:
         out["test_seed"] = True
     return out
@@ -249,7 +324,7 @@ def check_spent(run: Run) -> None:
 
 
 def budget_commit(run: Run) -> None:
-    """Book the run once output and report are in place."""
+    """Book the run as committed, right before its staged outputs go into place."""
     if run.reservation is None:
         return
     run.store.commit(run.reservation)

@@ -26,10 +26,11 @@ __all__ = ["NOT_IN_RELEASE", "release_arguments"]
 
 NOT_IN_RELEASE: dict[str, str] = {
     "help": "prints the usage; no run",
-    # where the run reads: the rows themselves enter the id through their content digest
-    "input": "a path; the rows read enter through the content digest",
-    "capacities": "a path; the capacities read enter through their content digest",
-    "record_weights": "a path; the weights read enter through their content digest",
+    # where the run reads: each table enters the request and the release id through its input
+    # identity (location and listing) and the release id through its content digest
+    "input": "a table: its input identity and content digest are in the ids",
+    "capacities": "a table: its input identity and content digest are in the ids",
+    "record_weights": "a table: its input identity and content digest are in the ids",
     "config": "a path; the values it sets are in the resolved parameters",
     # where the run writes: the same release may be written anywhere
     "output": "where the release is written, not what it is",

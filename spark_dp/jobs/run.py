@@ -72,7 +72,9 @@ class Run:
     after_commit: list[Any] = field(default_factory=list)
     budget_store: str | None = None  # --budget-store URL (or the config file's budget_store)
     dataset_id: str | None = None  # the privacy unit the release is charged to
-    release_id: str = ""  # hash of job, algorithm, parameters, input identity, key fingerprint
+    inputs: dict[str, str] = field(default_factory=dict)  # role -> input identity (metadata)
+    identity: str = ""  # the request: job, arguments, key, inputs (ids.run_identity)
+    release_id: str = ""  # the request and the content digests of the rows read (ids.release_id)
     planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan
     store: Any = None  # the open BudgetStore, closed at the end of the run
     reservation: Any = None  # the budget store's reservation, between reserve and commit

@@ -2,9 +2,10 @@
 
 ::
 
-    parse → config → params → path plan → key (unbound) → budget reserve → session
-          → execute: [charge durable → validation pass reads + digests every table → release
-             id → key bound → algorithm] (staged) → commit (outputs, report last) → budget commit
+    parse → config → params → path plan → key (unbound) → request identity → budget reserve
+          → session → execute: [charge durable → validation pass reads + digests every table
+             → release id → key bound → algorithm] (staged) → budget commit → commit (outputs,
+             report last)
     on failure: the staging is removed (or a half-done commit rolled back); the run's budget
     is freed if it read no data, else it stays charged (failed)
 
@@ -12,11 +13,13 @@ Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a
 value, config file, key file or path is one line on stderr and exit code 2 without a JVM, and a
 refused budget is exit code 3 before any data is read. The budget hooks (:mod:`.budget_hooks`)
 reserve the release's (ε, δ) in the budget store (``--budget-store``) from the job's data-free
-plan, make the charge durable right before the first read of input rows (from then on it is
-never refunded), bind the key to the release id once the rows are digested (a repeat of a
-charged release costs nothing more), and commit it once the report is in place. Nothing derived
-from the data is computed, let alone logged, before the charge is durable. (A store-less run is
-reported as "no budget enforced".)
+plan under the run's request (arguments, key, input locations and listings: a request
+committed before is not run again, exit 0 or 2 without reading anything; a run of a request
+that failed after its charge is taken over by its retry), make the charge durable right before
+the first read of input rows (from then on it is never refunded), bind the key to the release
+id once the rows are digested, and commit it right before the outputs go into place. Nothing
+derived from the data is computed, let alone logged, before the charge is durable. (A
+store-less run is reported as "no budget enforced".)
 
 Exit codes: 0 success; 2 bad arguments, configuration, paths or input (one line says what to
 fix); 3 privacy budget refused; 1 anything else (the traceback is logged).
@@ -30,7 +33,7 @@ import time
 from collections.abc import Sequence
 
 from spark_dp.config import name_flags, params_to_dict
-from spark_dp.errors import SparkDPUserError
+from spark_dp.errors import AlreadyReleased, SparkDPUserError
 from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
@@ -40,7 +43,9 @@ from spark_dp.jobs.budget_hooks import (
     budget_report,
     budget_reserve,
     check_spent,
+    needs_session_for_identity,
     release_binding,
+    request_identity,
     split_budget_conf,
 )
 from spark_dp.jobs.cli_args import build_parser
@@ -170,9 +175,10 @@ def _commit(run: Run) -> None:
     assert run.staging is not None and run.report is not None
     check_spent(run)
     if run.spec.spends_budget:
-        run.report.extra["budget"] = budget_report(run)  # charged, or a repeat of which run
+        run.report.extra["budget"] = budget_report(run)  # charged, or adopted from which run
     path = report_path(run.args, run.spec.confidential)
     text = run.report.to_json() if path is not None else None
+    budget_commit(run)  # first: a crash before the move leaves a charge, never a free release
     run.staging.commit(path, text, private_report=run.spec.confidential)
     run.committed = True
     if path is None:
@@ -217,14 +223,21 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         if args.dry_run:
             return dry_run(run)
         make_key(run)
+        if needs_session_for_identity(run):
+            _start_session(run)  # lists a Hadoop input for its identity; reads no data
+        request_identity(run)  # the request: arguments, key, input locations and listings
         budget_reserve(run)  # before any data is read (exit 3 if refused)
         _start_session(run)
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
         _commit(run)
-        budget_commit(run)
         run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
         return EXIT_OK
+    except AlreadyReleased as exc:
+        if exc.exit_code == EXIT_OK:
+            return EXIT_OK  # the same request's release is where this run asks for it
+        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        return exc.exit_code
     except SparkDPUserError as exc:
         message = name_flags(_one_line(exc), spec.params_cls)
         print(f"{parser.prog}: error: {message}", file=sys.stderr)

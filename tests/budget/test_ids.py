@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 
-from spark_dp.budget import bind_release, default_dataset_id, release_id, run_identity
+from spark_dp.budget import (
+    bind_release,
+    default_dataset_id,
+    input_identity,
+    release_id,
+    run_identity,
+)
 from spark_dp.budget import ids as ids_module
 from spark_dp.errors import ParameterError
 from spark_dp.io import ContentDigest
@@ -18,6 +27,7 @@ ARGS = dict(
     arguments={"epsilon": 1.0, "beta": 0.05, "item_col": "item"},
     digests=[DIGEST],
     key_fingerprint=KEY,
+    inputs={"input": "/data/words#0123"},
 )
 
 
@@ -35,17 +45,20 @@ def test_release_id_is_a_stable_hash_of_what_determines_the_release():
         {"digests": [ContentDigest("capacities", KEY, "a" * 32)]},  # another table
         {"digests": []},
         {"key_fingerprint": "e" * 32},  # another key: a new release
+        {"inputs": {"input": "/data/copy#0123"}},  # the same rows elsewhere: another request
+        {"inputs": {"input": "/data/words#4567"}},  # a rewritten listing
+        {"inputs": None},  # a library call (no input identity)
     ]
     assert len({rid, *(release_id(**{**ARGS, **c}) for c in changed)}) == len(changed) + 1
 
 
 def test_the_compat_version_enters_every_id(monkeypatch):
     rid = release_id(**ARGS)
-    identity = run_identity(job="j", algorithm=None, arguments={}, key_fingerprint=KEY, dataset="d")
+    identity = run_identity(job="j", algorithm=None, arguments={}, key_fingerprint=KEY, inputs={})
     monkeypatch.setattr(ids_module, "RELEASE_COMPAT_VERSION", ids_module.RELEASE_COMPAT_VERSION + 1)
     assert release_id(**ARGS) != rid
     assert run_identity(job="j", algorithm=None, arguments={}, key_fingerprint=KEY,
-                        dataset="d") != identity  # fmt: skip
+                        inputs={}) != identity  # fmt: skip
 
 
 def test_one_digest_per_table():
@@ -54,11 +67,40 @@ def test_one_digest_per_table():
 
 
 def test_the_run_identity_changes_with_each_part():
-    base = dict(job="j", algorithm="a", arguments={"x": 1}, key_fingerprint=KEY, dataset="d")
+    base = dict(job="j", algorithm="a", arguments={"x": 1}, key_fingerprint=KEY,
+                inputs={"input": "/d#1"})  # fmt: skip
     ident = run_identity(**base)
     others = [{"job": "k"}, {"algorithm": "b"}, {"arguments": {"x": 2}}, {"key_fingerprint": "0"},
-              {"dataset": "e"}]  # fmt: skip
+              {"inputs": {"input": "/e#1"}}, {"inputs": {"input": "/d#2"}},
+              {"inputs": {"input": "/d#1", "capacities": "/c#1"}}]  # fmt: skip
     assert len({ident, *(run_identity(**{**base, **o}) for o in others)}) == len(others) + 1
+
+
+def test_the_input_identity_is_metadata_location_and_listing(tmp_path):
+    """Where a table is and what its files look like: another location, a file added, renamed
+    or resized, or a new modification time is another identity; no file is opened."""
+    data = tmp_path / "data"
+    data.mkdir()
+    part = data / "part-0.parquet"
+    part.write_bytes(b"x" * 10)
+    (data / "_SUCCESS").write_bytes(b"")  # skipped, as Spark's readers skip it
+    first = input_identity(str(data))
+    assert first.startswith(f"{data}#") and input_identity(str(data) + "/") == first
+    (data / ".part-0.parquet.crc").write_bytes(b"c")
+    assert input_identity(str(data)) == first  # hidden files do not count
+    st = part.stat()
+    part.write_bytes(b"y" * 10)  # same size, new content: the listing cannot see it ...
+    os.utime(part, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert input_identity(str(data)) == first  # ... the content digest does (release id)
+    os.utime(part, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    touched = input_identity(str(data))
+    part.write_bytes(b"y" * 11)
+    resized = input_identity(str(data))
+    copy = tmp_path / "copy"
+    shutil.copytree(data, copy)
+    assert len({first, touched, resized, input_identity(str(copy))}) == 4
+    assert input_identity(str(tmp_path / "nope")).endswith("#absent")
+    assert input_identity("hdfs:///data/words/") == "hdfs:///data/words"
 
 
 def test_default_dataset_id_is_the_canonical_path(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """The budget store on SQLite: caps, the run lifecycle (reserve, charge, bind, commit, abandon),
-repeats, adoption, stale runs and settling, windows, URLs, the v1 import."""
+requests committed before, adoption, stale runs and settling, windows, URLs, the v1 import."""
 
 from __future__ import annotations
 
@@ -72,42 +72,37 @@ def test_a_dataset_without_a_cap_is_refused(store):
     assert info.value.exit_code == 3 and "\n" not in str(info.value)
 
 
-def test_a_repeat_of_a_committed_release_is_charged_once_even_at_the_cap(store):
+def test_a_request_committed_before_is_done_without_a_charge_even_at_the_cap(store):
     store.set_cap("words", 1.0)
     first = _release(store, "r1")
-    again = _reserve(store)  # 0.6 + 0.6 > 1: admitted only as a repeat of i1's release
-    assert again.conditional and not again.charged
-    again = store.bind(store.charge(again), "r1")
-    assert again.repeat_of == first.run and not again.charged
-    store.commit(again)
+    again = _reserve(store, outputs={"report": "/out/r.json"})  # 0.6 + 0.6 > 1: not refused
+    assert again.done is not None and again.done.run == first.run and not again.charged
+    assert again.state == "committed" and again.release == "r1"
     (row,) = store.summary()
     assert (row.releases, row.spent_epsilon, row.reserved_epsilon) == (1, 0.6, 0.0)
+    assert len(store.runs()) == 1  # nothing was added: the run never starts
     _release(store, "r2", identity="i2", eps=0.4)  # the rest of the cap is still there
+    with pytest.raises(BudgetRefused):  # and then it is gone, whatever the request
+        _reserve(store, identity="i3", eps=0.1)
 
 
-def test_a_conditional_run_on_other_data_is_refused_and_charged_nothing(store):
-    store.set_cap("words", 1.0)
-    _release(store, "r1")
-    run = store.charge(_reserve(store))
-    with pytest.raises(BudgetRefused, match="its input differs") as info:
-        store.bind(run, "r1-other-data")
-    assert info.value.exit_code == 3
-    (row,) = store.summary()
-    assert (row.spent_epsilon, row.reserved_epsilon, row.releases) == (0.6, 0.0, 1)
-    assert [r.state for r in store.runs()] == ["committed", "released"]
-
-
-def test_within_the_cap_a_repeat_frees_its_charge(store):
+def test_the_same_rows_under_another_request_are_a_new_charge(store):
+    """The store decides from the request only: the release id (which covers the rows) never
+    makes a run free, so no charge can tell whether two inputs hold the same rows."""
     store.set_cap("words", 2.0)
-    first = _release(store, "r1")
-    again = store.charge(_reserve(store))
+    _release(store, "same-rows", identity="i1")
+    other = _release(store, "same-rows", identity="i2")  # e.g. the same rows at another path
+    assert other.charged and other.done is None
     (row,) = store.summary()
-    assert row.reserved_epsilon == 0.6  # charged while it reads
-    again = store.bind(again, "r1")
-    assert again.repeat_of == first.run
-    store.commit(again)
-    (row,) = store.summary()
-    assert (row.spent_epsilon, row.reserved_epsilon, row.releases) == (0.6, 0.0, 1)
+    assert (row.releases, row.spent_epsilon) == (2, 1.2)
+
+
+def test_a_run_records_where_it_writes(store):
+    store.set_cap("words", 1.0)
+    r = _reserve(store, outputs={"output": "/out/items", "report": "/out/items.report.json"})
+    (record,) = store.runs()
+    assert record.run == r.run
+    assert record.written == {"output": "/out/items", "report": "/out/items.report.json"}
 
 
 def test_a_failure_before_the_read_frees_the_reservation(store):
@@ -117,23 +112,23 @@ def test_a_failure_before_the_read_frees_the_reservation(store):
     assert (row.spent_epsilon, row.reserved_epsilon, row.remaining_epsilon) == (0, 0, 1.0)
 
 
-def test_a_failure_after_the_read_stays_charged_and_its_retry_commits_it(store):
+def test_a_failure_after_the_read_stays_charged_and_its_retry_adopts_it(store):
     store.set_cap("words", 1.0)
     failed = store.bind(store.charge(_reserve(store)), "r1")
     assert store.abandon(failed) == "failed"  # data was read: never refunded
     (row,) = store.summary()
     assert (row.spent_epsilon, row.failed_releases, row.releases) == (0.6, 1, 0)
     with pytest.raises(BudgetRefused, match=r"spent ε=0\.6"):
-        _reserve(store, identity="i2")
-    retry = store.bind(store.charge(_reserve(store)), "r1")  # same key and data
-    assert retry.repeat_of == failed.run
-    store.commit(retry)
+        _reserve(store, identity="i2")  # another request: the cap is spent
+    retry = _reserve(store)  # the same request: it takes the failed run's charge over
+    assert retry.adopted and retry.run == failed.run and retry.state == "charged"
+    store.commit(store.bind(retry, "r1-other-rows"))  # whatever rows the retry reads
     (row,) = store.summary()
     assert (row.spent_epsilon, row.failed_releases, row.releases) == (0.6, 0, 1)
-    assert [r.shown_state for r in store.runs()] == ["committed", f"repeat of {failed.run}"]
+    assert [r.shown_state for r in store.runs()] == ["committed"]
 
 
-def test_a_run_that_died_before_its_digest_is_adopted_not_charged_twice(store, url):
+def test_a_run_that_died_after_its_charge_is_adopted_not_charged_twice(store, url):
     store.set_cap("words", 1.0)
     killed = store.charge(_reserve(store))  # killed while validating: no release id yet
     _set(url, killed.run, pid=_dead_pid())
@@ -142,11 +137,10 @@ def test_a_run_that_died_before_its_digest_is_adopted_not_charged_twice(store, u
     store.commit(store.bind(store.charge(retry), "r1"))
     (row,) = store.summary()
     assert (row.spent_epsilon, row.releases) == (0.6, 1)
-    # a failed run without a digest is adopted too; one with a digest is not (it read data
-    # whose release id is known: a retry on the same data is its repeat instead)
-    failed = store.charge(_reserve(store, identity="i2", eps=0.2))
-    store.abandon(failed)
-    assert _reserve(store, identity="i2", eps=0.2).run == failed.run
+    # killed after its digest (its release id known): adopted just the same
+    late = store.bind(store.charge(_reserve(store, identity="i2", eps=0.2)), "r2")
+    _set(url, late.run, pid=_dead_pid())
+    assert _reserve(store, identity="i2", eps=0.2).run == late.run
 
 
 def test_a_reservation_of_a_live_process_is_not_adopted(store):
@@ -189,14 +183,6 @@ def test_test_seed_releases_are_marked(store):
     _reserve(store, test_seed=True)
     _reserve(store, identity="i2", eps=0.1)
     assert [r.test_seed for r in store.runs()] == [True, False]
-
-
-def test_a_release_id_always_spends_the_same_budget(store):
-    store.set_cap("words", 2.0)
-    _release(store, "r1")
-    other = store.charge(_reserve(store, identity="i2", eps=0.5))
-    with pytest.raises(BudgetError, match="must always spend the same budget"):
-        store.bind(other, "r1")
 
 
 def test_delta_is_capped_too(store):
