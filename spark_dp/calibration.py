@@ -14,8 +14,11 @@ Contents
 * Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8; Chen et al. 2025, Prop. 2.4):
   :func:`gaussian_delta`, :func:`gaussian_sigma`, :func:`gaussian_epsilon`.
 * :func:`laplace_scale`: scale b = Δ1/ε of the Laplace mechanism.
+* :func:`noise_exceeds`: P[noise ≥ margin] for Gaussian or Laplace noise (a threshold's
+  release probability).
 * :func:`sampler_delta_floor`, :func:`check_sampler_delta`: the δ the floating-point noise
-  samplers may add, and the smallest δ a release using them may claim.
+  samplers may add, and the smallest δ a release using them may claim
+  (:func:`sampler_divergence`, :func:`divergence_delta`: the same for a composition).
 """
 
 from __future__ import annotations
@@ -32,11 +35,14 @@ __all__ = [
     "NOISED_VALUES_BOUND",
     "SAMPLER_DELTA_MARGIN",
     "check_sampler_delta",
+    "divergence_delta",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_sigma",
     "laplace_scale",
+    "noise_exceeds",
     "sampler_delta_floor",
+    "sampler_divergence",
 ]
 
 
@@ -154,6 +160,20 @@ def laplace_scale(epsilon: float, sensitivity: float = 1.0) -> float:
     return sensitivity / epsilon
 
 
+def noise_exceeds(distribution: str, scale: float, margin: float) -> float:
+    """P[Z ≥ margin] for Z ~ N(0, scale²) (``gaussian``) or Laplace(scale) (``laplace``): the
+    probability that an item whose weight lies ``margin`` below a threshold crosses it.
+
+    Gaussian: Φ(−margin/σ). Laplace: ½·e^(−x) for x = margin/b ≥ 0, else 1 − ½·e^x.
+    """
+    x = margin / scale
+    if distribution == "gaussian":
+        return float(special.ndtr(-x))
+    if distribution == "laplace":
+        return 0.5 * math.exp(-x) if x >= 0 else 1.0 - 0.5 * math.exp(x)
+    raise ValueError(f"distribution must be 'gaussian' or 'laplace', got {distribution!r}")
+
+
 # --------------------------------------------------------------------------- sampler floor
 
 NOISED_VALUES_BOUND = 10**15
@@ -163,24 +183,42 @@ SAMPLER_DELTA_MARGIN = 1_000
 """A release may claim δ only if the sampler adds at most 1/1000 of it."""
 
 
-def sampler_delta_floor(epsilon: float, distribution: str) -> float:
-    """The δ the floating-point samplers may add to an (ε, δ) mechanism: (1 + e^ε)·N·τ.
+def sampler_divergence(distribution: str) -> float:
+    """N·τ: a bound on the probability that one round's noise, drawn by the floating-point
+    sampler, differs from the exact distribution's.
 
     The continuous samplers of :mod:`spark_dp.randomness.continuous` differ from the exact
     Gaussian or Laplace, when coupled through the same uniforms, with probability τ per draw
     (:func:`~spark_dp.randomness.continuous.tail_mass`, ≈ 1.4e-39: an exponential beyond the
-    sampler's reach). With N noised values the two mechanisms' outputs differ with probability at
-    most N·τ on either dataset, so (ε, δ)-DP with exact noise gives (ε, δ + (1 + e^ε)·N·τ)-DP with
-    the sampler; N ≤ :data:`NOISED_VALUES_BOUND`. Floating-point granularity inside the reach
-    is not covered (the caveat of Mironov 2012); the thresholding mechanisms release only which
-    values cross a threshold.
+    sampler's reach); a round draws N ≤ :data:`NOISED_VALUES_BOUND` values.
     """
     from spark_dp.randomness.continuous import tail_mass
 
-    check_epsilon(epsilon)
+    return NOISED_VALUES_BOUND * tail_mass(distribution)
+
+
+def divergence_delta(epsilon: float, divergence: float) -> float:
+    """(1 + e^ε)·η, capped at 1: what an (ε, δ)-DP guarantee of exact mechanisms adds to δ when
+    the mechanisms that run differ from them with probability at most η on every dataset.
+
+    P[M'(D) ∈ S] ≤ P[M(D) ∈ S] + η ≤ e^ε·P[M(D') ∈ S] + δ + η ≤ e^ε·P[M'(D') ∈ S] + δ
+    + (1 + e^ε)·η. Computed in log space (no overflow for large ε).
+    """
+    if divergence <= 0.0:
+        return 0.0
     log_one_plus_exp = epsilon + math.log1p(math.exp(-epsilon))  # ln(1 + e^ε), no overflow
-    log_floor = log_one_plus_exp + math.log(NOISED_VALUES_BOUND) + math.log(tail_mass(distribution))
-    return math.exp(min(log_floor, 0.0))
+    return math.exp(min(log_one_plus_exp + math.log(divergence), 0.0))
+
+
+def sampler_delta_floor(epsilon: float, distribution: str) -> float:
+    """The δ the floating-point samplers may add to an (ε, δ) round: (1 + e^ε)·N·τ
+    (:func:`divergence_delta` of :func:`sampler_divergence`).
+
+    Floating-point granularity inside the samplers' reach is not covered (the caveat of
+    Mironov 2012); the thresholding mechanisms release only which values cross a threshold.
+    """
+    check_epsilon(epsilon)
+    return divergence_delta(epsilon, sampler_divergence(distribution))
 
 
 def check_sampler_delta(

@@ -2,8 +2,8 @@
 
 Filled by the objects that did the work, so nobody re-describes a mechanism by hand:
 
-* a **calibration** (any object with ``epsilon``, ``delta`` and ``to_report()``, see
-  :class:`Calibration`) states its own mechanism, sensitivity and constants;
+* a **calibration** (the :class:`~spark_dp.calibration_protocol.Calibration` protocol) states
+  its own mechanism, sensitivity and constants;
 * a family's **plan** pairs each calibration with a label as a :class:`Step` (a round, the GEM
   choice, a Laplace release); :meth:`PrivacyReport.spend_step` books it;
 * a family's **result** (:class:`Release`) writes its steps, mechanism description and released
@@ -29,9 +29,10 @@ import platform
 import sys
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from spark_dp import __version__
+from spark_dp.calibration_protocol import Calibration
 from spark_dp.io import json_text, write_json_atomic
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetEntry",
-    "Calibration",
     "PrivacyReport",
     "Release",
     "Step",
@@ -47,28 +47,16 @@ __all__ = [
 ]
 
 
-class Calibration(Protocol):
-    """A calibrated mechanism: the (ε, δ) it spends and a public description of itself.
-
-    ``to_report()`` holds the mechanism's name, its sensitivity and its constants (σ, ρ, scale,
-    thresholds), all public; it is the only place they are written down.
-    """
-
-    @property
-    def epsilon(self) -> float: ...
-
-    @property
-    def delta(self) -> float: ...
-
-    def to_report(self) -> dict[str, Any]: ...
+C_co = TypeVar("C_co", bound=Calibration, covariant=True)
 
 
 @dataclass(frozen=True)
-class Step:
-    """One budget-spending step of a plan: a label and the calibration that spends it."""
+class Step(Generic[C_co]):
+    """One budget-spending step of a plan: a label and the calibration that spends it (typed
+    by the protocol its readers need, e.g. ``Step[RoundCalibration]`` for a selection round)."""
 
     label: str
-    calibration: Calibration
+    calibration: C_co
 
     @property
     def epsilon(self) -> float:

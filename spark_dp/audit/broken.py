@@ -168,9 +168,7 @@ def _greedy_prefix(target: OracleSelection) -> OracleSelection:
 
 def _count_four_epsilon(target: CountTarget) -> CountTarget:
     plan = target.plan
-    if not isinstance(plan.count, DiscreteLaplaceRelease):
-        raise TypeError("broken-distinct-count-4eps breaks the discrete Laplace release")
-    count = replace(plan.count, epsilon=4.0 * plan.count.epsilon)
+    count = DiscreteLaplaceRelease(4.0 * plan.count.epsilon, plan.count.beta)
     return replace(target, plan=replace(plan, count=count))
 
 

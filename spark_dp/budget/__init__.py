@@ -9,20 +9,20 @@ writing anything releases its reservation. Release ids make retries free: the sa
 algorithm, parameters, input and key is the same release, charged once.
 
 Composition is basic (Σ ε, Σ δ) by default; a store can use a tight accountant (PLD or RDP from
-Google's dp-accounting) for the Gaussian noise of its releases (:mod:`.accounting` states
-exactly what it composes).
+Google's dp-accounting) for the noise of its releases, Gaussian, Laplace and pure-ε steps alike
+(:mod:`.accounting` states exactly what it composes).
 
 Contents: :class:`BudgetStore`, :class:`Reservation`, :class:`DatasetBudget` (:mod:`.store`,
 imported on first use: SQLAlchemy loads only when a store is opened); :func:`release_id`,
-:func:`input_identity`, :func:`default_dataset_id` (:mod:`.ids`); :class:`GaussianStep`,
-:func:`gaussian_steps` (:mod:`.accounting`); :class:`BudgetRefused`.
+:func:`input_identity`, :func:`default_dataset_id` (:mod:`.ids`); :class:`NoiseStep`,
+:func:`noise_steps` (:mod:`.accounting`); :class:`BudgetRefused`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.budget.accounting import ACCOUNTANTS, GaussianStep, gaussian_steps
+from spark_dp.budget.accounting import ACCOUNTANTS, NoiseStep, noise_steps
 from spark_dp.budget.ids import default_dataset_id, input_identity, release_id
 from spark_dp.budget.records import DatasetBudget, Reservation
 from spark_dp.errors import BudgetRefused
@@ -35,11 +35,11 @@ __all__ = [
     "BudgetRefused",
     "BudgetStore",
     "DatasetBudget",
-    "GaussianStep",
+    "NoiseStep",
     "Reservation",
     "default_dataset_id",
-    "gaussian_steps",
     "input_identity",
+    "noise_steps",
     "release_id",
 ]
 

@@ -5,7 +5,7 @@ when missing and never altered, so no migration tool is needed; a future layout 
 names beside these.
 
 * ``caps``: one row per dataset: (ε, δ) cap, optional window in days.
-* ``releases``: one row per (dataset, release id): its (ε, δ), Gaussian steps, state
+* ``releases``: one row per (dataset, release id): its (ε, δ), noise steps, state
   (``reserved`` → ``committed``, or ``released`` when cancelled), attempt number and times.
 * ``settings``: store-wide settings (the accountant).
 
@@ -53,7 +53,9 @@ RELEASES = sa.Table(
     sa.Column("algorithm", sa.String(200), nullable=True),
     sa.Column("epsilon", sa.Double, nullable=False),
     sa.Column("delta", sa.Double, nullable=False),
-    sa.Column("gaussian", sa.Text, nullable=False),  # JSON list of GaussianStep dicts
+    # JSON list of NoiseStep dicts (named before Laplace steps were recorded: a dict without
+    # "event" is a Gaussian step)
+    sa.Column("gaussian", sa.Text, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("attempt", sa.Integer, nullable=False),
     sa.Column("reserved_at", sa.Double, nullable=False),

@@ -4,7 +4,7 @@ A job's life with a store (the job runner does this)::
 
     store = BudgetStore.open("sqlite:///var/spark_dp/budget.db")
     r = store.reserve(dataset=..., release=release_id(...), job=..., epsilon=ε, delta=δ,
-                      gaussian=gaussian_steps(plan.steps))      # BudgetRefused: exit 3
+                      noise=noise_steps(plan.steps))            # BudgetRefused: exit 3
     ... read, compute, write output and report ...
     store.commit(r)               # or store.release(r) if it failed before writing anything
 
@@ -35,7 +35,7 @@ from sqlalchemy import exc
 
 from spark_dp.budget.accounting import (
     Charge,
-    GaussianStep,
+    NoiseStep,
     basic_totals,
     check_accountant,
     fits_cap,
@@ -64,7 +64,7 @@ def _check_cap(epsilon: float, delta: float, window_days: float | None) -> None:
 
 
 def _charge(row: Row[Any]) -> Charge:
-    steps = tuple(GaussianStep.from_dict(d) for d in json.loads(row.gaussian))
+    steps = tuple(NoiseStep.from_dict(d) for d in json.loads(row.gaussian))  # all noise steps
     return Charge(float(row.epsilon), float(row.delta), steps)
 
 
@@ -161,7 +161,7 @@ class BudgetStore:
         job: str,
         epsilon: float,
         delta: float,
-        gaussian: Sequence[GaussianStep] = (),
+        noise: Sequence[NoiseStep] = (),
         algorithm: str | None = None,
     ) -> Reservation:
         """Reserve (ε, δ) of ``dataset`` for ``release`` in one transaction.
@@ -176,7 +176,7 @@ class BudgetStore:
         """
         if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
             raise BudgetError(f"a release must have ε >= 0 and δ in [0, 1), got {epsilon}, {delta}")
-        charge = Charge(float(epsilon), float(delta), tuple(gaussian))
+        charge = Charge(float(epsilon), float(delta), tuple(noise))
         accountant = self.accountant
         with self._engine.begin() as conn:
             cap = conn.execute(
@@ -212,7 +212,7 @@ class BudgetStore:
                 "algorithm": algorithm,
                 "epsilon": float(epsilon),
                 "delta": float(delta),
-                "gaussian": json.dumps([g.to_dict() for g in gaussian]),
+                "gaussian": json.dumps([g.to_dict() for g in noise]),
                 "state": RESERVED,
                 "attempt": attempt,
                 "reserved_at": time.time(),

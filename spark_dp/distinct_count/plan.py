@@ -70,7 +70,7 @@ class DistinctCountPlan:
     count: CountCalibration
 
     @property
-    def steps(self) -> tuple[Step, Step]:
+    def steps(self) -> tuple[Step[GemSelection], Step[CountCalibration]]:
         """The two budget-spending steps, in the order they run."""
         return (
             Step(_SELECT_LABEL, self.select),

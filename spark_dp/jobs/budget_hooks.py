@@ -112,7 +112,7 @@ def _input_identity(run: Run) -> str:
 
 def budget_reserve(run: Run) -> None:
     """The release id, and with a store the reservation (before any data is read)."""
-    from spark_dp.budget import default_dataset_id, gaussian_steps, release_id
+    from spark_dp.budget import default_dataset_id, noise_steps, release_id
 
     assert run.randomness is not None
     algorithm: str | None = None
@@ -144,7 +144,7 @@ def budget_reserve(run: Run) -> None:
         job=run.spec.name,
         epsilon=run.planned_spend[0],
         delta=run.planned_spend[1],
-        gaussian=gaussian_steps(steps),
+        noise=noise_steps(steps),
         algorithm=algorithm,
     )
     res = run.reservation

@@ -49,7 +49,7 @@ from spark_dp.calibration import check_sampler_delta, laplace_scale
 from spark_dp.checks import check_nonnegative
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
-from spark_dp.partition_selection.classic import laplace_thresholding_threshold
+from spark_dp.partition_selection.classic_calibration import laplace_thresholding_threshold
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.thresholding import noisy_threshold_mask
 from spark_dp.randomness import Randomness

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_dp.partition_selection import basic, classic, dp_sips, mad, mad2r
+from spark_dp.partition_selection import basic, classic, classic_calibration, dp_sips, mad, mad2r
 from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.registry import Algorithm, Registry
 
@@ -48,20 +48,20 @@ REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
         Algorithm(
             "truncated-geometric",
             "count thresholding with the optimal keep probabilities (Desfontaines et al. 2022)",
-            classic.planner(classic.TruncatedGeometric),
-            classic.run,
+            classic.planner(classic_calibration.TruncatedGeometric),
+            classic.run_keep_probability,
         ),
         Algorithm(
             "laplace-thresholding",
             "count thresholding with Laplace noise",
-            classic.planner(classic.LaplaceThresholding),
-            classic.run,
+            classic.planner(classic_calibration.LaplaceThresholding),
+            classic.noisy_count_runner(classic_calibration.LaplaceThresholding),
         ),
         Algorithm(
             "gaussian-thresholding",
             "count thresholding with Gaussian noise",
-            classic.planner(classic.GaussianThresholding),
-            classic.run,
+            classic.planner(classic_calibration.GaussianThresholding),
+            classic.noisy_count_runner(classic_calibration.GaussianThresholding),
         ),
     ],
 )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope, HoldsCache
+from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class SelectionPlan:
 
     algorithm: str
     max_items: int
-    steps: tuple[Step, ...]
+    steps: tuple[Step[RoundCalibration], ...]
     weighting: str
     reference: str
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -92,7 +93,7 @@ class RoundResult:
         output_items: number of selected items (released, so public).
     """
 
-    step: Step
+    step: Step[RoundCalibration]
     items: DataFrame
     output_items: int
 

@@ -9,12 +9,12 @@ import pytest
 from scipy import stats
 
 from spark_dp.calibration import gaussian_sigma
-from spark_dp.partition_selection import classic as cl
-from spark_dp.partition_selection.classic import (
+from spark_dp.partition_selection import classic_calibration as cl
+from spark_dp.partition_selection.classic import keep_probability_column
+from spark_dp.partition_selection.classic_calibration import (
     GaussianThresholding,
     LaplaceThresholding,
     TruncatedGeometric,
-    keep_probability_column,
 )
 from tests.partition_selection.helpers import item_set, select
 
