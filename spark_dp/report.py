@@ -4,7 +4,8 @@ Filled by the objects that did the work, so nobody re-describes a mechanism by h
 
 * a **calibration** (the :class:`~spark_dp.calibration_protocol.Calibration` protocol) states
   its own mechanism, sensitivity and constants;
-* a family's **plan** pairs each calibration with a label as a :class:`Step` (a round, the GEM
+* a family's **plan** (:class:`Plan`: computed once per run from the checked parameters, before
+  any data is read) pairs each calibration with a label as a :class:`Step` (a round, the GEM
   choice, a Laplace release); :meth:`PrivacyReport.spend_step` books it;
 * a family's **result** (:class:`Release`) writes its steps, mechanism description and released
   values into the report with ``fill_report``; the job runner adds parameters, randomness and
@@ -28,6 +29,7 @@ import datetime as _dt
 import platform
 import sys
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetEntry",
+    "Plan",
     "PrivacyReport",
     "Release",
     "Step",
@@ -76,6 +79,18 @@ class Step(Generic[C_co]):
             "epsilon": self.epsilon,
             "delta": self.delta,
         }
+
+
+class Plan(Protocol):
+    """A family's data-free plan: what its algorithm is called and the steps that spend the
+    budget (none for contribution bounding). The job runner computes it once, reserves its
+    steps' (ε, δ) and hands it to the algorithm."""
+
+    @property
+    def algorithm(self) -> str: ...
+
+    @property
+    def steps(self) -> Sequence[Step[Calibration]]: ...
 
 
 class Release(Protocol):

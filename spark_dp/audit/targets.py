@@ -27,6 +27,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from spark_dp.audit.scenario import Copies
+from spark_dp.calibration import Budget
 from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.plan import DistinctCountPlan
@@ -122,17 +123,20 @@ def novel_canary_items(max_items: int | None, argmax_t: int | None) -> int:
 
 @dataclass(frozen=True)
 class SparkSelection:
-    """A partition-selection registry entry, run by ``select_partitions`` on Spark."""
+    """A partition-selection registry entry, run by ``select_partitions`` on Spark.
+
+    Attributes:
+        entry: the registry entry whose ``run`` executes the plan.
+        params: the public parameters.
+        plan: the data-free calibration, computed once from ``params``: what the run uses and
+            what the audit reads the claim from.
+    """
 
     name: str
     entry: Algorithm[PartitionSelectionParams, SelectionPlan]
     params: PartitionSelectionParams
+    plan: SelectionPlan
     change: str | None = None
-
-    @property
-    def plan(self) -> SelectionPlan:
-        """The entry's data-free calibration."""
-        return self.entry.plan(self.params)
 
     @property
     def claim(self) -> Claim:
@@ -169,7 +173,7 @@ class SparkSelection:
         pairs = copies.frame(spark)
         # as the job calls it (the job validates in load_pairs; the audit builds valid rows)
         with select_partitions(
-            pairs, self.params, randomness, validate=False, algorithm=self.entry
+            pairs, self.plan, randomness, validate=False, algorithm=self.entry
         ) as result:
             return {str(r[ITEM]) for r in result.items.collect()}
 
@@ -225,7 +229,7 @@ def policy_gaussian_target(
     epsilon: float, delta: float, max_items_per_user: int = 100, beta: float = 4.0
 ) -> OracleSelection:
     """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ (spec §2.8)."""
-    cal = WeightAndThreshold.for_budget(epsilon, delta, max_items_per_user)
+    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items_per_user)
     claim = Claim(epsilon, delta, cal.delta_threshold, cal.delta_noise)
     gamma = cal.rho + beta * cal.sigma
     return OracleSelection(
@@ -238,7 +242,7 @@ def greedy_update_target(
 ) -> OracleSelection:
     """GreedyUpdate: Laplace(1/ε) noise, ρ_GW for one novel item with the whole δ, no Δ0 cap,
     Γ = ρ_GW + β/ε (spec §2.8); ρ_GW is Laplace count thresholding's threshold at k = 1."""
-    cal = LaplaceThresholding.for_budget(epsilon, delta, 1)
+    cal = LaplaceThresholding.for_budget(Budget(epsilon, delta), 1)
     claim = Claim(epsilon, delta, cal.delta_threshold, 0.0)
     gamma = cal.threshold + beta * cal.scale
     return OracleSelection("greedy-update", run, claim, cal, gamma, None, beta)
@@ -329,4 +333,4 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
     params = PartitionSelectionParams(
         algorithm=name, **{k: v for k, v in values.items() if k in fields and k != "algorithm"}
     )
-    return SparkSelection(name, entry, params)
+    return SparkSelection(name, entry, params, entry.plan(params))

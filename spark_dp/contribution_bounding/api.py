@@ -33,7 +33,7 @@ from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.contribution_bounding.passes import RoundLog
-from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext
+from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext, check_capacity_given
 from spark_dp.contribution_bounding.prepare import check_weights, prepare
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.contribution_bounding.state_store import StateStore, claim_store
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from spark_dp.registry import Algorithm
 
-__all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions"]
+__all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions", "plan_bounding"]
 
 SPARK_SQL_DEFAULTS: dict[str, str] = {
     # The size adaptive execution merges small shuffle partitions up to (Spark's default:
@@ -61,9 +61,19 @@ SPARK_SQL_DEFAULTS: dict[str, str] = {
 }
 
 
+def plan_bounding(params: BoundingParams) -> BoundingPlan:
+    """The data-free plan of ``params.algorithm`` (order, round settings, output shape).
+
+    Raises:
+        ParameterError: an unknown algorithm, or parameters it cannot use (dp-mf's T and B,
+            an order or finish mode the algorithm does not define).
+    """
+    return REGISTRY[params.algorithm].plan(params)
+
+
 def bound_contributions(
     incidences: DataFrame,
-    params: BoundingParams,
+    plan: BoundingPlan | BoundingParams,
     *,
     capacities: DataFrame | None = None,
     record_weights: DataFrame | None = None,
@@ -79,7 +89,8 @@ def bound_contributions(
 
     Args:
         incidences: (record_id, user_id) table (other columns are never read).
-        params: the algorithm and its parameters.
+        plan: the data-free plan (:func:`plan_bounding`; the job computes it once), or the
+            parameters, planned here once before any data is touched.
         capacities: optional (user_id, cap) table; users missing from it get
             ``params.capacity``.
         record_weights: content-free weights, (record_id, weight) for ``weighted-global`` or
@@ -118,9 +129,12 @@ def bound_contributions(
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     log = get_logger("spark_dp.contribution_bounding")
     timer = timer or StageTimer(log)
+    if not isinstance(plan, BoundingPlan):
+        plan = plan_bounding(plan)
+    check_capacity_given(plan, table=capacities is not None)
+    params = plan.params
     randomness = randomness if randomness is not None else Randomness.create()
     algorithm = REGISTRY[params.algorithm]
-    plan = algorithm.plan(params)
     spark = incidences.sparkSession
     cache = CacheScope()
     # the number of rounds depends on the graph: the UI shows "round #", not its number

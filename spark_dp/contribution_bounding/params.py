@@ -6,8 +6,9 @@ derives its command-line flags from these fields (see :mod:`spark_dp.config`). S
 contribution_bounding.md §2.1 lists the parameters; the defaults follow its recommendations
 (§3.5, A1, A38).
 
-The algorithm names come from the registry (:mod:`.registry`), and so do the checks that
-depend on the algorithm: building the parameters runs the algorithm's data-free plan.
+Each class checks its own fields only. The algorithm names are the registry's (:mod:`.registry`:
+the parser takes its choices from there), and the checks that depend on the algorithm are its
+data-free plan's (:func:`~.api.plan_bounding`, computed once before any data is read).
 """
 
 from __future__ import annotations
@@ -17,19 +18,15 @@ from dataclasses import dataclass
 from spark_dp.checks import check_at_most, check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
 from spark_dp.contribution_bounding.orders import ORDERS, canonical_order
-from spark_dp.contribution_bounding.plan import BoundingPlan
-from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import ParameterError
 
 __all__ = [
-    "ALGORITHMS",
     "CAPACITY_LIMIT",
     "FINISH_MODES",
     "BoundingParams",
     "ContributionBoundingParams",
 ]
 
-ALGORITHMS = REGISTRY.names
 FINISH_MODES = ("driver-greedy", "continue", "none")
 
 CAPACITY_LIMIT = 10**9
@@ -44,7 +41,7 @@ class BoundingParams:
     Selection reads record and user ids only: fixed-graph DP (spec §1.5).
     """
 
-    algorithm: str = param("proposal", REGISTRY.summaries(), choices=ALGORITHMS)
+    algorithm: str = param("proposal", "the bounding algorithm")
     capacity: int | None = param(
         None,
         "the per-user bound b: records per user; users missing from --capacities get it "
@@ -92,7 +89,6 @@ class BoundingParams:
     large_block: int = param(1, "bias-mitigating: large records per block (c2)")
 
     def __post_init__(self) -> None:
-        check_choice("algorithm", self.algorithm, ALGORITHMS)
         object.__setattr__(self, "order", canonical_order(self.order))
         finish = str(self.finish).replace("_", "-")
         object.__setattr__(self, "finish", check_choice("finish", finish, FINISH_MODES))
@@ -110,17 +106,6 @@ class BoundingParams:
         check_int_at_least("size_threshold", self.size_threshold, 0)
         check_int_at_least("small_block", self.small_block, 1)
         check_int_at_least("large_block", self.large_block, 1)
-        REGISTRY[self.algorithm].plan(self)  # the algorithm's own checks (dp-mf: T and B)
-
-    @property
-    def plan(self) -> BoundingPlan:
-        """The algorithm's data-free plan (order, round settings, output shape)."""
-        return REGISTRY[self.algorithm].plan(self)
-
-    @property
-    def duplicates(self) -> bool:
-        """True when the output is a multiset (a ``multiplicity`` column)."""
-        return self.plan.duplicates
 
     @property
     def exhaustive(self) -> bool:
@@ -160,8 +145,3 @@ class ContributionBoundingParams(BoundingParams):
             value = getattr(self, name)
             if value is not None and not str(value).strip():
                 raise ParameterError(f"{name} must be a path or omitted, got an empty string")
-        if self.capacity is None and self.capacities is None and self.plan.capacity_required:
-            raise ParameterError(
-                "pass the contribution bound: --max-contributions B, and/or --capacities PATH "
-                "with a (user_id, cap) table"
-            )

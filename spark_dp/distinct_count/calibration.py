@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.calibration import laplace_scale
+from spark_dp.calibration import Budget, laplace_scale
 from spark_dp.calibration_protocol import Calibration, laplace_event, pure_dp_event
 from spark_dp.checks import check_int_at_least
 from spark_dp.distinct_count.gem import gem_probabilities, gem_select, gem_threshold
@@ -173,7 +173,7 @@ class LaplaceRelease:
 
     def scale(self, ell: int) -> float:
         """b = ℓ/ε_count: the Laplace scale for sensitivity ℓ."""
-        return laplace_scale(self.epsilon, sensitivity=float(ell))
+        return laplace_scale(Budget(self.epsilon), sensitivity=float(ell))
 
     def shift(self, ell: ArrayLike) -> NDArray[np.float64]:
         """(ℓ/ε_count)·ln(1/(2β)) for each ℓ (:func:`lower_bound_shift`)."""

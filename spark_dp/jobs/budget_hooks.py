@@ -5,7 +5,8 @@
 * :func:`budget_path_spec`: an SQLite store's file joins the path plan (it is written).
 * :func:`budget_reserve` (after the key, **before any data is read**): the release id (job,
   algorithm, parameters, input identity, key fingerprint; :func:`spark_dp.budget.release_id`)
-  and, with a store, the reservation of the (ε, δ) that the job's data-free plan will spend. A
+  and, with a store, the reservation of the (ε, δ) that the job's data-free plan (computed once,
+  ``run.algorithm_plan``) will spend. A
   refusal is :class:`~spark_dp.errors.BudgetRefused` (exit code 3, one line); a release id the
   store has committed before (a retry with the same key) is charged nothing.
 * :func:`budget_commit` once the report is in place (after checking that the run spent exactly
@@ -25,7 +26,7 @@ from spark_dp.config import params_to_dict
 from spark_dp.errors import ConfigError
 from spark_dp.jobs.paths import APPEND, READ, PathSpec
 from spark_dp.jobs.run import Run
-from spark_dp.report import Step
+from spark_dp.report import Plan, Step
 
 __all__ = [
     "budget_commit",
@@ -117,8 +118,9 @@ def budget_reserve(run: Run) -> None:
     assert run.randomness is not None
     algorithm: str | None = None
     steps: Sequence[Step] = ()
-    if run.spec.budget_plan is not None:
-        algorithm, steps = run.spec.budget_plan(run.params)
+    if run.spec.spends_budget:
+        plan: Plan = run.algorithm_plan
+        algorithm, steps = plan.algorithm, plan.steps
     run.release_id = release_id(
         run.spec.name,
         algorithm,
@@ -192,7 +194,7 @@ def _check_spent(run: Run) -> None:
     ):
         raise RuntimeError(
             f"the run spent (ε={spent[0]:g}, δ={spent[1]:g}) but its plan reserved "
-            f"(ε={planned[0]:g}, δ={planned[1]:g}): a bug in the job's budget_plan"
+            f"(ε={planned[0]:g}, δ={planned[1]:g}): a bug in the job's plan"
         )
 
 

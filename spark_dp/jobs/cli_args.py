@@ -205,5 +205,5 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
         )
     if spec.add_flags is not None:
         spec.add_flags(parser)
-    add_param_arguments(parser, spec.params_cls)
+    add_param_arguments(parser, spec.params_cls, spec.registries)
     return parser

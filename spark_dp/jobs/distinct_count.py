@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from spark_dp.distinct_count.params import DistinctCountParams
-from spark_dp.distinct_count.registry import REGISTRY, curve_method
+from spark_dp.distinct_count.plan import DistinctCountPlan
+from spark_dp.distinct_count.registry import REGISTRY, curve_method, plan_distinct_count
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
 from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
-from spark_dp.report import Step
 
 __all__ = ["NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
 
@@ -45,8 +44,8 @@ def debug_report_path(path: str) -> str:
 
 def _execute(ctx: JobContext) -> str:
     p: DistinctCountParams = ctx.params
-    method = curve_method(p.method)  # the registry entry's run: plan, summary and curve
-    plan = method.plan(p)
+    plan: DistinctCountPlan = ctx.algorithm_plan  # the plan the budget store reserved
+    method = curve_method(plan.method)  # the registry entry's run: summary and curve
     once = method.dedupes  # the curve dedupes and reads the input once
     pairs = ctx.load_pairs(dedupe=not once, persist=not once)
     result: DistinctCountResult = method(
@@ -81,7 +80,9 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _paths(args: argparse.Namespace, params: DistinctCountParams) -> list[PathSpec]:
+def _paths(
+    args: argparse.Namespace, params: DistinctCountParams, plan: DistinctCountPlan
+) -> list[PathSpec]:
     raw = args.debug_report
     if raw is None:
         return []
@@ -89,13 +90,7 @@ def _paths(args: argparse.Namespace, params: DistinctCountParams) -> list[PathSp
     return [PathSpec("debug_report", "--debug-report", path, WRITE, file=True)]
 
 
-def _budget_plan(p: DistinctCountParams) -> tuple[str, Sequence[Step]]:
-    """GEM's and the release's steps of the data-free plan (reserved before data is read)."""
-    return p.method, REGISTRY[p.method].plan(p).steps
-
-
-def _describe(p: DistinctCountParams) -> dict[str, Any]:
-    plan = REGISTRY[p.method].plan(p)
+def _describe(plan: DistinctCountPlan) -> dict[str, Any]:
     return {**plan.to_report(), "steps": [s.to_report() for s in plan.steps]}
 
 
@@ -116,7 +111,8 @@ SPEC = JobSpec(
     paths=_paths,
     add_flags=_add_flags,
     describe=_describe,
-    budget_plan=_budget_plan,
+    plan=plan_distinct_count,
+    registries={"method": REGISTRY},
     unsafe_flags=(("debug_report", "--debug-report"),),
 )
 

@@ -2,15 +2,16 @@
 
 ::
 
-    parse → config → params → path plan → key → budget reserve → session → execute (staged)
-          → commit (outputs, user state, report last) → budget commit
+    parse → config → params → plan → path plan → key → budget reserve → session
+          → execute (staged) → commit (outputs, user state, report last) → budget commit
     on failure: the staging is removed (or a half-done commit rolled back) → budget release
 
 Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a bad flag,
 value, config file or path is one line on stderr and exit code 2 without a JVM, and a refused
-budget is exit code 3 before any data is read. The budget hooks (:mod:`.budget_hooks`) compute
-the release id, reserve the release's (ε, δ) in the budget store (``--budget-store``) from the
-job's data-free plan, commit it once the report is in place, and release it when nothing was
+budget is exit code 3 before any data is read. The job's data-free plan is computed once, from
+the checked parameters, and the same plan is reserved and executed. The budget hooks
+(:mod:`.budget_hooks`) compute the release id, reserve the plan's (ε, δ) in the budget store
+(``--budget-store``), commit it once the report is in place, and release it when nothing was
 committed. (A store-less run is reported as "no budget enforced"; when a table is read from a
 Hadoop URI the session starts before the reservation, to list it.)
 
@@ -46,6 +47,7 @@ from spark_dp.jobs.phases import (
     dry_run,
     load_config,
     make_key,
+    plan_algorithm,
     plan_paths,
     resolve_run_params,
     split_spark_conf,
@@ -151,6 +153,7 @@ def _execute(run: Run) -> str:
         log=run.log,
         plan=run.plan,
         staging=run.staging,
+        algorithm_plan=run.algorithm_plan,
     )
     algorithm = getattr(run.params, "algorithm", None) or getattr(run.params, "method", None)
     with labels(run.spark, job=run.spec.name, algorithm=algorithm):  # the Spark UI's names
@@ -205,6 +208,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
             _start_session(run)  # the config file is where only Spark can read it
             _apply_deferred_config(run)
         resolve_run_params(run)
+        plan_algorithm(run)
         plan_paths(run)
         if args.dry_run:
             return dry_run(run)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
@@ -31,7 +32,7 @@ __all__ = ["plan", "plan_laplace", "run", "run_laplace"]
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic: σ for (ε, δ/2) with Δ2 = 1, ρ for δ/2 with h(t) = 1/√t (Thm. 3.3)."""
     calibration = WeightAndThreshold.for_budget(
-        params.epsilon, params.delta, params.max_items_per_user
+        Budget(params.epsilon, params.delta), params.max_items_per_user
     )
     return SelectionPlan(
         "basic",
@@ -82,7 +83,7 @@ def run(
 def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic-Laplace: scale 1/ε (Δ1 = 1) and ρ_Lap with the whole δ (spec §2.3)."""
     calibration = LaplaceWeightAndThreshold.for_budget(
-        params.epsilon, params.delta, params.max_items_per_user
+        Budget(params.epsilon, params.delta), params.max_items_per_user
     )
     return SelectionPlan(
         "basic-laplace",

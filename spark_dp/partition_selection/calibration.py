@@ -25,6 +25,7 @@ import numpy as np
 from scipy import special
 
 from spark_dp.calibration import (
+    Budget,
     check_sampler_delta,
     gaussian_sigma,
     laplace_scale,
@@ -32,12 +33,7 @@ from spark_dp.calibration import (
     sampler_delta_floor,
 )
 from spark_dp.calibration_protocol import gaussian_event, laplace_event
-from spark_dp.checks import (
-    check_delta,
-    check_epsilon,
-    check_int_at_least,
-    check_positive,
-)
+from spark_dp.checks import check_delta, check_int_at_least, check_positive
 
 if TYPE_CHECKING:
     from dp_accounting import DpEvent
@@ -94,16 +90,15 @@ def gaussian_threshold(
     return Threshold(rho=float(values[i]), argmax_t=i + 1)
 
 
-def laplace_weighted_threshold(epsilon: float, delta: float, max_items: int) -> Threshold:
+def laplace_weighted_threshold(budget: Budget, max_items: int) -> Threshold:
     """Threshold of the Laplace weight-and-threshold variant (ℓ1 weighting 1/d per item).
 
     ρ_Lap = max_{t=1..Δ0} [ 1/t + (1/ε)·ln(1 / (2·(1 − (1−δ)^{1/t}))) ], noise Laplace(1/ε).
     The whole δ goes to the threshold because the Laplace mechanism is pure ε-DP
     (spec partition_selection.md §2.3, from Gopi et al. 2020). Stable form:
-    1 − (1−δ)^{1/t} = −expm1(log1p(−δ)/t).
+    1 − (1−δ)^{1/t} = −expm1(log1p(−δ)/t). Needs δ > 0.
     """
-    check_epsilon(epsilon)
-    check_delta(delta)
+    epsilon, delta = budget.epsilon, check_delta(budget.delta)
     check_int_at_least("max_items", max_items, 1)
     t = np.arange(1, max_items + 1, dtype=float)
     p = -np.expm1(np.log1p(-delta) / t)
@@ -146,18 +141,15 @@ class WeightAndThreshold:
         return self.delta / 2.0
 
     @classmethod
-    def for_budget(
-        cls, epsilon: float, delta: float, max_items: int, h_scale: float = 1.0
-    ) -> WeightAndThreshold:
+    def for_budget(cls, budget: Budget, max_items: int, h_scale: float = 1.0) -> WeightAndThreshold:
         """σ for (ε, δ/2) with Δ2 = 1, and ρ for (σ, δ/2, Δ0, h(t) = h_scale/√t)."""
-        check_epsilon(epsilon)
-        check_delta(delta)
-        check_sampler_delta(delta, epsilon, "gaussian")
-        sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=cls.l2_sensitivity)
-        thr = gaussian_threshold(sigma, delta / 2.0, max_items, h_scale)
+        check_sampler_delta(budget, "gaussian")
+        half = budget.delta / 2.0
+        sigma = gaussian_sigma(Budget(budget.epsilon, half), sensitivity=cls.l2_sensitivity)
+        thr = gaussian_threshold(sigma, half, max_items, h_scale)
         return cls(
-            epsilon=float(epsilon),
-            delta=float(delta),
+            epsilon=budget.epsilon,
+            delta=budget.delta,
             max_items=int(max_items),
             h_scale=float(h_scale),
             sigma=sigma,
@@ -205,15 +197,15 @@ class LaplaceWeightAndThreshold:
     """Δ1 of the weighting 1/d_u."""
 
     @classmethod
-    def for_budget(cls, epsilon: float, delta: float, max_items: int) -> LaplaceWeightAndThreshold:
+    def for_budget(cls, budget: Budget, max_items: int) -> LaplaceWeightAndThreshold:
         """Scale 1/ε and ρ_Lap for (ε, δ, Δ0)."""
-        thr = laplace_weighted_threshold(epsilon, delta, max_items)
-        check_sampler_delta(delta, epsilon, "laplace")
+        check_sampler_delta(budget, "laplace")
+        thr = laplace_weighted_threshold(budget, max_items)
         return cls(
-            float(epsilon),
-            float(delta),
+            budget.epsilon,
+            budget.delta,
             int(max_items),
-            laplace_scale(epsilon, cls.l1_sensitivity),
+            laplace_scale(budget, cls.l1_sensitivity),
             thr.rho,
             thr.argmax_t,
         )

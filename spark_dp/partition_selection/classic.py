@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.classic_calibration import (
     GaussianThresholding,
@@ -88,7 +89,7 @@ def planner(
 
     def plan(params: PartitionSelectionParams) -> SelectionPlan:
         k = params.max_items_per_user
-        calibration = strategy.for_budget(params.epsilon, params.delta, k)
+        calibration = strategy.for_budget(Budget(params.epsilon, params.delta), k)
         return SelectionPlan(
             name,
             k,

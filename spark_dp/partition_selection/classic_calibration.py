@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 from scipy import special
 
 from spark_dp.calibration import (
+    Budget,
     check_sampler_delta,
     gaussian_sigma,
     laplace_scale,
@@ -31,7 +32,7 @@ from spark_dp.calibration import (
     sampler_delta_floor,
 )
 from spark_dp.calibration_protocol import basic_only_event, gaussian_event, laplace_event
-from spark_dp.checks import check_delta, check_epsilon, check_int_at_least, check_positive
+from spark_dp.checks import check_delta, check_int_at_least, check_positive
 
 if TYPE_CHECKING:
     from dp_accounting import DpEvent
@@ -112,11 +113,11 @@ class TruncatedGeometric:
         return float(self.keep_probability(weight))
 
     @classmethod
-    def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> TruncatedGeometric:
+    def for_budget(cls, budget: Budget, max_partitions: int) -> TruncatedGeometric:
         """The strategy for (ε, δ) and k = ``max_partitions`` items per user."""
-        check_epsilon(epsilon)
+        check_sampler_delta(budget, "laplace")
+        epsilon, delta = budget.epsilon, budget.delta
         d = adjusted_delta(delta, max_partitions)
-        check_sampler_delta(delta, epsilon, "laplace")
         e = epsilon / max_partitions
         n1 = 1 + math.floor(math.log1p(math.tanh(e / 2.0) * (1.0 / d - 1.0)) / e)
         p1 = _tg_low(n1, e, d)
@@ -148,7 +149,7 @@ def _tg_low(n: ArrayLike, adjusted_epsilon: float, adjusted_delta: float) -> np.
     return np.asarray(ratio * adjusted_delta)
 
 
-def laplace_thresholding_threshold(epsilon: float, delta: float, max_partitions: int) -> float:
+def laplace_thresholding_threshold(budget: Budget, max_partitions: int) -> float:
     """Threshold T of Laplace count thresholding: keep an item iff n + Laplace(k/ε) ≥ T.
 
     A user changes k counts by 1 each (ℓ1 sensitivity k, so scale b = k/ε, pure ε-DP). The
@@ -157,8 +158,8 @@ def laplace_thresholding_threshold(epsilon: float, delta: float, max_partitions:
     T = 1 + b·ln(2(1 − δ')) otherwise. Google's library branches on δ instead of δ'; the two
     agree for every δ ≤ 1/2.
     """
-    b = laplace_scale(epsilon, sensitivity=float(max_partitions))
-    d = adjusted_delta(delta, max_partitions)
+    b = laplace_scale(budget, sensitivity=float(max_partitions))
+    d = adjusted_delta(budget.delta, max_partitions)
     if d <= 0.5:
         return 1.0 - b * math.log(2.0 * d)
     return 1.0 + b * math.log(2.0 * (1.0 - d))
@@ -225,15 +226,15 @@ class LaplaceThresholding(_NoisyCount):
         return laplace_event(self.scale, self.max_partitions)
 
     @classmethod
-    def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> LaplaceThresholding:
+    def for_budget(cls, budget: Budget, max_partitions: int) -> LaplaceThresholding:
         """Scale k/ε and the threshold for (ε, δ, k)."""
-        check_sampler_delta(delta, epsilon, "laplace")
+        check_sampler_delta(budget, "laplace")
         return cls(
-            float(epsilon),
-            float(delta),
+            budget.epsilon,
+            budget.delta,
             int(max_partitions),
-            laplace_scale(epsilon, sensitivity=float(max_partitions)),
-            laplace_thresholding_threshold(epsilon, delta, max_partitions),
+            laplace_scale(budget, sensitivity=float(max_partitions)),
+            laplace_thresholding_threshold(budget, max_partitions),
         )
 
     def to_report(self) -> dict[str, Any]:
@@ -289,22 +290,22 @@ class GaussianThresholding(_NoisyCount):
         return gaussian_event(self.sigma, math.sqrt(self.max_partitions))
 
     @classmethod
-    def for_budget(cls, epsilon: float, delta: float, max_partitions: int) -> GaussianThresholding:
+    def for_budget(cls, budget: Budget, max_partitions: int) -> GaussianThresholding:
         """σ for (ε, δ/2) with Δ2 = √k, and the threshold for δ/2."""
-        check_epsilon(epsilon)
-        check_delta(delta)
         check_int_at_least("max_partitions", max_partitions, 1)
-        check_sampler_delta(delta, epsilon, "gaussian")
-        sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=math.sqrt(max_partitions))
-        threshold = gaussian_thresholding_threshold(sigma, delta / 2.0, max_partitions)
+        check_sampler_delta(budget, "gaussian")
+        half = budget.delta / 2.0
+        noise = Budget(budget.epsilon, half)
+        sigma = gaussian_sigma(noise, sensitivity=math.sqrt(max_partitions))
+        threshold = gaussian_thresholding_threshold(sigma, half, max_partitions)
         return cls(
-            float(epsilon),
-            float(delta),
+            budget.epsilon,
+            budget.delta,
             int(max_partitions),
             sigma,
             threshold,
-            delta / 2.0,
-            delta / 2.0,
+            half,
+            half,
         )
 
     def to_report(self) -> dict[str, Any]:

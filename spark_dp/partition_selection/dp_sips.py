@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import with_degree
@@ -39,11 +40,9 @@ __all__ = ["plan", "run"]
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """DP-SIPS: one Basic calibration per budget share f_r of ``split`` (spec §2.7, A3)."""
     p = params
+    budget = Budget(p.epsilon, p.delta)
     steps = tuple(
-        Step(
-            f"round {r}",
-            WeightAndThreshold.for_budget(f * p.epsilon, f * p.delta, p.max_items_per_user),
-        )
+        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_items_per_user))
         for r, f in enumerate(p.split, start=1)
     )
     return SelectionPlan(

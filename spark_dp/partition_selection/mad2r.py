@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
@@ -127,10 +128,10 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
         )
     f1, f2 = p.split
     cap, beta, d_max = p.max_items_per_user, p.beta, p.max_adaptive_degree
-    round1 = MadRound.for_budget(f1 * p.epsilon, f1 * p.delta, cap, beta=beta, d_max=d_max)
+    budget = Budget(p.epsilon, p.delta)
+    round1 = MadRound.for_budget(budget.scaled(f1), cap, beta=beta, d_max=d_max)
     round2 = MadRound.for_budget(
-        f2 * p.epsilon,
-        f2 * p.delta,
+        budget.scaled(f2),
         cap,
         beta=beta,
         d_max=d_max,

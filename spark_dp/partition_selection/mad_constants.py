@@ -12,6 +12,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.calibration import Budget
 from spark_dp.checks import check_int_at_least, check_nonnegative
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
@@ -164,8 +165,7 @@ class MadRound:
     @classmethod
     def for_budget(
         cls,
-        epsilon: float,
-        delta: float,
+        budget: Budget,
         max_items: int,
         *,
         beta: float,
@@ -176,7 +176,7 @@ class MadRound:
         c_ub: float | None = None,
     ) -> MadRound:
         """σ and ρ for (ε, δ) with h(t) = b_max/√t, then τ = ρ + β·σ and α."""
-        gaussian = WeightAndThreshold.for_budget(epsilon, delta, max_items, h_scale=b_max)
+        gaussian = WeightAndThreshold.for_budget(budget, max_items, h_scale=b_max)
         constants = MadConstants.for_round(
             gaussian, beta=beta, max_adaptive_degree=d_max, b_min=b_min, b_max=b_max
         )

@@ -18,7 +18,7 @@ from spark_dp.registry import Algorithm, Registry
 if TYPE_CHECKING:
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
-__all__ = ["REGISTRY"]
+__all__ = ["ALGORITHMS", "REGISTRY"]
 
 REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
     "partition-selection",
@@ -65,3 +65,6 @@ REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
         ),
     ],
 )
+
+ALGORITHMS: tuple[str, ...] = REGISTRY.names
+"""The algorithm names, in registry order (``--algorithm`` choices)."""

@@ -1,8 +1,9 @@
 """One entry point for every partition-selection algorithm: :func:`select_partitions`.
 
 The algorithm is looked up in the registry (:mod:`.registry`): its ``plan`` calibrates every
-round from the public parameters, its ``run`` does the work. :func:`calibration_table` is the
-same plans without data, for ``spark-dp calibrate``.
+round from the public parameters (:func:`plan_selection`, once per run), its ``run`` does the
+work with that plan. :func:`calibration_table` is the same plans without data, for
+``spark-dp calibrate``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
 from spark_dp.tracking import labels
 
-__all__ = ["calibration_table", "plan_selection", "select_partitions"]
+__all__ = ["calibration_rows", "calibration_table", "plan_selection", "select_partitions"]
 
 
 def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
@@ -36,13 +37,16 @@ def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
     for f·δ/2 and h(t) = h_scale/√t (Chen et al. 2025 Thm. 3.3; spec partition_selection.md
     §3). MAD rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (spec §3.3); MAD2R's second
     round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap (§2.3).
+
+    Raises:
+        ParameterError: an unknown algorithm, or parameters it cannot use.
     """
     return REGISTRY[params.algorithm].plan(params)
 
 
 def select_partitions(
     pairs: DataFrame,
-    params: PartitionSelectionParams,
+    plan: SelectionPlan | PartitionSelectionParams,
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
@@ -56,7 +60,9 @@ def select_partitions(
 
     Args:
         pairs: user-item pairs.
-        params: validated parameters.
+        plan: the data-free plan (:func:`plan_selection`; the job computes it once, before
+            the budget reservation), or the parameters, planned here once before any data is
+            touched.
         randomness: ``Randomness.create()`` (OS entropy) in production; seeded for tests.
         timer: stage logger.
         validate: check ``pairs`` first (null ids, types, empty input); pass False for a
@@ -69,9 +75,10 @@ def select_partitions(
             (and without ``spark.sql.shuffle.partitions`` set) the shuffle keeps Spark's 200.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
-        algorithm: run this registry entry instead of ``REGISTRY[params.algorithm]``. Only
-            for the privacy audit (:mod:`spark_dp.audit`), whose deliberately broken variants
-            are entries that are not registered; they run through this same path.
+        algorithm: run the plan with this entry's ``run`` instead of
+            ``REGISTRY[plan.algorithm]``'s. Only for the privacy audit (:mod:`spark_dp.audit`),
+            whose deliberately broken variants are entries that are not registered; they run
+            through this same path.
 
     Returns:
         the :class:`Selection`: ``items`` (one column ``item``, cached), the per-round public
@@ -82,12 +89,15 @@ def select_partitions(
 
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
-        ParameterError: ``input_rows`` is not a non-negative integer.
+        ParameterError: ``input_rows`` is not a non-negative integer, or parameters the
+            algorithm cannot use.
     """
+    if not isinstance(plan, SelectionPlan):
+        plan = plan_selection(plan)
     if input_rows is not None:  # a row count is private: the error never shows it
         hint = "pass the input's row count, load_pairs(...)[1].rows_read, or None"
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
-    with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
+    with labels(pairs.sparkSession, family="partition_selection", algorithm=plan.algorithm):
         checked = pairs
         if validate:
             checked, summary = validate_edges(
@@ -95,12 +105,12 @@ def select_partitions(
             )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
             summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
             input_rows = summary.rows_read
-        algorithm = algorithm or REGISTRY[params.algorithm]
+        algorithm = algorithm or REGISTRY[plan.algorithm]
         cache = CacheScope()
         try:
             with sized_for(input_rows):  # private: only how many tasks share the work
                 selection: Selection = algorithm.run(
-                    checked, algorithm.plan(params), randomness, timer=timer, cache=cache
+                    checked, plan, randomness, timer=timer, cache=cache
                 )
         except BaseException:
             cache.release()
@@ -123,17 +133,23 @@ def calibration_table(
     Raises:
         ParameterError: an unknown algorithm name.
     """
-    keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
-    keys += ("alpha", "crossover_1", "crossover_2")
     rows = []
     for name in algorithms or REGISTRY.names:
         algorithm = REGISTRY[name]
         split = params.split
         if name == "mad2r" and len(split) != 2:
             split = (0.1, 0.9)
-        planned = algorithm.plan(replace(params, algorithm=name, split=split))
-        for step in planned.to_report():
-            row = {"algorithm": name, "round": step["label"]}
-            row.update({k: step[k] for k in keys if k in step})
-            rows.append(row)
+        rows += calibration_rows(algorithm.plan(replace(params, algorithm=name, split=split)))
+    return rows
+
+
+def calibration_rows(plan: SelectionPlan) -> list[dict[str, Any]]:
+    """One row per round of ``plan`` with the constants an operator checks before a run."""
+    keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
+    keys += ("alpha", "crossover_1", "crossover_2")
+    rows = []
+    for step in plan.to_report():
+        row = {"algorithm": plan.algorithm, "round": step["label"]}
+        row.update({k: step[k] for k in keys if k in step})
+        rows.append(row)
     return rows

@@ -25,7 +25,7 @@ from spark_dp.budget.accounting import (
     tight_delta,
     tight_epsilon,
 )
-from spark_dp.calibration import gaussian_epsilon, gaussian_sigma
+from spark_dp.calibration import Budget, gaussian_epsilon, gaussian_sigma
 from spark_dp.calibration_protocol import pure_dp_event
 from spark_dp.distinct_count.plan import plan_release
 from spark_dp.errors import ParameterError
@@ -57,12 +57,12 @@ def lap(epsilon: float) -> NoiseStep:
 
 
 def test_noise_steps_are_read_from_the_real_calibrations():
-    w = WeightAndThreshold.for_budget(0.5, 1e-6, max_items=20)
-    mad = MadRound.for_budget(0.5, 1e-6, 20, beta=2.0, d_max=50, b_min=0.5, b_max=2.0)
-    thr = GaussianThresholding.for_budget(0.5, 1e-6, max_partitions=9)
-    lap_round = LaplaceWeightAndThreshold.for_budget(0.5, 1e-6, max_items=20)
-    lap_count = LaplaceThresholding.for_budget(0.5, 1e-6, max_partitions=9)
-    tg = TruncatedGeometric.for_budget(0.5, 1e-6, max_partitions=9)
+    w = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
+    mad = MadRound.for_budget(Budget(0.5, 1e-6), 20, beta=2.0, d_max=50, b_min=0.5, b_max=2.0)
+    thr = GaussianThresholding.for_budget(Budget(0.5, 1e-6), max_partitions=9)
+    lap_round = LaplaceWeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
+    lap_count = LaplaceThresholding.for_budget(Budget(0.5, 1e-6), max_partitions=9)
+    tg = TruncatedGeometric.for_budget(Budget(0.5, 1e-6), max_partitions=9)
     steps = [Step(str(k), c) for k, c in enumerate([w, mad, thr, lap_round, lap_count, tg])]
     got = noise_steps(steps)
     assert got == (
@@ -166,7 +166,7 @@ def test_fits_cap_uses_either_valid_bound():
 def test_the_samplers_floor_is_paid_at_the_composed_epsilon():
     # five Gaussian steps of ε = 10: at a total ε of 45 the samplers' floor (1 + e^45)·5·N·τ is
     # far above the sum of the steps' own floors, 5·(1 + e^10)·N·τ
-    sigma = gaussian_sigma(10.0, 1e-6)
+    sigma = gaussian_sigma(Budget(10.0, 1e-6))
     charges = [Charge(10.0, 2e-6, (gauss(sigma, 10.0, 1e-6),))] * 5
     floor = (1 + math.exp(45.0)) * 5 * SAMPLER
     assert floor > 1e-4
@@ -177,7 +177,7 @@ def test_the_samplers_floor_is_paid_at_the_composed_epsilon():
 def _mixed_charges():
     """Two MAD2R-like Gaussian releases, Laplace rounds, a distinct count and a truncated-
     geometric selection (basic only), each with its thresholds' δ."""
-    g1, g2 = gaussian_sigma(0.4, 1e-6), gaussian_sigma(0.6, 1e-6)
+    g1, g2 = gaussian_sigma(Budget(0.4, 1e-6)), gaussian_sigma(Budget(0.6, 1e-6))
     mad2r = Charge(1.0, 4e-6, (gauss(g1, 0.4, 1e-6), gauss(g2, 0.6, 1e-6)))  # + 2e-6 thresholds
     laplace_round = Charge(0.2, 1e-7, (lap(0.2),))
     count = Charge(1.0, 0.0, (NoiseStep(pure_dp_event(0.5), 0.5, 0.0),) * 2)
@@ -284,7 +284,7 @@ def _admitted(tmp_path, accountant, steps, epsilon, delta, cap):
 
 
 def test_a_pld_store_admits_more_gaussian_releases_and_never_too_many(tmp_path):
-    round_ = WeightAndThreshold.for_budget(0.25, 2e-6, max_items=10)
+    round_ = WeightAndThreshold.for_budget(Budget(0.25, 2e-6), max_items=10)
     steps = noise_steps([Step("round 1", round_)])
     assert _admitted(tmp_path, "basic", steps, 0.25, 2e-6, (1.0, 1e-4)) == 4
     n = _admitted(tmp_path, "pld", steps, 0.25, 2e-6, (1.0, 1e-4))
@@ -295,7 +295,7 @@ def test_a_pld_store_admits_more_gaussian_releases_and_never_too_many(tmp_path):
 
 
 def test_a_pld_store_admits_more_laplace_releases_and_never_too_many(tmp_path):
-    round_ = LaplaceWeightAndThreshold.for_budget(0.05, 1e-7, max_items=10)
+    round_ = LaplaceWeightAndThreshold.for_budget(Budget(0.05, 1e-7), max_items=10)
     steps = noise_steps([Step("round 1", round_)])
     assert _admitted(tmp_path, "basic", steps, 0.05, 1e-7, (1.0, 1e-5)) == 20
     n = _admitted(tmp_path, "pld", steps, 0.05, 1e-7, (1.0, 1e-5))

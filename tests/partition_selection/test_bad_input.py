@@ -8,7 +8,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_dp.errors import InputContractError, ParameterError
-from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+from spark_dp.partition_selection import (
+    PartitionSelectionParams,
+    plan_selection,
+    select_partitions,
+)
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.randomness import Randomness
 from tests.partition_selection.helpers import item_set
@@ -101,13 +105,16 @@ def test_unicode_items_come_back_unchanged(pairs_df):
     ],
 )
 def test_parameter_errors_name_the_parameter(params, message):
+    # each parameter checks itself when built, the algorithm's plan what depends on it: both
+    # before any data is read
     with pytest.raises(ParameterError, match=message):
-        PartitionSelectionParams(**params)
+        plan_selection(PartitionSelectionParams(**params))
 
 
 def test_three_round_split_is_fine_for_dp_sips():
     p = PartitionSelectionParams(algorithm="dp-sips", split=[0.05, 0.15, 0.8])
     assert p.split == (0.05, 0.15, 0.8)
+    assert len(plan_selection(p).steps) == 3
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from chispa import assert_df_equality
 
+from spark_dp.calibration import Budget
 from spark_dp.partition_selection import ALGORITHMS
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
@@ -101,7 +102,7 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
         expected1["rho"],
         expected1["tau"],
     )
-    expected2 = WeightAndThreshold.for_budget(0.9, 9e-6, 10, h_scale=2.0)
+    expected2 = WeightAndThreshold.for_budget(Budget(0.9, 9e-6), 10, h_scale=2.0)
     assert (r2["epsilon"], r2["delta"]) == (pytest.approx(0.9), pytest.approx(9e-6))
     assert (r2["sigma"], r2["rho"]) == (expected2.sigma, expected2.rho)
     assert r2["h_scale"] == 2.0 and r2["b_min"] == 0.5 and r2["min_adaptive_degree"] == 4
