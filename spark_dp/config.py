@@ -311,7 +311,7 @@ class DeprecatedAlias(argparse.Action):
 
 def name_flags(message: str, cls: type) -> str:
     """``message`` with a leading parameter name spelled as its flag where they differ:
-    ``max_items_per_user must ...`` becomes ``--max-contributions (max_items_per_user) must ...``.
+    ``beta must ...`` becomes ``--truncation-beta (beta) must ...``.
     """
     for f in dataclasses.fields(cls):
         flag = _flag(f)

@@ -26,7 +26,7 @@ WEIGHTS = (0.0, 0.5, 1.0, 3.0, 7.5, 20.0, 40.0)
 def test_gaussian_rounds_release_with_the_normal_tail():
     w = WeightAndThreshold.for_budget(Budget(1.0, 1e-6), max_items=10)
     mad = MadRound.for_budget(Budget(1.0, 1e-6), 10, beta=2.0, d_max=50, b_max=2.0, b_min=0.5)
-    thr = GaussianThresholding.for_budget(Budget(1.0, 1e-6), max_partitions=4)
+    thr = GaussianThresholding.for_budget(Budget(1.0, 1e-6), max_items=4)
     for cal, level in ((w, w.rho), (mad, mad.rho), (thr, thr.threshold)):
         for x in WEIGHTS:
             expected = stats.norm.sf((level - x) / cal.sigma)
@@ -37,7 +37,7 @@ def test_gaussian_rounds_release_with_the_normal_tail():
 
 def test_laplace_rounds_release_with_the_laplace_tail():
     w = LaplaceWeightAndThreshold.for_budget(Budget(1.0, 1e-6), max_items=10)
-    thr = LaplaceThresholding.for_budget(Budget(1.0, 1e-6), max_partitions=4)
+    thr = LaplaceThresholding.for_budget(Budget(1.0, 1e-6), max_items=4)
     for cal, level in ((w, w.rho), (thr, thr.threshold)):
         assert cal.delta_noise == 0.0 and cal.delta_threshold == cal.delta
         for x in WEIGHTS:
@@ -46,7 +46,7 @@ def test_laplace_rounds_release_with_the_laplace_tail():
 
 
 def test_the_truncated_geometric_releases_with_its_keep_probability():
-    tg = TruncatedGeometric.for_budget(Budget(1.0, 1e-3), max_partitions=2)
+    tg = TruncatedGeometric.for_budget(Budget(1.0, 1e-3), max_items=2)
     for n in range(0, tg.crossover_2 + 3):
         assert tg.release_probability(n) == float(tg.keep_probability(n))
     assert tg.release_probability(1) == pytest.approx(tg.adjusted_delta)  # p(1) = δ'

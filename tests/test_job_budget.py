@@ -145,7 +145,7 @@ def test_distinct_count_reserves_its_whole_plan_and_config_can_name_the_store(
 ):
     _set_cap(store, "counts", 1.5)
     config = tmp_path / "dc.yaml"
-    config.write_text(f"budget_store: {store}\ndataset_id: counts\nmax_contribution: 4\n")
+    config.write_text(f"budget_store: {store}\ndataset_id: counts\nmax_contributions: 4\n")
     report = tmp_path / "count.json"
     argv = ["--input", str(words), "--epsilon", "1", "--config", str(config)]
     assert distinct_count.main([*argv, "--report", str(report), "--log-level", "WARNING"]) == 0

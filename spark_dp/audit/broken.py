@@ -143,7 +143,18 @@ def _plan_change(
 
 
 def _no_cap(target: SparkSelection) -> SparkSelection:
-    return replace(target, plan=replace(target.plan, max_items=NO_CAP))
+    """Run with every round's cap lifted to NO_CAP while σ and ρ stay calibrated for Δ0: the
+    target's plan (and so its claim) is the real one, the run gets the uncapped one."""
+    entry = target.entry
+
+    def uncapped_run(pairs: DataFrame, plan: SelectionPlan, *args: Any, **kw: Any) -> Any:
+        return entry.run(pairs, _map_rounds(plan, _uncapped), *args, **kw)
+
+    return replace(target, entry=Algorithm(entry.name, entry.summary, entry.plan, uncapped_run))
+
+
+def _uncapped(cal: WeightAndThreshold) -> WeightAndThreshold:
+    return replace(cal, max_items=NO_CAP)
 
 
 def _double_singletons(target: SparkSelection) -> SparkSelection:

@@ -66,8 +66,8 @@ DISTINCT_COUNT = "distinct-count"
 MECHANISMS: tuple[str, ...] = (*REGISTRY.names, *ORACLES, DISTINCT_COUNT)
 """Every real mechanism the audit knows, in report order."""
 
-_WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_items_per_user": 2}
-_COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_items_per_user": 1}
+_WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 2}
+_COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 1}
 FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     **{name: _WEIGHTED for name in REGISTRY.names},
     "truncated-geometric": _COUNTED,
@@ -75,7 +75,7 @@ FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     "gaussian-thresholding": _COUNTED,
     "policy-gaussian": _WEIGHTED,
     "greedy-update": {"epsilon": 1.0, "delta": 0.2},
-    DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contribution": 4},
+    DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contributions": 4},
 }
 """``--fast``: a large δ and small Δ0 make the claimed δ shares measurable in a few thousand
 runs (count thresholding uses k = 1 so that one canary item carries the whole ε)."""
@@ -148,7 +148,7 @@ class SparkSelection:
         """Public parameters for the report."""
         p = self.params
         out: dict[str, Any] = {"epsilon": p.epsilon, "delta": p.delta}
-        out["max_items_per_user"] = p.max_items_per_user
+        out["max_contributions"] = p.max_contributions
         if "split" in self.plan.options:  # the algorithms that split the budget over rounds
             out["split"] = list(self.plan.options["split"])
         return out
@@ -201,7 +201,7 @@ class OracleSelection:
         """Public parameters for the report."""
         out: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
         if self.max_items is not None:
-            out["max_items_per_user"] = self.max_items
+            out["max_contributions"] = self.max_items
         out["beta"] = self.beta
         return out
 
@@ -226,15 +226,13 @@ class OracleSelection:
 
 
 def policy_gaussian_target(
-    epsilon: float, delta: float, max_items_per_user: int = 100, beta: float = 4.0
+    epsilon: float, delta: float, max_items: int = 100, beta: float = 4.0
 ) -> OracleSelection:
     """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ (spec §2.8)."""
-    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items_per_user)
+    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items)
     claim = Claim(epsilon, delta, cal.delta_threshold, cal.delta_noise)
     gamma = cal.rho + beta * cal.sigma
-    return OracleSelection(
-        "policy-gaussian", policy_gaussian, claim, cal, gamma, max_items_per_user, beta
-    )
+    return OracleSelection("policy-gaussian", policy_gaussian, claim, cal, gamma, max_items, beta)
 
 
 def greedy_update_target(
@@ -271,7 +269,7 @@ class CountTarget:
         return {
             "epsilon": self.claim.epsilon,
             "beta": self.plan.beta,
-            "max_contribution": self.plan.ell_max,
+            "max_contributions": self.plan.ell_max,
             "method": self.plan.method,
         }
 
@@ -314,7 +312,7 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
     """
     values = (settings or Settings()).values(name)
     if name == DISTINCT_COUNT:
-        keys = ("epsilon", "max_contribution", "method")
+        keys = ("epsilon", "max_contributions", "method")
         given = {k: values[k] for k in keys if k in values}
         if "failure_probability" in values:  # the distinct count's β (not MAD's truncation β)
             given["beta"] = values["failure_probability"]
@@ -325,7 +323,7 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
         eps, delta = float(values.get("epsilon", 1.0)), float(values.get("delta", 1e-5))
         beta = float(values.get("beta", 4.0))
         if name == "policy-gaussian":
-            cap = int(values.get("max_items_per_user", 100))
+            cap = int(values.get("max_contributions", 100))
             return policy_gaussian_target(eps, delta, cap, beta)
         return greedy_update_target(eps, delta, beta)
     entry = REGISTRY[name]

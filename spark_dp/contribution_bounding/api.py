@@ -92,7 +92,7 @@ def bound_contributions(
         plan: the data-free plan (:func:`plan_bounding`; the job computes it once), or the
             parameters, planned here once before any data is touched.
         capacities: optional (user_id, cap) table; users missing from it get
-            ``params.capacity``.
+            ``params.max_contributions``.
         record_weights: content-free weights, (record_id, weight) for ``weighted-global`` or
             (record_id, user_id, weight) for ``per-user`` (missing keys weigh 0).
         randomness: where the seed of the order's hash (spec §3.3) comes from. Seeded: that
@@ -207,7 +207,7 @@ def _run(
             log=ctx.log,
         )
     order = plan.order_plan(seed)
-    capacity = params.capacity
+    capacity = params.max_contributions
     if capacity is None and capacities is None and not plan.capacity_required:
         capacity = 0  # Alg. 4 has no capacities (spec A15)
     with ctx.timer.stage("prepare") as info:

@@ -21,15 +21,15 @@ from spark_dp.contribution_bounding.orders import ORDERS, canonical_order
 from spark_dp.errors import ParameterError
 
 __all__ = [
-    "CAPACITY_LIMIT",
     "FINISH_MODES",
+    "MAX_CONTRIBUTIONS_LIMIT",
     "BoundingParams",
     "ContributionBoundingParams",
 ]
 
 FINISH_MODES = ("driver-greedy", "continue", "none")
 
-CAPACITY_LIMIT = 10**9
+MAX_CONTRIBUTIONS_LIMIT = 10**9
 """Largest per-user bound b: beyond it the bound constrains no real user, and capacities are
 added and compared as 64-bit integers."""
 
@@ -42,11 +42,10 @@ class BoundingParams:
     """
 
     algorithm: str = param("proposal", "the bounding algorithm")
-    capacity: int | None = param(
+    max_contributions: int | None = param(
         None,
         "the per-user bound b: records per user; users missing from --capacities get it "
-        f"(at most {CAPACITY_LIMIT})",
-        flag="--max-contributions",
+        f"(at most {MAX_CONTRIBUTIONS_LIMIT})",
         aliases=("--capacity",),
     )
     order: str = param(
@@ -92,9 +91,10 @@ class BoundingParams:
         object.__setattr__(self, "order", canonical_order(self.order))
         finish = str(self.finish).replace("_", "-")
         object.__setattr__(self, "finish", check_choice("finish", finish, FINISH_MODES))
-        if self.capacity is not None:
-            check_int_at_least("capacity", self.capacity, 0)
-            check_at_most("capacity", self.capacity, CAPACITY_LIMIT, "it would bound nothing")
+        if self.max_contributions is not None:
+            bound = check_int_at_least("max_contributions", self.max_contributions, 0)
+            why = "it would bound nothing"
+            check_at_most("max_contributions", bound, MAX_CONTRIBUTIONS_LIMIT, why)
         check_int_at_least("max_rounds", self.max_rounds, 1)
         check_int_at_least("driver_threshold_rows", self.driver_threshold_rows, 0)
         check_int_at_least("driver_max_rows", self.driver_max_rows, 1)

@@ -102,7 +102,7 @@ def check_capacity_given(plan: BoundingPlan, *, table: bool) -> None:
     Raises:
         ParameterError: saying what to pass.
     """
-    if plan.params.capacity is None and not table and plan.capacity_required:
+    if plan.params.max_contributions is None and not table and plan.capacity_required:
         raise ParameterError(
             "pass the contribution bound: --max-contributions B, and/or --capacities PATH "
             "with a (user_id, cap) table"

@@ -204,7 +204,7 @@ def prepare(
     if plan.order == "weighted-global" and weights is None:
         raise ParameterError("order weighted-global needs record weights (--record-weights)")
     if capacity is None and capacities is None:
-        raise ParameterError("pass a capacity b (--capacity) and/or a capacities table")
+        raise ParameterError("pass a capacity b (--max-contributions) and/or a capacities table")
     if capacity is None and capacities is not None:  # every user must be listed: check first
         missing = (
             incidences.select(USER_ID)
@@ -215,7 +215,8 @@ def prepare(
         if missing:
             raise InputContractError(
                 f"{missing} users of the incidences are missing from the capacities table and "
-                "no default capacity was given; pass --capacity B for them or list every user"
+                "no default capacity was given; pass --max-contributions B for them or list "
+                "every user"
             )
 
     by_record = Window.partitionBy(RECORD_ID)

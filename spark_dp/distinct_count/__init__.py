@@ -34,7 +34,7 @@ Example::
     from spark_dp.distinct_count.registry import REGISTRY
 
     method = REGISTRY["exact"]
-    plan = method.plan(DistinctCountParams(epsilon=1.0, max_contribution=100))
+    plan = method.plan(DistinctCountParams(epsilon=1.0, max_contributions=100))
     run = method.run(pairs, plan, Randomness.create())     # DistinctCountResult
     run.fill_report(report)                                 # a spark_dp.report.PrivacyReport
 """

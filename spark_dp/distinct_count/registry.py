@@ -87,7 +87,7 @@ class CurveMethod:
         return plan_release(
             require_epsilon(params.epsilon),
             params.beta,
-            params.max_contribution,
+            params.max_contributions,
             method=self.name,
         )
 

@@ -23,11 +23,12 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --unsafe-debug-logs   log private counts (needs --allow-unsafe-debug; in the report)
     --allow-unsafe-debug  confirm an unsafe debugging flag (never on production data)
 
-The per-user bound is ``--max-contributions`` in every job (``--max-items-per-user``,
-``--max-contribution`` and ``--capacity`` are deprecated aliases for one release); the two
-betas are ``--truncation-beta`` (partition selection) and ``--failure-probability`` (distinct
-count); ``--epsilon`` is required by every job that spends budget (from the command line or
-the config file). Usage errors print one line and exit 2.
+The per-user bound is ``--max-contributions`` in every job, the parameter ``max_contributions``
+of every family (``--max-items-per-user``, ``--max-contribution`` and ``--capacity``, and the
+same names as config keys, are deprecated aliases for one release; docs/design/naming.md); the
+two betas are ``--truncation-beta`` (partition selection) and ``--failure-probability``
+(distinct count); ``--epsilon`` is required by every job that spends budget (from the command
+line or the config file). Usage errors print one line and exit 2.
 """
 
 from __future__ import annotations

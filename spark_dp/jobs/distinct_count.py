@@ -8,7 +8,7 @@ removing one person with all their items; P[ν̂ ≤ true count] ≥ 1 − β.
 
 The job writes no Parquet: the JSON report (``--report``, default stdout) holds the release —
 ``estimate``, ``ell``, ``lower_bound``, ``lower_bound_clamped``, ``epsilon``, ``beta``,
-``max_contribution``, ``method`` — and nothing else about the data. ``--debug-report PATH``
+``max_contributions``, ``method`` — and nothing else about the data. ``--debug-report PATH``
 (command line only, with ``--allow-unsafe-debug``) additionally writes the private curve and
 true count to a file whose name ends in ``.NONPRIVATE.json``: never publish it; the report of
 such a run says it is not a normal release.

@@ -88,11 +88,11 @@ def planner(
     name = _NAMES[strategy]
 
     def plan(params: PartitionSelectionParams) -> SelectionPlan:
-        k = params.max_items_per_user
-        calibration = strategy.for_budget(Budget(params.epsilon, params.delta), k)
+        calibration = strategy.for_budget(
+            Budget(params.epsilon, params.delta), params.max_contributions
+        )
         return SelectionPlan(
             name,
-            k,
             (Step("round 1", calibration),),
             weighting="classic count thresholding: number of users per item, each user "
             "contributing to at most k items",

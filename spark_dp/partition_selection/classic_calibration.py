@@ -47,15 +47,15 @@ __all__ = [
 ]
 
 
-def adjusted_delta(delta: float, max_partitions: int) -> float:
+def adjusted_delta(delta: float, max_items: int) -> float:
     """δ_k = 1 − (1 − δ)^{1/k}: the per-item δ such that a user's k items, each kept with
     probability ≤ δ_k independently, are all dropped with probability ≥ 1 − δ.
 
     Stable form −expm1(log1p(−δ)/k).
     """
     check_delta(delta)
-    check_int_at_least("max_partitions", max_partitions, 1)
-    return -math.expm1(math.log1p(-delta) / max_partitions)
+    check_int_at_least("max_items", max_items, 1)
+    return -math.expm1(math.log1p(-delta) / max_items)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class TruncatedGeometric:
 
     epsilon: float
     delta: float
-    max_partitions: int
+    max_items: int
     adjusted_epsilon: float
     adjusted_delta: float
     crossover_1: int
@@ -94,11 +94,6 @@ class TruncatedGeometric:
         return self.adjusted_delta
 
     @property
-    def max_items(self) -> int:
-        """k, the items per user the keep probabilities are calibrated for."""
-        return self.max_partitions
-
-    @property
     def argmax_t(self) -> None:
         """None: the keep probabilities are not a maximum over t."""
         return None
@@ -113,16 +108,16 @@ class TruncatedGeometric:
         return float(self.keep_probability(weight))
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_partitions: int) -> TruncatedGeometric:
-        """The strategy for (ε, δ) and k = ``max_partitions`` items per user."""
+    def for_budget(cls, budget: Budget, max_items: int) -> TruncatedGeometric:
+        """The strategy for (ε, δ) and k = ``max_items`` items per user."""
         check_sampler_delta(budget, "laplace")
         epsilon, delta = budget.epsilon, budget.delta
-        d = adjusted_delta(delta, max_partitions)
-        e = epsilon / max_partitions
+        d = adjusted_delta(delta, max_items)
+        e = epsilon / max_items
         n1 = 1 + math.floor(math.log1p(math.tanh(e / 2.0) * (1.0 / d - 1.0)) / e)
         p1 = _tg_low(n1, e, d)
         n2 = n1 + math.floor(math.log1p(math.expm1(e) / d * (1.0 - p1)) / e)
-        return cls(float(epsilon), float(delta), int(max_partitions), e, d, n1, n2)
+        return cls(float(epsilon), float(delta), int(max_items), e, d, n1, n2)
 
     def keep_probability(self, counts: ArrayLike) -> np.ndarray:
         """p(n) for user counts ``n`` (array-like of integers ≥ 0)."""
@@ -149,7 +144,7 @@ def _tg_low(n: ArrayLike, adjusted_epsilon: float, adjusted_delta: float) -> np.
     return np.asarray(ratio * adjusted_delta)
 
 
-def laplace_thresholding_threshold(budget: Budget, max_partitions: int) -> float:
+def laplace_thresholding_threshold(budget: Budget, max_items: int) -> float:
     """Threshold T of Laplace count thresholding: keep an item iff n + Laplace(k/ε) ≥ T.
 
     A user changes k counts by 1 each (ℓ1 sensitivity k, so scale b = k/ε, pure ε-DP). The
@@ -158,8 +153,8 @@ def laplace_thresholding_threshold(budget: Budget, max_partitions: int) -> float
     T = 1 + b·ln(2(1 − δ')) otherwise. Google's library branches on δ instead of δ'; the two
     agree for every δ ≤ 1/2.
     """
-    b = laplace_scale(budget, sensitivity=float(max_partitions))
-    d = adjusted_delta(budget.delta, max_partitions)
+    b = laplace_scale(budget, sensitivity=float(max_items))
+    d = adjusted_delta(budget.delta, max_items)
     if d <= 0.5:
         return 1.0 - b * math.log(2.0 * d)
     return 1.0 + b * math.log(2.0 * (1.0 - d))
@@ -170,18 +165,13 @@ class _NoisyCount(ABC):
     n + noise ≥ T, the noise of scale ``noise_scale`` from ``distribution``."""
 
     distribution: ClassVar[str]
-    max_partitions: int
+    max_items: int
     threshold: float
 
     @property
     @abstractmethod
     def noise_scale(self) -> float:
         """The scale of the noise on the counts (σ, or the Laplace scale b)."""
-
-    @property
-    def max_items(self) -> int:
-        """k, the items per user the counts' sensitivity is computed for."""
-        return self.max_partitions
 
     @property
     def argmax_t(self) -> None:
@@ -200,7 +190,7 @@ class LaplaceThresholding(_NoisyCount):
 
     epsilon: float
     delta: float
-    max_partitions: int
+    max_items: int
     scale: float
     threshold: float
 
@@ -223,18 +213,18 @@ class LaplaceThresholding(_NoisyCount):
 
     def dp_event(self) -> DpEvent:
         """Laplace(k/ε) on counts of ℓ1 sensitivity k: ``LaplaceDpEvent(1/ε)``."""
-        return laplace_event(self.scale, self.max_partitions)
+        return laplace_event(self.scale, self.max_items)
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_partitions: int) -> LaplaceThresholding:
+    def for_budget(cls, budget: Budget, max_items: int) -> LaplaceThresholding:
         """Scale k/ε and the threshold for (ε, δ, k)."""
         check_sampler_delta(budget, "laplace")
         return cls(
             budget.epsilon,
             budget.delta,
-            int(max_partitions),
-            laplace_scale(budget, sensitivity=float(max_partitions)),
-            laplace_thresholding_threshold(budget, max_partitions),
+            int(max_items),
+            laplace_scale(budget, sensitivity=float(max_items)),
+            laplace_thresholding_threshold(budget, max_items),
         )
 
     def to_report(self) -> dict[str, Any]:
@@ -242,15 +232,13 @@ class LaplaceThresholding(_NoisyCount):
         out = asdict(self)
         out.update(
             mechanism="laplace count thresholding",
-            l1_sensitivity=self.max_partitions,
+            l1_sensitivity=self.max_items,
             sampler_delta_floor=sampler_delta_floor(self.epsilon, "laplace"),
         )
         return out
 
 
-def gaussian_thresholding_threshold(
-    sigma: float, delta_threshold: float, max_partitions: int
-) -> float:
+def gaussian_thresholding_threshold(sigma: float, delta_threshold: float, max_items: int) -> float:
     """Threshold T of Gaussian count thresholding for a given noise σ.
 
     T = 1 + σ·Φ̄⁻¹(δ'), δ' = 1 − (1 − δ_thr)^{1/k}: a novel item has count 1, so each of the
@@ -258,7 +246,7 @@ def gaussian_thresholding_threshold(
     δ_thr. Here ``delta_threshold`` is the threshold's own share of δ.
     """
     check_positive("sigma", sigma)
-    d = adjusted_delta(delta_threshold, max_partitions)
+    d = adjusted_delta(delta_threshold, max_items)
     return 1.0 - sigma * float(special.ndtri(d))
 
 
@@ -272,7 +260,7 @@ class GaussianThresholding(_NoisyCount):
 
     epsilon: float
     delta: float
-    max_partitions: int
+    max_items: int
     sigma: float
     threshold: float
     delta_noise: float
@@ -287,21 +275,21 @@ class GaussianThresholding(_NoisyCount):
 
     def dp_event(self) -> DpEvent:
         """N(0, σ²) on counts of ℓ2 sensitivity √k: ``GaussianDpEvent(σ/√k)``."""
-        return gaussian_event(self.sigma, math.sqrt(self.max_partitions))
+        return gaussian_event(self.sigma, math.sqrt(self.max_items))
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_partitions: int) -> GaussianThresholding:
+    def for_budget(cls, budget: Budget, max_items: int) -> GaussianThresholding:
         """σ for (ε, δ/2) with Δ2 = √k, and the threshold for δ/2."""
-        check_int_at_least("max_partitions", max_partitions, 1)
+        check_int_at_least("max_items", max_items, 1)
         check_sampler_delta(budget, "gaussian")
         half = budget.delta / 2.0
         noise = Budget(budget.epsilon, half)
-        sigma = gaussian_sigma(noise, sensitivity=math.sqrt(max_partitions))
-        threshold = gaussian_thresholding_threshold(sigma, half, max_partitions)
+        sigma = gaussian_sigma(noise, sensitivity=math.sqrt(max_items))
+        threshold = gaussian_thresholding_threshold(sigma, half, max_items)
         return cls(
             budget.epsilon,
             budget.delta,
-            int(max_partitions),
+            int(max_items),
             sigma,
             threshold,
             half,
@@ -313,7 +301,7 @@ class GaussianThresholding(_NoisyCount):
         out = asdict(self)
         out.update(
             mechanism="gaussian count thresholding",
-            l2_sensitivity=math.sqrt(self.max_partitions),
+            l2_sensitivity=math.sqrt(self.max_items),
             sampler_delta_floor=sampler_delta_floor(self.epsilon, "gaussian"),
         )
         return out

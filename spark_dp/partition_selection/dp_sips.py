@@ -42,12 +42,11 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     p = params
     budget = Budget(p.epsilon, p.delta)
     steps = tuple(
-        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_items_per_user))
+        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_contributions))
         for r, f in enumerate(p.split, start=1)
     )
     return SelectionPlan(
         "dp-sips",
-        p.max_items_per_user,
         steps,
         weighting="basic per round; items found earlier removed from every user's set",
         reference="Swanberg et al. 2023; spec §2.7",

@@ -127,13 +127,12 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Single-round unbiased MAD: Basic's σ and ρ (Corollary B.2), τ = ρ + β·σ and α."""
     round_ = MadRound.for_budget(
         Budget(params.epsilon, params.delta),
-        params.max_items_per_user,
+        params.max_contributions,
         beta=params.beta,
         d_max=params.max_adaptive_degree,
     )
     return SelectionPlan(
         "mad",
-        params.max_items_per_user,
         (Step("round 1", round_),),
         weighting="MAD (unbiased): truncation at tau, excess rerouted by adaptive users",
         reference="Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); spec §2.5",

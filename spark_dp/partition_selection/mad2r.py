@@ -127,7 +127,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
             f"{list(p.split)}; e.g. --split 0.1,0.9"
         )
     f1, f2 = p.split
-    cap, beta, d_max = p.max_items_per_user, p.beta, p.max_adaptive_degree
+    cap, beta, d_max = p.max_contributions, p.beta, p.max_adaptive_degree
     budget = Budget(p.epsilon, p.delta)
     round1 = MadRound.for_budget(budget.scaled(f1), cap, beta=beta, d_max=d_max)
     round2 = MadRound.for_budget(
@@ -142,7 +142,6 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     )
     return SelectionPlan(
         "mad2r",
-        cap,
         (Step("round 1", round1), Step("round 2", round2)),
         weighting="MAD2R: round 1 unbiased MAD; round 2 MAD biased by round 1's noisy "
         "weights, without the items found or hopeless after round 1",

@@ -25,9 +25,9 @@ from spark_dp.checks import (
 from spark_dp.config import param
 from spark_dp.partition_selection.mad_constants import check_bias_bounds
 
-__all__ = ["MAX_ITEMS_PER_USER_LIMIT", "PartitionSelectionParams"]
+__all__ = ["MAX_CONTRIBUTIONS_LIMIT", "PartitionSelectionParams"]
 
-MAX_ITEMS_PER_USER_LIMIT = 1_000_000
+MAX_CONTRIBUTIONS_LIMIT = 1_000_000
 """Largest Δ0: the calibrations hold arrays of Δ0 floats (8 MB and about 4 s at the limit;
 10^7 takes 0.5 GB and 20 s, 10^12 would need 7 TiB)."""
 
@@ -43,12 +43,11 @@ class PartitionSelectionParams:
     algorithm: str = param("mad2r", "selection algorithm (one of the registry's)")
     epsilon: float = param(1.0, "total privacy loss ε of the selection (at most 100)")
     delta: float = param(1e-5, "total δ; keep it well below 1/(number of users)")
-    max_items_per_user: int = param(
+    max_contributions: int = param(
         100,
         "the per-user bound Δ0: each user keeps a uniform random subset of at most this many "
         "items (k of the classic strategies); larger values raise the threshold, smaller ones "
-        f"drop data (at most {MAX_ITEMS_PER_USER_LIMIT})",
-        flag="--max-contributions",
+        f"drop data (at most {MAX_CONTRIBUTIONS_LIMIT})",
         aliases=("--max-items-per-user",),
     )
     max_adaptive_degree: int = param(
@@ -82,11 +81,11 @@ class PartitionSelectionParams:
     def __post_init__(self) -> None:
         check_release_epsilon(self.epsilon)
         check_release_delta(self.delta)
-        check_int_at_least("max_items_per_user", self.max_items_per_user, 1)
+        check_int_at_least("max_contributions", self.max_contributions, 1)
         check_at_most(
-            "max_items_per_user",
-            self.max_items_per_user,
-            MAX_ITEMS_PER_USER_LIMIT,
+            "max_contributions",
+            self.max_contributions,
+            MAX_CONTRIBUTIONS_LIMIT,
             "the calibration would hold arrays of that many floats",
         )
         check_int_at_least("max_adaptive_degree", self.max_adaptive_degree, 4)

@@ -81,7 +81,7 @@ def capped_input(
         log_private(timer.logger, "%s: %d pairs kept after the cap", stage, capped.count())
     if not reuse:
         return capped
-    with timer.stage(stage, max_items_per_user=max_items):
+    with timer.stage(stage, max_items=max_items):
         return keep(capped, cache)
 
 

@@ -59,10 +59,10 @@ def lap(epsilon: float) -> NoiseStep:
 def test_noise_steps_are_read_from_the_real_calibrations():
     w = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
     mad = MadRound.for_budget(Budget(0.5, 1e-6), 20, beta=2.0, d_max=50, b_min=0.5, b_max=2.0)
-    thr = GaussianThresholding.for_budget(Budget(0.5, 1e-6), max_partitions=9)
+    thr = GaussianThresholding.for_budget(Budget(0.5, 1e-6), max_items=9)
     lap_round = LaplaceWeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
-    lap_count = LaplaceThresholding.for_budget(Budget(0.5, 1e-6), max_partitions=9)
-    tg = TruncatedGeometric.for_budget(Budget(0.5, 1e-6), max_partitions=9)
+    lap_count = LaplaceThresholding.for_budget(Budget(0.5, 1e-6), max_items=9)
+    tg = TruncatedGeometric.for_budget(Budget(0.5, 1e-6), max_items=9)
     steps = [Step(str(k), c) for k, c in enumerate([w, mad, thr, lap_round, lap_count, tg])]
     got = noise_steps(steps)
     assert got == (

@@ -40,7 +40,7 @@ NAMES = (
 
 def _params(name: str, **kw: Any) -> BoundingParams:
     schedule = {"iterations": 4, "batch_size": 2} if name == "dp-mf" else {}
-    return BoundingParams(algorithm=name, **{"capacity": 2, **schedule, **kw})
+    return BoundingParams(algorithm=name, **{"max_contributions": 2, **schedule, **kw})
 
 
 def test_every_name_resolves_and_every_list_is_the_registry() -> None:
@@ -62,7 +62,7 @@ def test_an_unknown_name_errors_with_a_hint(name: str, hint: str) -> None:
     with pytest.raises(ParameterError, match=f"did you mean '{hint}'"):
         REGISTRY[name]
     with pytest.raises(ParameterError, match=f"did you mean '{hint}'"):
-        plan_bounding(BoundingParams(algorithm=name, capacity=1))
+        plan_bounding(BoundingParams(algorithm=name, max_contributions=1))
 
 
 @pytest.mark.parametrize(
@@ -130,7 +130,7 @@ def test_bound_contributions_dispatches_to_the_named_algorithm(
     monkeypatch.setattr(api, "prepare", fake_prepare)
     inc = spark.createDataFrame([("r1", "u1")], "record_id string, user_id string")
     for name in NAMES:
-        params = _params(name, capacity=None if name == "dp-mf" else 2)
+        params = _params(name, max_contributions=None if name == "dp-mf" else 2)
         res = bound_contributions(inc, params, randomness=Randomness.create(5), validate=False)
         got, plan = ran[-1]
         assert got == name and plan.algorithm == name and plan == REGISTRY[name].plan(params)

@@ -66,7 +66,7 @@ def test_unknown_method_names_the_known_ones() -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_plan_is_data_free_and_follows_the_parameters(method: str) -> None:
-    params = DistinctCountParams(epsilon=2.0, beta=0.1, method=method, max_contribution=40)
+    params = DistinctCountParams(epsilon=2.0, beta=0.1, method=method, max_contributions=40)
     plan = REGISTRY[method].plan(params)
     assert isinstance(plan, DistinctCountPlan)
     assert (plan.method, plan.epsilon, plan.beta, plan.ell_max) == (method, 2.0, 0.1, 40)
@@ -93,7 +93,7 @@ def test_contribution_curve_dispatches_through_the_registry(
 @pytest.mark.parametrize("method", METHODS)
 def test_run_is_the_curve_then_the_release(pairs: DataFrame, method: str) -> None:
     algorithm = REGISTRY[method]
-    plan = algorithm.plan(DistinctCountParams(epsilon=1.0, method=method, max_contribution=6))
+    plan = algorithm.plan(DistinctCountParams(epsilon=1.0, method=method, max_contributions=6))
     timer = StageTimer(get_logger("test"))
     result = algorithm.run(pairs, plan, Randomness.create(8), timer=timer, ell_blocks=1)
     assert isinstance(result, DistinctCountResult)
@@ -109,6 +109,6 @@ def test_run_is_the_curve_then_the_release(pairs: DataFrame, method: str) -> Non
 
 
 def test_run_refuses_a_plan_of_another_method(pairs: DataFrame) -> None:
-    plan = REGISTRY["exact"].plan(DistinctCountParams(epsilon=1.0, max_contribution=6))
+    plan = REGISTRY["exact"].plan(DistinctCountParams(epsilon=1.0, max_contributions=6))
     with pytest.raises(ParameterError, match="the plan is for method 'exact', not 'greedy'"):
         REGISTRY["greedy"].run(pairs, plan, Randomness.create(1))

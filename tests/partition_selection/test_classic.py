@@ -49,7 +49,7 @@ def test_truncated_geometric_keeps_with_the_published_probability(spark):
     # ε = 0.5, δ = 0.02, k = 1: P(keep | 6 users) = 0.58840484458 (issue 3).
     sel = select(
         graded(spark), 31, algorithm="truncated-geometric", epsilon=0.5, delta=0.02,
-        max_items_per_user=1,
+        max_contributions=1,
     )  # fmt: skip
     items = item_set(sel.items)
     p = 0.58840484458
@@ -70,7 +70,7 @@ def test_threshold_strategies_keep_with_the_calibrated_probability(spark, strate
     # Items whose user count sits next to the threshold T are kept with probability
     # P(n + noise ≥ T); single-user items essentially never.
     mid = round(cal.threshold)
-    sel = select(graded(spark, mid), 32, algorithm=strategy, max_items_per_user=1)
+    sel = select(graded(spark, mid), 32, algorithm=strategy, max_contributions=1)
     items = item_set(sel.items)
     if strategy == "laplace-thresholding":
         p = stats.laplace.sf(cal.threshold - mid, scale=cal.scale)

@@ -48,7 +48,7 @@ _RUNS: dict = {}
 def default_run(pairs, algorithm: str):
     """The selection of ``algorithm`` at the defaults with Δ0 = 10 and seed 5 (memoized)."""
     if algorithm not in _RUNS:
-        _RUNS[algorithm] = select(pairs, 5, algorithm=algorithm, max_items_per_user=10)
+        _RUNS[algorithm] = select(pairs, 5, algorithm=algorithm, max_contributions=10)
     return _RUNS[algorithm]
 
 
@@ -74,10 +74,10 @@ def test_each_algorithm_releases_items_only(small_pairs, algorithm):
 def test_seeded_runs_repeat_and_other_seeds_differ(spark):
     rows = [(f"u{u}", f"i{(u * 7 + j) % 40}") for u in range(400) for j in range(1 + u % 9)]
     pairs = spark.createDataFrame(rows, "user_id string, item string")
-    a = select(pairs, 1, algorithm="basic", max_items_per_user=5)
-    b = select(pairs, 1, algorithm="basic", max_items_per_user=5)
+    a = select(pairs, 1, algorithm="basic", max_contributions=5)
+    b = select(pairs, 1, algorithm="basic", max_contributions=5)
     assert_df_equality(a.items, b.items, ignore_row_order=True)
-    c = select(pairs, 2, algorithm="basic", max_items_per_user=5)
+    c = select(pairs, 2, algorithm="basic", max_contributions=5)
     assert item_set(c.items) != item_set(a.items)  # ~40 items sit near the threshold
 
 
@@ -86,7 +86,7 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
     # σ1 for δ1/2 and ρ1 for δ1/2 (spec A2, A3). The output contains round 1.
     two = default_run(small_pairs, "mad2r")
     one = select(
-        small_pairs, 5, algorithm="mad", epsilon=0.1, delta=1e-6, max_items_per_user=10,
+        small_pairs, 5, algorithm="mad", epsilon=0.1, delta=1e-6, max_contributions=10,
         max_adaptive_degree=50, beta=2.0,
     )  # fmt: skip
     u1 = item_set(two.rounds[0].items)
@@ -112,10 +112,10 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
 
 def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
     three = select(
-        small_pairs, 4, algorithm="dp-sips", max_items_per_user=100, split=(0.05, 0.15, 0.8)
+        small_pairs, 4, algorithm="dp-sips", max_contributions=100, split=(0.05, 0.15, 0.8)
     )
     first = select(
-        small_pairs, 4, algorithm="basic", epsilon=0.05, delta=5e-7, max_items_per_user=100
+        small_pairs, 4, algorithm="basic", epsilon=0.05, delta=5e-7, max_contributions=100
     )
     assert item_set(three.rounds[0].items) == item_set(first.items)
     seen: set = set()
@@ -131,7 +131,7 @@ def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
 
 def test_dp_sips_without_recap_keeps_the_round_one_cap(small_pairs):
     sel = select(
-        small_pairs, 4, algorithm="dp-sips", max_items_per_user=10, split=(0.1, 0.9),
+        small_pairs, 4, algorithm="dp-sips", max_contributions=10, split=(0.1, 0.9),
         recap_each_round=False,
     )  # fmt: skip
     assert "heavy" in item_set(sel.items)

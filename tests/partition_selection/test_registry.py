@@ -15,11 +15,13 @@ from spark_dp.partition_selection import (
     ALGORITHMS,
     REGISTRY,
     PartitionSelectionParams,
+    SelectionPlan,
     calibration_table,
     plan_selection,
 )
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.mad_constants import MadRound
+from spark_dp.report import Step
 from tests.partition_selection.helpers import select
 
 
@@ -41,7 +43,7 @@ def test_the_registry_is_the_list_of_algorithms():
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_a_run_spends_exactly_its_plan(pairs, algorithm):
     split = (0.05, 0.15, 0.8) if algorithm == "dp-sips" else (0.3, 0.7)
-    params = dict(algorithm=algorithm, epsilon=2.0, delta=1e-4, max_items_per_user=4, split=split)
+    params = dict(algorithm=algorithm, epsilon=2.0, delta=1e-4, max_contributions=4, split=split)
     selection = select(pairs, 3, **params)
     reported = [
         {k: v for k, v in r.to_report().items() if k != "output_items"} for r in selection.rounds
@@ -82,8 +84,8 @@ def test_table_has_a_row_per_round_and_the_spec_vector():
 def test_bad_budgets_fail_when_the_parameters_are_built_or_planned():
     with pytest.raises(ParameterError, match="epsilon"):
         PartitionSelectionParams(epsilon=0.0)
-    with pytest.raises(ParameterError, match="max_items_per_user"):
-        PartitionSelectionParams(max_items_per_user=0)
+    with pytest.raises(ParameterError, match="max_contributions"):
+        PartitionSelectionParams(max_contributions=0)
     mad2r_with_three = PartitionSelectionParams(algorithm="mad2r", split=(0.2, 0.3, 0.5))
     with pytest.raises(ParameterError, match="exactly two shares for mad2r"):
         plan_selection(mad2r_with_three)  # the algorithm's check: its plan, before any data
@@ -101,3 +103,12 @@ def test_calibrate_command_reads_the_parameter_flags(capsys):
     assert row["tau"] == pytest.approx(row["rho"] + 3 * row["sigma"])
     assert cli.main(["calibrate", "--epsilon", "1", "--delta", "2"]) == 2
     assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err
+
+
+def test_a_plan_stores_its_cap_once_in_its_rounds():
+    plan = plan_selection(PartitionSelectionParams(algorithm="mad2r", max_contributions=7))
+    assert plan.max_items == 7 == plan.steps[1].calibration.max_items
+    other = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), 8)
+    steps = (plan.steps[0], Step("round 2", other))
+    with pytest.raises(ValueError, match="one cap"):
+        SelectionPlan("mad2r", steps, weighting="w", reference="r")
