@@ -1,6 +1,8 @@
 """The shape rules of CONTRIBUTING.md, checked on the source of spark_dp/ (no Spark).
 
 * no module over 400 lines;
+* no function over 80 lines (from its ``def`` to its last line, its docstring left out: a
+  longer one is split into named steps);
 * no ``isinstance`` over a calibration class (a class with a ``dp_event`` method) outside the
   module that defines it: its readers use the protocol of spark_dp.calibration_protocol.
 """
@@ -13,6 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "spark_dp").rglob("*.py"))
 MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
 
 
 def _rel(path: Path) -> str:
@@ -30,6 +33,36 @@ def test_no_module_is_over_400_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}, "split these modules"
+
+
+def function_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from ``def`` (its decorators excluded) to the end, less the docstring's."""
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
+def test_no_function_is_over_80_lines():
+    long = {
+        f"{module}:{node.lineno} {node.name}": n
+        for module, tree in _trees().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (n := function_lines(node)) > MAX_FUNCTION_LINES
+    }
+    assert long == {}, "split these functions into named steps"
+
+
+def test_function_lines_leave_out_the_docstring_only():
+    source = 'def f(x):\n    """Doc,\n    two lines."""\n    y = x\n\n    return y\n'
+    (node,) = ast.parse(source).body
+    assert isinstance(node, ast.FunctionDef) and function_lines(node) == 4
 
 
 def _calibration_classes(trees: dict[str, ast.Module]) -> dict[str, str]:

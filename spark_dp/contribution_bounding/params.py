@@ -107,11 +107,6 @@ class BoundingParams:
         check_int_at_least("small_block", self.small_block, 1)
         check_int_at_least("large_block", self.large_block, 1)
 
-    @property
-    def exhaustive(self) -> bool:
-        """True when the rounds must run to exhaustion (every algorithm but finish=none)."""
-        return self.finish != "none"
-
 
 @dataclass(frozen=True)
 class ContributionBoundingParams(BoundingParams):
