@@ -13,6 +13,8 @@ import pytest
 
 from spark_dp.budget import BudgetStore, default_dataset_id
 from spark_dp.jobs import distinct_count, partition_selection
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.registry import Algorithm
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +124,31 @@ def test_a_retry_with_the_same_key_is_charged_once(spark, words, store, tmp_path
     )
     spent = _budget(store, dataset)
     assert spent["releases"] == 1 and spent["spent_epsilon"] == pytest.approx(0.6)
+
+
+def test_the_plan_is_computed_once_reserved_and_run(monkeypatch, words, store, tmp_path):
+    # every way to the plan goes through the registry entry's plan: count its calls
+    entry, plans = REGISTRY["basic"], []
+
+    def counted(params):
+        plans.append(entry.plan(params))
+        return plans[-1]
+
+    monkeypatch.setitem(
+        REGISTRY._by_name, "basic", Algorithm(entry.name, entry.summary, counted, entry.run)
+    )
+    _set_cap(store, "once", 1.0)
+    argv = [*_selection(words, tmp_path / "o", store), "--dataset-id", "once"]
+    assert partition_selection.main(argv) == 0
+    assert len(plans) == 1  # not again for the reservation, the run or the report
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    (round_,) = report["privacy"]["steps"]
+    assert round_["sigma"] == plans[0].steps[0].calibration.sigma
+    assert report["budget"]["epsilon"] == plans[0].epsilon
+    plans.clear()
+    dry = [*_selection(words, tmp_path / "d", store), "--dataset-id", "once", "--dry-run"]
+    assert partition_selection.main(dry) == 0
+    assert len(plans) == 1  # the dry run shows the same one plan
 
 
 def test_no_cap_is_refused_and_a_failure_before_writing_frees_the_reservation(
