@@ -25,21 +25,27 @@ Gaussian round, all of δ of a Laplace one; spec partition_selection.md §3.4). 
 
 *Proof.* Take neighbours D and D' = D plus one user u. (1) Each composed step is, on what
 both datasets hold, a post-processing of its noise mechanism (the event's, or one that event
-dominates), and beyond that releases an item only u holds with probability at most its
-threshold share, whatever the earlier outputs, using noise drawn for those items alone
-(Chen et al. 2025, proof of Thm. 3.3; Gopi et al. 2020); on D that never happens. Let M̃ be
-the run with those items suppressed: M̃(D) = M(D), and M(D') = M̃(D') off a bad event B
-with P[B | M̃(D') = y] ≤ δ_B (the shares' sum) for every y. (2) M̃ is an adaptive composition
-of mechanisms each dominated, for every history, by a fixed pair: the composed steps' events
-(an ε-DP step by :func:`~spark_dp.calibration_protocol.pure_dp_event`), and for a step left to
-basic composition the (ε_j, δ_j) pair of Kairouz, Oh & Viswanath 2015, Thm. 2.1. By Dong, Roth
-& Su 2022, Thm. 4, M̃ is dominated by the product of those pairs, whose hockey-stick divergence
-at e^ε is at most δ_N(ε_N) + Σ δ_j over the basic steps (the accountant bounds the first term;
-basic composition of product pairs adds the rest), in both directions. (3) Add direction:
-P[M(D') ∈ S] ≤ P[M̃(D') ∈ S] + δ_B ≤ e^ε·P[M(D) ∈ S] + δ_M̃ + δ_B. Remove direction: with
-Z = P[M̃(D') ∈ S], P[M(D') ∈ S] ≥ (1 − δ_B)·Z by (1), and P[M(D) ∈ S] ≤ min(1, e^ε·Z + δ_M̃)
-≤ e^ε·(1 − δ_B)·Z + δ_B + δ_M̃ (when e^ε·Z ≤ 1, e^ε·Z·δ_B ≤ δ_B; otherwise the right side
-exceeds 1). (4) The floating-point samplers differ from exact noise with probability at most
+dominates) whatever the noise of u's novel items (those nobody else holds), and releases a
+novel item with probability at most its threshold share given any history (Chen et al. 2025,
+proof of Thm. 3.3; Gopi et al. 2020); on D there is none. Let ζ be the noise of novel items
+that a later step reads (MAD2R's round 2 biases items by round 1's noisy weights; nothing
+otherwise), drawn alike on D, where nothing reads it, and M̃_ζ the run on D' that never
+releases a novel item: M̃_ζ(D) = M(D), and M(D') = M̃_ζ(D') off a bad event B. (2) For every
+ζ, M̃_ζ is an adaptive composition of mechanisms each dominated, for every history, by a fixed
+pair: the composed steps' events (an ε-DP step by
+:func:`~spark_dp.calibration_protocol.pure_dp_event`), and for a step left to basic
+composition the (ε_j, δ_j) pair of Kairouz, Oh & Viswanath 2015, Thm. 2.1. By Dong, Roth & Su
+2022, Thm. 4, it is dominated by the product of those pairs, whose hockey-stick divergence at
+e^ε is at most δ_M̃ = δ_N(ε_N) + Σ δ_j over the basic steps (the accountant bounds the first
+term; basic composition of product pairs adds the rest), in both directions. (3) Add
+direction: P[M(D') ∈ S] ≤ P[M̃(D') ∈ S] + P[B] ≤ e^ε·P[M(D) ∈ S] + δ_M̃ + δ_B, δ_B the sum
+of the threshold shares (a union bound). Remove direction: the crossings ζ decides have
+probability at most their shares' sum δ_ζ; fix a ζ without one. The other crossings use noise
+nothing else reads, so given ζ and everything M̃_ζ(D') computes they have probability at most
+δ_B − δ_ζ: with Z = P[M̃_ζ(D') ∈ S], P[M(D') ∈ S | ζ] ≥ (1 − δ_B + δ_ζ)·Z, and
+P[M(D) ∈ S] ≤ min(1, e^ε·Z + δ_M̃) ≤ e^ε·P[M(D') ∈ S | ζ] + δ_B − δ_ζ + δ_M̃ (when
+e^ε·Z ≤ 1, e^ε·Z·x ≤ x; otherwise the right side exceeds 1). Averaging over ζ adds δ_ζ.
+(4) The floating-point samplers differ from exact noise with probability at most
 η = Σ N·τ over the composed Gaussian and Laplace steps on every dataset
 (:func:`spark_dp.calibration.sampler_divergence`), which adds (1 + e^ε)·η
 (:func:`spark_dp.calibration.divergence_delta`). ∎

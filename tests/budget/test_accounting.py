@@ -11,10 +11,12 @@ own gives.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
 import pytest
+import sqlalchemy as sa
 from dp_accounting import dp_event, pld, rdp
 
 from spark_dp.budget import BudgetRefused, BudgetStore, NoiseStep, noise_steps
@@ -25,6 +27,7 @@ from spark_dp.budget.accounting import (
     tight_delta,
     tight_epsilon,
 )
+from spark_dp.budget.schema import RELEASES
 from spark_dp.calibration import Budget, gaussian_epsilon, gaussian_sigma
 from spark_dp.calibration_protocol import pure_dp_event
 from spark_dp.distinct_count.plan import plan_release
@@ -257,6 +260,31 @@ def test_old_gaussian_step_dicts_are_read_as_gaussian_steps():
     assert NoiseStep.from_dict(old) == gauss(3.0, 0.5, 1e-6)
     for step in (gauss(3.0, 0.5, 1e-6), lap(0.3), NoiseStep(pure_dp_event(0.4), 0.4, 0.0)):
         assert NoiseStep.from_dict(step.to_dict()) == step
+
+
+def test_a_store_with_old_gaussian_rows_reads_and_composes_as_before(tmp_path):
+    # rows reserved before Laplace steps were recorded hold {noise_multiplier, epsilon,
+    # delta_noise} without "event": the store reads them as Gaussian steps
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    round_ = WeightAndThreshold.for_budget(Budget(0.25, 2e-6), max_items=10)
+    steps = noise_steps([Step("round 1", round_)])
+    old = json.dumps([{"noise_multiplier": round_.sigma, "epsilon": 0.25, "delta_noise": 1e-6}])
+    with BudgetStore.open(url) as store:
+        store.set_accountant("pld")
+        store.set_cap("d", 1.0, 1e-4)
+        for n in range(5):
+            kw = {"epsilon": 0.25, "delta": 2e-6, "noise": steps}
+            store.commit(store.reserve(dataset="d", release=f"r{n}", job="ps", **kw))
+        (before,) = store.summary()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(RELEASES.update().values(gaussian=old))
+    engine.dispose()
+    with BudgetStore.open(url) as store:
+        (after,) = store.summary()
+        assert after.tight_epsilon == before.tight_epsilon < 1.0 < after.spent_epsilon
+        kw = {"epsilon": 0.25, "delta": 2e-6, "noise": steps}
+        store.commit(store.reserve(dataset="d", release="r5", job="ps", **kw))  # still fits
 
 
 def _admitted(tmp_path, accountant, steps, epsilon, delta, cap):
