@@ -47,7 +47,7 @@ setup(
         # spark_dp.budget: the budget store (SQLite built in; any SQLAlchemy database) and the
         # tight PLD/RDP accountant for Gaussian releases
         "sqlalchemy>=2.0",
-        "dp-accounting>=0.4",
+        "dp-accounting>=0.5",  # DiscreteLaplaceDpEvent (pure-ε steps in the PLD accountant)
     ],
     extras_require={
         # what the tests themselves import (make test-pythons installs only this)

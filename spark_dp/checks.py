@@ -24,7 +24,6 @@ __all__ = [
     "check_choice",
     "check_delta",
     "check_epsilon",
-    "check_fraction",
     "check_fractions",
     "check_int_at_least",
     "check_nonnegative",
@@ -133,13 +132,6 @@ def check_probability(name: str, value: float, *, low: float = 0.0, high: float 
     """Value must lie in the open interval (low, high)."""
     if not is_real(value) or not (low < value < high):
         raise ParameterError(f"{name} must lie strictly between {low} and {high}, got {value!r}")
-    return float(value)
-
-
-def check_fraction(name: str, value: float) -> float:
-    """Value must lie in (0, 1]."""
-    if not is_real(value) or not (0.0 < value <= 1.0):
-        raise ParameterError(f"{name} must lie in (0, 1], got {value!r}")
     return float(value)
 
 

@@ -130,7 +130,7 @@ def _calibrate(argv: list[str]) -> int:
         resolve_params,
     )
     from spark_dp.jobs.cli_args import OneLineParser
-    from spark_dp.partition_selection import PartitionSelectionParams, calibration_table
+    from spark_dp.partition_selection import REGISTRY, PartitionSelectionParams, calibration_table
 
     ap = OneLineParser(
         prog="spark-dp calibrate",
@@ -139,7 +139,7 @@ def _calibrate(argv: list[str]) -> int:
         "required, as in the jobs.",
         allow_abbrev=False,
     )
-    add_param_arguments(ap, PartitionSelectionParams)
+    add_param_arguments(ap, PartitionSelectionParams, {"algorithm": REGISTRY})
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     try:
         ns = ap.parse_args(argv)

@@ -12,6 +12,11 @@ coerces types, rejects unknown keys (with a "did you mean" hint) and returns a v
 instance. :func:`add_param_arguments` derives the command-line flags from the same fields, so a
 parameter is declared exactly once.
 
+A field whose values are a registry's algorithm names (``--algorithm``, ``--method``) takes its
+choices and their summaries from the registry the caller hands to :func:`add_param_arguments`:
+a parameter class never imports a registry (the registry sits above it), and an unknown name
+from a config file fails when the plan looks it up.
+
 A field's flag may differ from its name (``flag=``: the command line shares one vocabulary
 across jobs, e.g. ``--max-contributions`` for every per-user bound) and may keep deprecated
 aliases (``aliases=``: the old flags, accepted with a warning until
@@ -31,9 +36,12 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from spark_dp.errors import ConfigError
+
+if TYPE_CHECKING:
+    from spark_dp.registry import Registry
 
 _log = logging.getLogger("spark_dp.config")
 
@@ -313,7 +321,7 @@ class DeprecatedAlias(argparse.Action):
 
 def name_flags(message: str, cls: type) -> str:
     """``message`` with a leading parameter name spelled as its flag where they differ:
-    ``max_items_per_user must ...`` becomes ``--max-contributions (max_items_per_user) must ...``.
+    ``beta must ...`` becomes ``--truncation-beta (beta) must ...``.
     """
     for f in dataclasses.fields(cls):
         flag = _flag(f)
@@ -330,9 +338,18 @@ def deprecation_warnings(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+def add_param_arguments(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    registries: Mapping[str, Registry[Any, Any]] | None = None,
+) -> None:
     """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed), and a
-    hidden :class:`DeprecatedAlias` per old name."""
+    hidden :class:`DeprecatedAlias` per old name.
+
+    ``registries`` maps a field (``algorithm``, ``method``) to the registry whose names are its
+    choices; the help then lists each name with its summary.
+    """
+    registries = registries or {}
     hints = typing.get_type_hints(cls)
     group = parser.add_argument_group(f"{cls.__name__} parameters")
     for f in dataclasses.fields(cls):
@@ -349,9 +366,13 @@ def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             "default": None,
             "help": f"{f.metadata.get('help', '')} (default: {default}{was})",
         }
-        if f.metadata.get("choices"):
-            kwargs["choices"] = list(f.metadata["choices"])
-            kwargs["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}"
+        choices = f.metadata.get("choices")
+        if f.name in registries:
+            choices = registries[f.name].names
+            kwargs["help"] += f"; {registries[f.name].summaries()}"
+        if choices:
+            kwargs["choices"] = list(choices)
+            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif base in (int, float, str):

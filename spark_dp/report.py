@@ -2,9 +2,10 @@
 
 Filled by the objects that did the work, so nobody re-describes a mechanism by hand:
 
-* a **calibration** (any object with ``epsilon``, ``delta`` and ``to_report()``, see
-  :class:`Calibration`) states its own mechanism, sensitivity and constants;
-* a family's **plan** pairs each calibration with a label as a :class:`Step` (a round, the GEM
+* a **calibration** (the :class:`~spark_dp.calibration_protocol.Calibration` protocol) states
+  its own mechanism, sensitivity and constants;
+* a family's **plan** (:class:`Plan`: computed once per run from the checked parameters, before
+  any data is read) pairs each calibration with a label as a :class:`Step` (a round, the GEM
   choice, a Laplace release); :meth:`PrivacyReport.spend_step` books it;
 * a family's **result** (:class:`Release`) writes its steps, mechanism description and released
   values into the report with ``fill_report``; the job runner adds parameters, randomness and
@@ -28,10 +29,12 @@ import datetime as _dt
 import platform
 import sys
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from spark_dp import __version__
+from spark_dp.calibration_protocol import Calibration
 from spark_dp.io import json_text, write_json_atomic
 
 if TYPE_CHECKING:
@@ -39,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BudgetEntry",
-    "Calibration",
+    "Plan",
     "PrivacyReport",
     "Release",
     "Step",
@@ -47,28 +50,16 @@ __all__ = [
 ]
 
 
-class Calibration(Protocol):
-    """A calibrated mechanism: the (ε, δ) it spends and a public description of itself.
-
-    ``to_report()`` holds the mechanism's name, its sensitivity and its constants (σ, ρ, scale,
-    thresholds), all public; it is the only place they are written down.
-    """
-
-    @property
-    def epsilon(self) -> float: ...
-
-    @property
-    def delta(self) -> float: ...
-
-    def to_report(self) -> dict[str, Any]: ...
+C_co = TypeVar("C_co", bound=Calibration, covariant=True)
 
 
 @dataclass(frozen=True)
-class Step:
-    """One budget-spending step of a plan: a label and the calibration that spends it."""
+class Step(Generic[C_co]):
+    """One budget-spending step of a plan: a label and the calibration that spends it (typed
+    by the protocol its readers need, e.g. ``Step[RoundCalibration]`` for a selection round)."""
 
     label: str
-    calibration: Calibration
+    calibration: C_co
 
     @property
     def epsilon(self) -> float:
@@ -88,6 +79,18 @@ class Step:
             "epsilon": self.epsilon,
             "delta": self.delta,
         }
+
+
+class Plan(Protocol):
+    """A family's data-free plan: what its algorithm is called and the steps that spend the
+    budget (none for contribution bounding). The job runner computes it once, reserves its
+    steps' (ε, δ) and hands it to the algorithm."""
+
+    @property
+    def algorithm(self) -> str: ...
+
+    @property
+    def steps(self) -> Sequence[Step[Calibration]]: ...
 
 
 class Release(Protocol):

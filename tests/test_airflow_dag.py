@@ -89,14 +89,14 @@ def test_one_run_at_a_time_with_timeouts_and_retries(dag):
 def test_budget_and_bounds_are_dag_params(dag):
     params = dag["params"]
     assert params["epsilon"] == 1.0 and params["delta"] == 1e-5
-    assert params["count_epsilon"] == 1.0 and params["max_contribution"] == 100
+    assert params["count_epsilon"] == 1.0 and params["count_max_contributions"] == 100
     args = {name: dag["tasks"][name]["application_args"] for name in PRIVACY_TASKS}
     assert args["partition_selection"][args["partition_selection"].index("--epsilon") + 1] == (
         "{{ params.epsilon }}"
     )
     assert "{{ params.delta }}" in args["partition_selection"]
     assert "{{ params.count_epsilon }}" in args["distinct_count"]
-    assert "{{ params.max_contribution }}" in args["distinct_count"]
+    assert "{{ params.count_max_contributions }}" in args["distinct_count"]
 
 
 @pytest.mark.parametrize(

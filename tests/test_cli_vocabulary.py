@@ -99,11 +99,11 @@ def _dry_run(capsys, monkeypatch, cwd: Path, argv: list[str]) -> tuple[dict, str
 @pytest.mark.parametrize(
     ("argv", "field", "value"),
     [
-        (["partition-selection", "--max-items-per-user", "7"], "max_items_per_user", 7),
+        (["partition-selection", "--max-items-per-user", "7"], "max_contributions", 7),
         (["partition-selection", "--beta", "3"], "beta", 3.0),
-        (["distinct-count", "--max-contribution", "9"], "max_contribution", 9),
+        (["distinct-count", "--max-contribution", "9"], "max_contributions", 9),
         (["distinct-count", "--beta", "0.1"], "beta", 0.1),
-        (["contribution-bounding", "--capacity", "4"], "capacity", 4),
+        (["contribution-bounding", "--capacity", "4"], "max_contributions", 4),
     ],
 )
 def test_old_names_still_work_for_one_release(capsys, monkeypatch, words, argv, field, value):
@@ -122,8 +122,29 @@ def test_config_files_take_the_flag_names_too(capsys, monkeypatch, words) -> Non
     argv = ["partition-selection", "--input", "w.parquet", "--output", "o", "--config", "c.yaml"]
     doc, err = _dry_run(capsys, monkeypatch, words, argv)
     p = doc["parameters"]
-    assert (p["epsilon"], p["max_items_per_user"], p["beta"]) == (0.5, 12, 1.5)
+    assert (p["epsilon"], p["max_contributions"], p["beta"]) == (0.5, 12, 1.5)
     assert err == ""
+
+
+@pytest.mark.parametrize(
+    ("job", "key"),
+    [
+        ("partition-selection", "max_items_per_user"),
+        ("distinct-count", "max_contribution"),
+        ("contribution-bounding", "capacity"),
+    ],
+)
+def test_old_config_keys_of_the_bound_still_work_with_a_warning(
+    capsys, monkeypatch, words, job, key
+) -> None:
+    epsilon = "" if job == "contribution-bounding" else "epsilon: 0.5\n"
+    (words / "c.yaml").write_text(f"{epsilon}{key}: 7\n")
+    argv = [job, "--input", "w.parquet", "--config", "c.yaml"]
+    if job != "distinct-count":
+        argv += ["--output", "o"]
+    doc, err = _dry_run(capsys, monkeypatch, words, argv)
+    assert doc["parameters"]["max_contributions"] == 7
+    assert f"config key '{key}' is deprecated; use 'max_contributions'" in err
 
 
 def test_dry_run_prints_paths_and_calibration_and_writes_nothing(capsys, monkeypatch, words):

@@ -13,6 +13,8 @@ import pytest
 
 from spark_dp.budget import BudgetStore, default_dataset_id
 from spark_dp.jobs import distinct_count, partition_selection
+from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.registry import Algorithm
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +125,31 @@ def test_a_retry_with_the_same_key_is_charged_once(spark, words, store, tmp_path
     assert spent["releases"] == 1 and spent["spent_epsilon"] == pytest.approx(0.6)
 
 
+def test_the_plan_is_computed_once_reserved_and_run(monkeypatch, words, store, tmp_path):
+    # every way to the plan goes through the registry entry's plan: count its calls
+    entry, plans = REGISTRY["basic"], []
+
+    def counted(params):
+        plans.append(entry.plan(params))
+        return plans[-1]
+
+    monkeypatch.setitem(
+        REGISTRY._by_name, "basic", Algorithm(entry.name, entry.summary, counted, entry.run)
+    )
+    _set_cap(store, "once", 1.0)
+    argv = [*_selection(words, tmp_path / "o", store), "--dataset-id", "once"]
+    assert partition_selection.main(argv) == 0
+    assert len(plans) == 1  # not again for the reservation, the run or the report
+    report = json.loads((tmp_path / "o.report.json").read_text())
+    (round_,) = report["privacy"]["steps"]
+    assert round_["sigma"] == plans[0].steps[0].calibration.sigma
+    assert report["budget"]["epsilon"] == plans[0].epsilon
+    plans.clear()
+    dry = [*_selection(words, tmp_path / "d", store), "--dataset-id", "once", "--dry-run"]
+    assert partition_selection.main(dry) == 0
+    assert len(plans) == 1  # the dry run shows the same one plan
+
+
 def test_a_failure_before_the_read_is_freed_and_one_after_it_stays_charged(spark, store, tmp_path):
     bad = tmp_path / "nulls"
     spark.createDataFrame([("u1", "a"), (None, "b")], "user_id string, item string").write.parquet(
@@ -149,7 +176,7 @@ def test_distinct_count_reserves_its_whole_plan_and_config_can_name_the_store(
 ):
     _set_cap(store, "counts", 1.5)
     config = tmp_path / "dc.yaml"
-    config.write_text(f"budget_store: {store}\ndataset_id: counts\nmax_contribution: 4\n")
+    config.write_text(f"budget_store: {store}\ndataset_id: counts\nmax_contributions: 4\n")
     report = tmp_path / "count.json"
     argv = ["--input", str(words), "--epsilon", "1", "--config", str(config)]
     assert distinct_count.main([*argv, "--report", str(report), "--log-level", "WARNING"]) == 0

@@ -94,7 +94,7 @@ def _partition_selection(algorithm: str) -> Callable[..., set[int]]:
     def run(pairs) -> set[int]:
         from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
 
-        params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=MAX_ITEMS)
+        params = PartitionSelectionParams(algorithm=algorithm, max_contributions=MAX_ITEMS)
         with select_partitions(pairs, params, Randomness.create(3)) as selection:
             released = {r.output_items for r in selection.rounds}
             return released | {selection.items.count()}  # released sizes are public
@@ -108,7 +108,7 @@ def _distinct_count(method: str) -> Callable[..., set[int]]:
         from spark_dp.distinct_count.registry import REGISTRY
 
         algorithm = REGISTRY[method]
-        plan = algorithm.plan(DistinctCountParams(epsilon=1.0, max_contribution=MAX_ITEMS))
+        plan = algorithm.plan(DistinctCountParams(epsilon=1.0, max_contributions=MAX_ITEMS))
         result = algorithm.run(pairs.distinct(), plan, Randomness.create(3))
         return {int(result.release.lower_bound)}
 
@@ -121,7 +121,7 @@ def _contribution_bounding(algorithm: str, **extra: object) -> Callable[..., set
         from spark_dp.contribution_bounding.params import BoundingParams
 
         incidences = pairs.selectExpr("item AS record_id", "user_id")
-        params = BoundingParams(algorithm=algorithm, capacity=MAX_ITEMS, **extra)  # type: ignore[arg-type]
+        params = BoundingParams(algorithm=algorithm, max_contributions=MAX_ITEMS, **extra)  # type: ignore[arg-type]
         result = bound_contributions(incidences, params, randomness=Randomness.create(3))
         logging.getLogger("spark_dp.jobs").info(result.headline())  # as the job runner does
         return set()  # bounding releases nothing: every count of it is private

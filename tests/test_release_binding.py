@@ -192,7 +192,7 @@ def test_distinct_count_binds_to_the_rows(spark, neighbours, monkeypatch):
     from spark_dp.distinct_count import api as module
 
     bound = _spy(monkeypatch, module)
-    params = DistinctCountParams(epsilon=1.0, max_contribution=4, method="greedy")
+    params = DistinctCountParams(epsilon=1.0, max_contributions=4, method="greedy")
     for pairs in (*neighbours, neighbours[0]):
         module.distinct_count(pairs, params, Randomness.create(7))
     a, b, again = (r.release for r in bound)
@@ -209,7 +209,7 @@ def test_bound_contributions_binds_to_every_table(spark, monkeypatch, tmp_path):
     rows = [(f"r{i}", f"u{(i * 3 + k) % 17}") for i in range(60) for k in range(2)]
     inc = spark.createDataFrame(rows, "record_id string, user_id string")
     caps = spark.createDataFrame([("u1", 1)], "user_id string, cap long")
-    params = BoundingParams(capacity=2)
+    params = BoundingParams(max_contributions=2)
     for graph in (inc, inc.where("user_id != 'u0'"), inc):
         with module.bound_contributions(graph, params, randomness=Randomness.create(7)):
             pass

@@ -90,7 +90,7 @@ def test_bounding_keeps_only_its_outputs_until_released(
 ):
     spark = clean
     params = BoundingParams(
-        algorithm=algorithm, capacity=2, driver_threshold_rows=driver_threshold_rows
+        algorithm=algorithm, max_contributions=2, driver_threshold_rows=driver_threshold_rows
     )
     with bound_contributions(graph, params, randomness=Randomness.create(5)) as result:
         tables = [result.selected, result.user_state, result.selected_by_round]
@@ -100,7 +100,7 @@ def test_bounding_keeps_only_its_outputs_until_released(
 
 
 def test_bounding_with_a_work_directory_leaves_nothing(clean, graph, tmp_path):
-    params = BoundingParams(algorithm="proposal", capacity=2, driver_threshold_rows=0)
+    params = BoundingParams(algorithm="proposal", max_contributions=2, driver_threshold_rows=0)
     with bound_contributions(
         graph, params, randomness=Randomness.create(5), work_dir=str(tmp_path / "work")
     ) as result:
@@ -113,7 +113,7 @@ def test_a_failed_bounding_call_releases_what_it_persisted(clean, graph):
     with pytest.raises(SparkDPUserError):
         bound_contributions(
             graph,
-            BoundingParams(algorithm="proposal", capacity=2, order="weighted-global"),
+            BoundingParams(algorithm="proposal", max_contributions=2, order="weighted-global"),
             record_weights=bad_weights,
             randomness=Randomness.create(5),
         )
@@ -238,7 +238,7 @@ def test_bounding_runs_with_its_sql_defaults_and_restores_the_session(clean, gra
     if preset is not None:
         spark.conf.set(ADVISORY, preset)
     seen: list[str] = []
-    params = BoundingParams(algorithm="proposal", capacity=2, driver_threshold_rows=0)
+    params = BoundingParams(algorithm="proposal", max_contributions=2, driver_threshold_rows=0)
     try:
         with bound_contributions(
             graph,
@@ -256,7 +256,7 @@ def test_bounding_runs_with_its_sql_defaults_and_restores_the_session(clean, gra
 @pytest.mark.parametrize("method", ["exact", "greedy"])
 def test_distinct_count_leaves_nothing(clean, words, method):
     entry = DC_REGISTRY[method]
-    plan = entry.plan(DistinctCountParams(epsilon=1.0, max_contribution=8, method=method))
+    plan = entry.plan(DistinctCountParams(epsilon=1.0, max_contributions=8, method=method))
     result = entry.run(words, plan, Randomness.create(5))
     assert result.release.ell >= 1
     assert_clean(clean)

@@ -115,7 +115,7 @@ def test_bounding_jobs_never_show_the_data_dependent_round_number(spark, inciden
 
     graph = incidences_df({f"r{k}": [f"u{k % 5}", f"u{(k * 3) % 7}"] for k in range(30)})
     before = job_ids(spark)
-    params = BoundingParams(algorithm="proposal", capacity=2, driver_threshold_rows=0)
+    params = BoundingParams(algorithm="proposal", max_contributions=2, driver_threshold_rows=0)
     with bound_contributions(graph, params, randomness=Randomness.create(1)) as result:
         assert result.summary["rounds"] >= 1
     named = descriptions(spark, job_ids(spark) - before)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from bench.cases.baseline import ZIPF_SMALL
 from bench.harness import Dataset, register, run_job
+from spark_dp.calibration import Budget
 from spark_dp.jobs.runner import last_stage_seconds
 
 ZIPF_5M = Dataset("zipf-5m", "zipf", {"n_users": 250_000, "mean_items": 36.0, "exponent": 1.3})
@@ -125,8 +126,8 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
 
     rnd = Randomness.create(1).bind("bench")  # the floors draw directly: a fixed test release
     pairs, _ = load_pairs(spark, data_path)
-    r1 = WeightAndThreshold.for_budget(0.1, 1e-6, 100)
-    r2 = WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=2.0)
+    r1 = WeightAndThreshold.for_budget(Budget(0.1, 1e-6), 100)
+    r2 = WeightAndThreshold.for_budget(Budget(0.9, 9e-6), 100, h_scale=2.0)
     with CacheScope() as cache:
         capped = cache.materialize(cap_user_items(pairs, 100, rnd.child("capping", 1)))
         w1 = max_adaptive_degree(

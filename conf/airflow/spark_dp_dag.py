@@ -217,10 +217,12 @@ with DAG(
         "count_epsilon": Param(
             1.0, type="number", exclusiveMinimum=0, description="ε of the distinct count"
         ),
-        "max_contribution": Param(
+        "count_max_contributions": Param(
             100, type="integer", minimum=1, description="ℓ_max of the distinct count (public)"
         ),
-        "capacity": Param(4, type="integer", minimum=1, description="records per user (bound)"),
+        "bounding_max_contributions": Param(
+            4, type="integer", minimum=1, description="records per user (the bound)"
+        ),
         "users": Param(20000, type="integer", minimum=1, description="demo data: users"),
         "records": Param(50000, type="integer", minimum=1, description="demo data: records"),
     },
@@ -256,7 +258,7 @@ with DAG(
         "contribution_bounding",
         "contribution_bounding",
         {"--input": f"{RUN}/graph", "--output": f"{RUN}/bounded_records"}
-        | {"--max-contributions": "{{ params.capacity }}"},
+        | {"--max-contributions": "{{ params.bounding_max_contributions }}"},
         key=True,
     )
     select = _job(
@@ -272,7 +274,7 @@ with DAG(
         "distinct_count",
         {"--input": f"{RUN}/pairs", "--report": f"{RUN}/distinct_count.json"}
         | {"--epsilon": "{{ params.count_epsilon }}"}
-        | {"--max-contributions": "{{ params.max_contribution }}"}
+        | {"--max-contributions": "{{ params.count_max_contributions }}"}
         | BUDGET_FLAGS,
         overwrite=False,
         key=True,

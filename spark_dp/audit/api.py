@@ -64,8 +64,8 @@ def audit(
         alpha: family-wise error: a correct mechanism fails with probability at most α.
         seed: test-only key seed (reproducible audit); by default a fresh key from the OS.
         spark: the session for Spark mechanisms (default: the active one or a local one).
-        **parameters: mechanism parameters (``epsilon``, ``delta``, ``max_items_per_user``,
-            ``split``, ``beta``, ``max_contribution``, ...).
+        **parameters: mechanism parameters (``epsilon``, ``delta``, ``max_contributions``,
+            ``split``, ``beta``, ...).
 
     Returns:
         the :class:`AuditResult` (``passed``, ``to_dict()``).

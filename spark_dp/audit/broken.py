@@ -39,9 +39,9 @@ from spark_dp.audit.targets import (
     Target,
     build_target,
 )
-from spark_dp.calibration import gaussian_sigma
+from spark_dp.calibration import Budget, gaussian_sigma
 from spark_dp.distinct_count.calibration import DiscreteLaplaceRelease
-from spark_dp.partition_selection import PartitionSelectionParams, basic
+from spark_dp.partition_selection import basic
 from spark_dp.partition_selection.calibration import WeightAndThreshold, gaussian_threshold
 from spark_dp.partition_selection.columns import ITEM, USER_COUNT, WEIGHT
 from spark_dp.partition_selection.oracles import (
@@ -79,14 +79,14 @@ def rho_full_delta(cal: WeightAndThreshold) -> WeightAndThreshold:
 
 def full_delta(cal: WeightAndThreshold) -> WeightAndThreshold:
     """σ for (ε, δ) and ρ for δ: the whole δ spent twice."""
-    sigma = gaussian_sigma(cal.epsilon, cal.delta)
+    sigma = gaussian_sigma(Budget(cal.epsilon, cal.delta))
     thr = gaussian_threshold(sigma, cal.delta, cal.max_items, cal.h_scale)
     return replace(cal, sigma=sigma, rho=thr.rho, argmax_t=thr.argmax_t)
 
 
 def sigma_double_epsilon(cal: WeightAndThreshold) -> WeightAndThreshold:
     """σ for (2ε, δ/2); ρ recomputed from that σ, so the novel-item rate stays δ/2."""
-    sigma = gaussian_sigma(2.0 * cal.epsilon, cal.delta_noise)
+    sigma = gaussian_sigma(Budget(2.0 * cal.epsilon, cal.delta_noise))
     thr = gaussian_threshold(sigma, cal.delta_threshold, cal.max_items, cal.h_scale)
     return replace(cal, sigma=sigma, rho=thr.rho, argmax_t=thr.argmax_t)
 
@@ -137,23 +137,24 @@ def _plan_change(
     change: Callable[[WeightAndThreshold], WeightAndThreshold],
 ) -> Callable[[SparkSelection], SparkSelection]:
     def apply(target: SparkSelection) -> SparkSelection:
-        entry = target.entry
-
-        def broken_plan(params: PartitionSelectionParams) -> SelectionPlan:
-            return _map_rounds(entry.plan(params), change)
-
-        return replace(target, entry=Algorithm(entry.name, entry.summary, broken_plan, entry.run))
+        return replace(target, plan=_map_rounds(target.plan, change))
 
     return apply
 
 
 def _no_cap(target: SparkSelection) -> SparkSelection:
+    """Run with every round's cap lifted to NO_CAP while σ and ρ stay calibrated for Δ0: the
+    target's plan (and so its claim) is the real one, the run gets the uncapped one."""
     entry = target.entry
 
-    def uncapped_plan(params: PartitionSelectionParams) -> SelectionPlan:
-        return replace(entry.plan(params), max_items=NO_CAP)
+    def uncapped_run(pairs: DataFrame, plan: SelectionPlan, *args: Any, **kw: Any) -> Any:
+        return entry.run(pairs, _map_rounds(plan, _uncapped), *args, **kw)
 
-    return replace(target, entry=Algorithm(entry.name, entry.summary, uncapped_plan, entry.run))
+    return replace(target, entry=Algorithm(entry.name, entry.summary, entry.plan, uncapped_run))
+
+
+def _uncapped(cal: WeightAndThreshold) -> WeightAndThreshold:
+    return replace(cal, max_items=NO_CAP)
 
 
 def _double_singletons(target: SparkSelection) -> SparkSelection:
@@ -168,9 +169,7 @@ def _greedy_prefix(target: OracleSelection) -> OracleSelection:
 
 def _count_four_epsilon(target: CountTarget) -> CountTarget:
     plan = target.plan
-    if not isinstance(plan.count, DiscreteLaplaceRelease):
-        raise TypeError("broken-distinct-count-4eps breaks the discrete Laplace release")
-    count = replace(plan.count, epsilon=4.0 * plan.count.epsilon)
+    count = DiscreteLaplaceRelease(4.0 * plan.count.epsilon, plan.count.beta)
     return replace(target, plan=replace(plan, count=count))
 
 

@@ -21,6 +21,7 @@ from spark_dp.audit.broken import BROKEN
 from spark_dp.audit.report import markdown_table, plot_results, write_json, write_markdown
 from spark_dp.audit.runner import AuditResult
 from spark_dp.audit.targets import MECHANISMS
+from spark_dp.config import DeprecatedAlias, deprecation_warnings
 from spark_dp.errors import SparkDPUserError
 
 __all__ = ["main"]
@@ -66,23 +67,20 @@ def _parser() -> argparse.ArgumentParser:
     flags.add_argument("--delta", type=float)
     flags.add_argument(
         "--max-contributions",
-        "--max-items-per-user",
-        "--max-contribution",
-        dest="max_contributions",
         type=int,
         metavar="N",
         help="the per-user bound: Δ0 of partition selection (k of count thresholding), ℓ_max "
         "of the distinct count",
     )
+    _deprecated(flags, "--max-contributions", int, "--max-items-per-user", "--max-contribution")
     flags.add_argument("--max-adaptive-degree", type=int, help="d_max of MAD/MAD2R")
     flags.add_argument("--split", help="budget shares of dp-sips/mad2r, e.g. 0.1,0.9")
     flags.add_argument(
         "--truncation-beta",
-        "--beta",
-        dest="truncation_beta",
         type=float,
         help="MAD's truncation level τ = ρ + β·σ, the oracles' fill level",
     )
+    _deprecated(flags, "--truncation-beta", float, "--beta")
     flags.add_argument(
         "--failure-probability",
         type=float,
@@ -92,13 +90,27 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _deprecated(group: argparse._ArgumentGroup, flag: str, kind: type, *aliases: str) -> None:
+    """Old flags that still set ``flag``'s value, with the jobs' deprecation warning."""
+    dest = flag.lstrip("-").replace("-", "_")
+    for alias in aliases:
+        group.add_argument(
+            alias,
+            dest=dest,
+            type=kind,
+            help=argparse.SUPPRESS,
+            action=DeprecatedAlias,
+            new_flag=flag,
+        )
+
+
 def _parameters(ns: argparse.Namespace) -> dict[str, Any]:
     keys = ("epsilon", "delta", "max_adaptive_degree", "failure_probability")
     out: dict[str, Any] = {k: getattr(ns, k) for k in keys if getattr(ns, k) is not None}
     if ns.split is not None:
         out["split"] = tuple(float(x) for x in ns.split.split(","))
     if ns.max_contributions is not None:  # Δ0 for partition selection, ℓ_max for distinct count
-        out["max_items_per_user"] = out["max_contribution"] = ns.max_contributions
+        out["max_contributions"] = ns.max_contributions
     if ns.truncation_beta is not None:
         out["beta"] = ns.truncation_beta
     if ns.method is not None:
@@ -123,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:
         return int(exc.code or 0)
+    for sentence in deprecation_warnings(ns):
+        print(f"spark-dp audit: warning: {sentence}", file=sys.stderr)
     try:
         if ns.self_test:
             names = ns.only.split(",") if ns.only else None

@@ -18,14 +18,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spark_dp.audit.statistics import plugin_epsilon
-from spark_dp.distinct_count.calibration import DiscreteLaplaceRelease
 from spark_dp.distinct_count.plan import DistinctCountPlan
 
 __all__ = [
     "MAX_FILLERS",
     "CountEvent",
     "count_event_probabilities",
-    "dlap_sf",
     "place_count_event",
     "place_epsilon_item",
     "two_way_plugin",
@@ -63,17 +61,6 @@ def place_epsilon_item(
         if q > 1.0 - 1e-9:
             break
     return best_m
-
-
-def dlap_sf(x: NDArray[np.float64], scale: float) -> NDArray[np.float64]:
-    """P[X ≥ x] for X discrete Laplace of scale b and integer x; P[X > c] = p^(c+1)/(1 + p)
-    with p = e^(−1/b) (docs/design/counting.md#discrete-laplace), and the distribution is
-    symmetric."""
-    p = math.exp(-1.0 / scale)
-    x = np.asarray(x, dtype=float)
-    upper = np.power(p, np.maximum(x, 1.0)) / (1.0 + p)
-    lower = 1.0 - np.power(p, np.maximum(1.0 - x, 1.0)) / (1.0 + p)
-    return np.where(x >= 1.0, upper, lower)
 
 
 @dataclass(frozen=True)
@@ -127,11 +114,9 @@ def count_event_probabilities(
     plan: DistinctCountPlan, curve: NDArray[np.int64], cuts: NDArray
 ) -> NDArray:
     """P[ℓ̂ = ℓ and ν̂ ≥ c] for every ℓ (rows) and cut c (columns): GEM's exact
-    probabilities times the discrete Laplace tail of ν̂ = q_ℓ + X, X of scale ℓ/ε_count."""
-    if not isinstance(plan.count, DiscreteLaplaceRelease):
-        raise TypeError("the audit models the distinct count's discrete Laplace release only")
+    probabilities times the count noise's tail P[X ≥ c − q_ℓ] at ℓ (ν̂ = q_ℓ + X)."""
     q = np.asarray(plan.scores(curve), dtype=float)
     chosen = plan.select.probabilities(q)
     return np.array(
-        [chosen[k] * dlap_sf(cuts - q[k], plan.count.scale(k + 1)) for k in range(plan.ell_max)]
+        [chosen[k] * plan.count.noise_at_least(cuts - q[k], k + 1) for k in range(plan.ell_max)]
     )

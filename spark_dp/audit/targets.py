@@ -6,10 +6,14 @@ oracle, or the distinct-count curve and release), the guarantee its calibration 
 (:class:`Claim`), a model of one item's release probability (only to place the ε item before
 any run), and its public parameters for the report.
 
-Claims are read from the calibration objects, never restated: the novel-item share is the sum
-of the rounds' ``delta_threshold``; the share of an event on an item others also hold is the
-δ of the noise (δ/2 of a Gaussian round, 0 of pure-ε Laplace noise, the per-item δ' of the
-truncated-geometric keep probabilities, Desfontaines et al. 2022 Thm. 1).
+Claims are read from the calibration objects through the
+:class:`~spark_dp.calibration_protocol.RoundCalibration` protocol, never restated: the
+novel-item share is the sum of the rounds' ``delta_threshold``; the share of an event on an
+item others also hold is the sum of their ``delta_noise`` (δ/2 of a Gaussian round, 0 of
+pure-ε Laplace noise, the per-item δ' of the truncated-geometric keep probabilities,
+Desfontaines et al. 2022 Thm. 1); the canary's size comes from the bound each round is
+calibrated for (``max_items``, ``argmax_t``) and the release model from
+``release_probability``.
 """
 
 from __future__ import annotations
@@ -21,22 +25,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
-from scipy import stats
 
 from spark_dp.audit.scenario import Copies
+from spark_dp.calibration import Budget
+from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.plan import DistinctCountPlan
 from spark_dp.distinct_count.registry import CurveMethod, curve_method
 from spark_dp.distinct_count.release import DPResult, release_curve
 from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
-from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
-from spark_dp.partition_selection.classic import (
-    GaussianThresholding,
-    LaplaceThresholding,
-    TruncatedGeometric,
-)
+from spark_dp.partition_selection.calibration import WeightAndThreshold
+from spark_dp.partition_selection.classic_calibration import LaplaceThresholding
 from spark_dp.partition_selection.columns import ITEM, USER_ID
-from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.oracles import OracleResult, greedy_update, policy_gaussian
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import SelectionPlan
@@ -66,8 +66,8 @@ DISTINCT_COUNT = "distinct-count"
 MECHANISMS: tuple[str, ...] = (*REGISTRY.names, *ORACLES, DISTINCT_COUNT)
 """Every real mechanism the audit knows, in report order."""
 
-_WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_items_per_user": 2}
-_COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_items_per_user": 1}
+_WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 2}
+_COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 1}
 FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     **{name: _WEIGHTED for name in REGISTRY.names},
     "truncated-geometric": _COUNTED,
@@ -75,7 +75,7 @@ FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     "gaussian-thresholding": _COUNTED,
     "policy-gaussian": _WEIGHTED,
     "greedy-update": {"epsilon": 1.0, "delta": 0.2},
-    DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contribution": 4},
+    DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contributions": 4},
 }
 """``--fast``: a large δ and small Δ0 make the claimed δ shares measurable in a few thousand
 runs (count thresholding uses k = 1 so that one canary item carries the whole ε)."""
@@ -102,75 +102,14 @@ class Claim:
 # --------------------------------------------------------------------------- selection
 
 
-def novel_share(calibration: Any) -> float:
-    """δ share of the novel-item threshold of one round (every selection calibration has it)."""
-    return float(calibration.delta_threshold)
-
-
-def event_share(calibration: Any) -> float:
-    """δ share of an event on an item other users also hold, for one round.
-
-    Gaussian noise spends δ/2 on the Gaussian mechanism (the other δ/2 is the threshold's);
-    Laplace noise is pure ε-DP; the truncated-geometric keep probabilities satisfy
-    p(n + 1) ≤ e^(ε')·p(n) + δ' per item, so its share is δ'.
-    """
-    if isinstance(calibration, WeightAndThreshold | GaussianThresholding):
-        return float(calibration.delta_noise)
-    if isinstance(calibration, MadRound):
-        return float(calibration.gaussian.delta_noise)
-    if isinstance(calibration, LaplaceWeightAndThreshold | LaplaceThresholding):
-        return 0.0
-    if isinstance(calibration, TruncatedGeometric):
-        return float(calibration.adjusted_delta)
-    raise TypeError(f"the audit has no δ share for {type(calibration).__name__}; add it here")
-
-
-def release_model(calibration: Any) -> Callable[[float], float]:
-    """P[an item of weight (or user count) w is released] in one round of this calibration."""
-    if isinstance(calibration, WeightAndThreshold | MadRound):
-        sigma, rho = calibration.sigma, calibration.rho
-        return lambda w: float(stats.norm.sf((rho - w) / sigma))
-    if isinstance(calibration, GaussianThresholding):
-        sigma, threshold = calibration.sigma, calibration.threshold
-        return lambda w: float(stats.norm.sf((threshold - w) / sigma))
-    if isinstance(calibration, LaplaceWeightAndThreshold):
-        scale, rho = calibration.scale, calibration.rho
-        return lambda w: float(stats.laplace.sf((rho - w) / scale))
-    if isinstance(calibration, LaplaceThresholding):
-        scale, threshold = calibration.scale, calibration.threshold
-        return lambda w: float(stats.laplace.sf((threshold - w) / scale))
-    if isinstance(calibration, TruncatedGeometric):
-        return lambda w: float(calibration.keep_probability(w))
-    raise TypeError(f"the audit has no release model for {type(calibration).__name__}")
-
-
 def selection_claim(plan: SelectionPlan) -> Claim:
     """The plan's total (ε, δ) and its two δ shares, summed over the rounds."""
     return Claim(
         epsilon=plan.epsilon,
         delta=plan.delta,
-        delta_novel=sum(novel_share(s.calibration) for s in plan.steps),
-        delta_event=sum(event_share(s.calibration) for s in plan.steps),
+        delta_novel=sum(s.calibration.delta_threshold for s in plan.steps),
+        delta_event=sum(s.calibration.delta_noise for s in plan.steps),
     )
-
-
-def claimed_cap(calibration: Any) -> int:
-    """The Δ0 (k) a round's threshold is calibrated for: the claimed cap, whatever the run
-    does (a run without the cap must face a canary with more items than that)."""
-    if isinstance(calibration, MadRound):
-        return int(calibration.gaussian.max_items)
-    if isinstance(calibration, WeightAndThreshold | LaplaceWeightAndThreshold):
-        return int(calibration.max_items)
-    return int(calibration.max_partitions)
-
-
-def argmax_t(calibration: Any) -> int | None:
-    """The number of novel items t that attains a round's threshold maximum, if it has one."""
-    if isinstance(calibration, MadRound):
-        return calibration.gaussian.argmax_t
-    if isinstance(calibration, WeightAndThreshold | LaplaceWeightAndThreshold):
-        return calibration.argmax_t
-    return None
 
 
 def novel_canary_items(max_items: int | None, argmax_t: int | None) -> int:
@@ -184,17 +123,20 @@ def novel_canary_items(max_items: int | None, argmax_t: int | None) -> int:
 
 @dataclass(frozen=True)
 class SparkSelection:
-    """A partition-selection registry entry, run by ``select_partitions`` on Spark."""
+    """A partition-selection registry entry, run by ``select_partitions`` on Spark.
+
+    Attributes:
+        entry: the registry entry whose ``run`` executes the plan.
+        params: the public parameters.
+        plan: the data-free calibration, computed once from ``params``: what the run uses and
+            what the audit reads the claim from.
+    """
 
     name: str
     entry: Algorithm[PartitionSelectionParams, SelectionPlan]
     params: PartitionSelectionParams
+    plan: SelectionPlan
     change: str | None = None
-
-    @property
-    def plan(self) -> SelectionPlan:
-        """The entry's data-free calibration."""
-        return self.entry.plan(self.params)
 
     @property
     def claim(self) -> Claim:
@@ -206,30 +148,32 @@ class SparkSelection:
         """Public parameters for the report."""
         p = self.params
         out: dict[str, Any] = {"epsilon": p.epsilon, "delta": p.delta}
-        out["max_items_per_user"] = p.max_items_per_user
-        if self.entry.name in ("dp-sips", "mad2r"):
-            out["split"] = list(p.split)
+        out["max_contributions"] = p.max_contributions
+        if "split" in self.plan.options:  # the algorithms that split the budget over rounds
+            out["split"] = list(self.plan.options["split"])
         return out
 
     def novel_items(self) -> int:
-        """The novel canary's number of items, from the claimed cap and threshold."""
+        """The novel canary's number of items, from the claimed cap and threshold (the Δ0 a
+        round's threshold is calibrated for is the claimed cap, whatever the run does: a run
+        without the cap must face a canary with more items than that)."""
         steps = self.plan.steps
-        known = [t for t in (argmax_t(s.calibration) for s in steps) if t]
-        cap = max(claimed_cap(s.calibration) for s in steps)
+        known = [t for t in (s.calibration.argmax_t for s in steps) if t]
+        cap = max(s.calibration.max_items for s in steps)
         return novel_canary_items(cap, max(known) if known else None)
 
     def release_probability(self, weight: float) -> float:
         """Model of the round with the largest ε share (the last such round)."""
         steps = self.plan.steps
         dominant = max(range(len(steps)), key=lambda k: (steps[k].epsilon, k))
-        return release_model(steps[dominant].calibration)(weight)
+        return steps[dominant].calibration.release_probability(weight)
 
     def released(self, copies: Copies, randomness: Randomness, spark: SparkSession) -> set[str]:
         """The items released by one run on the union of ``copies`` (the audit's data)."""
         pairs = copies.frame(spark)
         # as the job calls it (the job validates in load_pairs; the audit builds valid rows)
         with select_partitions(
-            pairs, self.params, randomness, validate=False, algorithm=self.entry
+            pairs, self.plan, randomness, validate=False, algorithm=self.entry
         ) as result:
             return {str(r[ITEM]) for r in result.items.collect()}
 
@@ -246,7 +190,7 @@ class OracleSelection:
     name: str
     run: OracleRun
     claim: Claim
-    calibration: WeightAndThreshold | LaplaceThresholding
+    calibration: RoundCalibration
     gamma: float
     max_items: int | None
     beta: float
@@ -257,17 +201,17 @@ class OracleSelection:
         """Public parameters for the report."""
         out: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
         if self.max_items is not None:
-            out["max_items_per_user"] = self.max_items
+            out["max_contributions"] = self.max_items
         out["beta"] = self.beta
         return out
 
     def novel_items(self) -> int:
         """The novel canary's number of items (GreedyUpdate has no cap: 20, like Δ0 = 2)."""
-        return novel_canary_items(self.max_items, argmax_t(self.calibration))
+        return novel_canary_items(self.max_items, self.calibration.argmax_t)
 
     def release_probability(self, weight: float) -> float:
         """Both oracles fill an item at most to Γ before the noise."""
-        return release_model(self.calibration)(min(weight, self.gamma))
+        return self.calibration.release_probability(min(weight, self.gamma))
 
     def released(
         self, copies: Copies, randomness: Randomness, spark: SparkSession | None
@@ -282,16 +226,14 @@ class OracleSelection:
 
 
 def policy_gaussian_target(
-    epsilon: float, delta: float, max_items_per_user: int = 100, beta: float = 4.0
+    epsilon: float, delta: float, max_items: int = 100, beta: float = 4.0
 ) -> OracleSelection:
     """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ
     (docs/design/selection.md#oracles)."""
-    cal = WeightAndThreshold.for_budget(epsilon, delta, max_items_per_user)
+    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items)
     claim = Claim(epsilon, delta, cal.delta_threshold, cal.delta_noise)
     gamma = cal.rho + beta * cal.sigma
-    return OracleSelection(
-        "policy-gaussian", policy_gaussian, claim, cal, gamma, max_items_per_user, beta
-    )
+    return OracleSelection("policy-gaussian", policy_gaussian, claim, cal, gamma, max_items, beta)
 
 
 def greedy_update_target(
@@ -300,7 +242,7 @@ def greedy_update_target(
     """GreedyUpdate: Laplace(1/ε) noise, ρ_GW for one novel item with the whole δ, no Δ0 cap,
     Γ = ρ_GW + β/ε (docs/design/selection.md#oracles); ρ_GW is Laplace count thresholding's
     threshold at k = 1."""
-    cal = LaplaceThresholding.for_budget(epsilon, delta, 1)
+    cal = LaplaceThresholding.for_budget(Budget(epsilon, delta), 1)
     claim = Claim(epsilon, delta, cal.delta_threshold, 0.0)
     gamma = cal.threshold + beta * cal.scale
     return OracleSelection("greedy-update", run, claim, cal, gamma, None, beta)
@@ -329,7 +271,7 @@ class CountTarget:
         return {
             "epsilon": self.claim.epsilon,
             "beta": self.plan.beta,
-            "max_contribution": self.plan.ell_max,
+            "max_contributions": self.plan.ell_max,
             "method": self.plan.method,
         }
 
@@ -372,7 +314,7 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
     """
     values = (settings or Settings()).values(name)
     if name == DISTINCT_COUNT:
-        keys = ("epsilon", "max_contribution", "method")
+        keys = ("epsilon", "max_contributions", "method")
         given = {k: values[k] for k in keys if k in values}
         if "failure_probability" in values:  # the distinct count's β (not MAD's truncation β)
             given["beta"] = values["failure_probability"]
@@ -383,7 +325,7 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
         eps, delta = float(values.get("epsilon", 1.0)), float(values.get("delta", 1e-5))
         beta = float(values.get("beta", 4.0))
         if name == "policy-gaussian":
-            cap = int(values.get("max_items_per_user", 100))
+            cap = int(values.get("max_contributions", 100))
             return policy_gaussian_target(eps, delta, cap, beta)
         return greedy_update_target(eps, delta, beta)
     entry = REGISTRY[name]
@@ -391,4 +333,4 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
     params = PartitionSelectionParams(
         algorithm=name, **{k: v for k, v in values.items() if k in fields and k != "algorithm"}
     )
-    return SparkSelection(name, entry, params)
+    return SparkSelection(name, entry, params, entry.plan(params))

@@ -12,14 +12,14 @@ request committed before is not run again, and a run that died after its charge 
 by its retry, which costs nothing more (``docs/privacy/budget.md``).
 
 Composition is basic (Σ ε, Σ δ) by default; a store can use a tight accountant (PLD or RDP from
-Google's dp-accounting) for the Gaussian noise of its releases (:mod:`.accounting` states
-exactly what it composes).
+Google's dp-accounting) for the noise of its releases, Gaussian, Laplace and pure-ε steps alike
+(:mod:`.accounting` states exactly what it composes).
 
 Contents: :class:`BudgetStore` (:mod:`.store`, :mod:`.lifecycle`, imported on first use:
 SQLAlchemy loads only when a store is opened), :class:`Reservation`, :class:`DatasetBudget`
 (:mod:`.records`); :func:`release_id`, :func:`run_identity`, :func:`bind_release`,
 :func:`default_dataset_id`, :func:`input_identity`, :data:`RELEASE_COMPAT_VERSION`
-(:mod:`.ids`); :class:`GaussianStep`, :func:`gaussian_steps` (:mod:`.accounting`);
+(:mod:`.ids`); :class:`NoiseStep`, :func:`noise_steps` (:mod:`.accounting`);
 :class:`BudgetRefused`.
 """
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.budget.accounting import ACCOUNTANTS, GaussianStep, gaussian_steps
+from spark_dp.budget.accounting import ACCOUNTANTS, NoiseStep, noise_steps
 from spark_dp.budget.ids import (
     RELEASE_COMPAT_VERSION,
     bind_release,
@@ -48,12 +48,12 @@ __all__ = [
     "BudgetRefused",
     "BudgetStore",
     "DatasetBudget",
-    "GaussianStep",
+    "NoiseStep",
     "Reservation",
     "bind_release",
     "default_dataset_id",
-    "gaussian_steps",
     "input_identity",
+    "noise_steps",
     "release_id",
     "run_identity",
 ]

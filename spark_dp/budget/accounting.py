@@ -1,157 +1,255 @@
-"""Composition of the releases charged to one dataset: basic, or tight for Gaussian noise.
+"""Composition of the releases charged to one dataset: basic, or tight with dp-accounting.
 
 **Basic composition** (the default, valid for any mix of mechanisms): k releases that are
 (ε_i, δ_i)-DP together are (Σ ε_i, Σ δ_i)-DP (Dwork & Roth 2014, Thm. 3.16). Every release
 states its (ε, δ) this way already (the sum over its steps).
 
-**Tight accounting** (``pld`` or ``rdp``, chosen per store) for releases with Gaussian noise,
-through Google's ``dp-accounting``. A release describes each Gaussian mechanism in it as a
-:class:`GaussianStep`: its noise multiplier σ/Δ2 (the noise standard deviation over the
-query's ℓ2 sensitivity), and the (ε, δ_noise) that step claims under basic composition, where
-δ_noise is the analytic-Gaussian δ of the noise alone. What the tight accountant composes:
+**Tight accounting** (``pld`` or ``rdp``, chosen per store) through Google's dp-accounting.
+Each step of a release names the event of its noise (:meth:`Calibration.dp_event
+<spark_dp.calibration_protocol.Calibration.dp_event>`): ``GaussianDpEvent`` (Gaussian rounds,
+MAD rounds, Gaussian count thresholding), ``LaplaceDpEvent`` (Laplace rounds and count
+thresholding, the continuous Laplace count), the pure-ε event of
+:func:`~spark_dp.calibration_protocol.pure_dp_event` (GEM, the discrete-Laplace count), or an
+event only basic composition accounts for (truncated-geometric selection). A release records
+them as :class:`NoiseStep` (the event, and the (ε, δ_noise) the step claims for its noise).
 
-* the Gaussian mechanisms of all releases, by their noise multipliers only, with the privacy
-  loss distribution (``pld``: ``PLDAccountant``, pessimistic discretization, an upper bound) or
-  Rényi DP (``rdp``: ``RdpAccountant``), under add-or-remove-one neighbours; this gives
-  δ_G(ε_G) for the Gaussian part. They are handed over as the one Gaussian they compose to
-  exactly, σ = (Σ σ_i⁻²)^{-1/2} (:func:`composed_multiplier`);
-* **everything else by basic composition**, added on top: each release's ε minus its Gaussian
-  steps' ε, and its δ minus its Gaussian steps' δ_noise. That remainder holds the pure-ε
-  mechanisms (Laplace rounds, GEM, the distinct count's Laplace release) and the δ terms that
-  are not noise: in partition selection a Gaussian weight-and-threshold round (or Gaussian count
-  thresholding) spends δ/2 on the Gaussian noise and δ/2 on the event that a novel item crosses
-  the threshold ρ (docs/design/selection.md#budget-split); only the first half is composed tightly,
-  the threshold's δ/2 is always added as is (a union bound over the rounds' bad events).
+The tight accountant composes every event it supports (``accountant.supports``): PLD
+(``PLDAccountant``, pessimistic discretization, an upper bound) supports all three kinds, RDP
+(``RdpAccountant``) the Gaussian and the Laplace; both under add-or-remove-one neighbours. That
+gives δ_N(ε_N), the noise's δ at every ε_N. **Everything else is added by basic composition**:
+the (ε, δ) of the steps whose event the accountant does not support, and each composed step's
+δ minus its δ_noise, which is the novel-item threshold's share of a selection round (δ/2 of a
+Gaussian round, all of δ of a Laplace one; docs/design/selection.md#budget-split). With ε_rest and
+δ_rest those sums, and η the samplers' divergence below, the releases are
+(ε_rest + ε_N, δ_rest + δ_N(ε_N) + (1 + e^ε)·η)-DP for every ε_N ≥ 0, ε = ε_rest + ε_N.
 
-So the charged datasets' releases are (ε_rest + ε_G, δ_rest + δ_G(ε_G))-DP for every ε_G ≥ 0.
-A set of releases fits a cap (ε_cap, δ_cap) when basic composition shows it, or when
-δ_G(ε_cap − ε_rest) ≤ δ_cap − δ_rest; equivalently the tight ε at δ_cap,
-ε_rest + ε_G(δ_cap − δ_rest), is at most ε_cap.
+*Proof.* Take neighbours D and D' = D plus one user u. (1) Each composed step is, on what
+both datasets hold, a post-processing of its noise mechanism (the event's, or one that event
+dominates) whatever the noise of u's novel items (those nobody else holds), and releases a
+novel item with probability at most its threshold share given any history (Chen et al. 2025,
+proof of Thm. 3.3; Gopi et al. 2020); on D there is none. Let ζ be the noise of novel items
+that a later step reads (MAD2R's round 2 biases items by round 1's noisy weights; nothing
+otherwise), drawn alike on D, where nothing reads it, and M̃_ζ the run on D' that never
+releases a novel item: M̃_ζ(D) = M(D), and M(D') = M̃_ζ(D') off a bad event B. (2) For every
+ζ, M̃_ζ is an adaptive composition of mechanisms each dominated, for every history, by a fixed
+pair: the composed steps' events (an ε-DP step by
+:func:`~spark_dp.calibration_protocol.pure_dp_event`), and for a step left to basic
+composition the (ε_j, δ_j) pair of Kairouz, Oh & Viswanath 2015, Thm. 2.1. By Dong, Roth & Su
+2022, Thm. 4, it is dominated by the product of those pairs, whose hockey-stick divergence at
+e^ε is at most δ_M̃ = δ_N(ε_N) + Σ δ_j over the basic steps (the accountant bounds the first
+term; basic composition of product pairs adds the rest), in both directions. (3) Add
+direction: P[M(D') ∈ S] ≤ P[M̃(D') ∈ S] + P[B] ≤ e^ε·P[M(D) ∈ S] + δ_M̃ + δ_B, δ_B the sum
+of the threshold shares (a union bound). Remove direction: the crossings ζ decides have
+probability at most their shares' sum δ_ζ; fix a ζ without one. The other crossings use noise
+nothing else reads, so given ζ and everything M̃_ζ(D') computes they have probability at most
+δ_B − δ_ζ: with Z = P[M̃_ζ(D') ∈ S], P[M(D') ∈ S | ζ] ≥ (1 − δ_B + δ_ζ)·Z, and
+P[M(D) ∈ S] ≤ min(1, e^ε·Z + δ_M̃) ≤ e^ε·P[M(D') ∈ S | ζ] + δ_B − δ_ζ + δ_M̃ (when
+e^ε·Z ≤ 1, e^ε·Z·x ≤ x; otherwise the right side exceeds 1). Averaging over ζ adds δ_ζ.
+(4) The floating-point samplers differ from exact noise with probability at most
+η = Σ N·τ over the composed Gaussian and Laplace steps on every dataset
+(:func:`spark_dp.calibration.sampler_divergence`), which adds (1 + e^ε)·η
+(:func:`spark_dp.calibration.divergence_delta`). ∎
+
+So a set of releases fits a cap (ε_cap, δ_cap) when basic composition shows it, or when
+ε_rest ≤ ε_cap and δ_rest + δ_N(ε_cap − ε_rest) + (1 + e^ε_cap)·η ≤ δ_cap (:func:`fits_cap`);
+:func:`tight_epsilon` is the smallest ε that bound gives at δ_cap. A Laplace step's whole δ is
+its threshold's, so composing Laplace rounds tightly changes only the ε side: their noise is
+composed by the PLD (or RDP) of the Laplace mechanism instead of Σ ε.
 
 Caveats, stated plainly. Basic composition holds even when the parameters of a release are
 chosen after seeing earlier outputs (a privacy filter, Rogers et al. 2016). For Gaussian
 mechanisms alone the PLD composition equals μ-GDP composition, μ = (Σ σ_i⁻²)^{1/2}, which also
 holds for adaptively chosen σ_i (Smith & Thakurta 2022), and RDP filters hold likewise (Feldman
-& Zrnic 2021); the hybrid with the basic remainder assumes the releases' parameters are not
-chosen from earlier outputs of the same dataset. The floating-point samplers' δ floor
-(:func:`spark_dp.calibration.sampler_delta_floor`, below 1e-20 for ε ≤ 10) is added per Gaussian
-step in the tight bound.
+& Zrnic 2021); the hybrid with the basic remainder, and any composition with Laplace or pure-ε
+events, assumes the releases' parameters are not chosen from earlier outputs of the same
+dataset (a release's own steps may depend on its earlier steps, as above).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import ConfigError, ParameterError
+
+if TYPE_CHECKING:
+    from spark_dp.calibration_protocol import Calibration
+    from spark_dp.report import Step
 
 __all__ = [
     "ACCOUNTANTS",
     "Charge",
-    "GaussianStep",
+    "NoiseStep",
     "basic_totals",
     "check_accountant",
     "composed_multiplier",
     "fits_cap",
-    "gaussian_steps",
+    "noise_steps",
+    "tight_delta",
     "tight_epsilon",
 ]
 
 ACCOUNTANTS = ("basic", "pld", "rdp")
-"""Accountants a store can use: basic composition, or basic plus PLD or RDP for Gaussians."""
+"""Accountants a store can use: basic composition, or basic plus PLD or RDP for the noise."""
 
 _REL_TOL = 1e-9  # float sums such as 0.1 + 0.2 must fit a cap of 0.3
 PLD_DISCRETIZATION = 1e-4
 """Value discretization interval of the PLD accountant (dp-accounting's default)."""
 
+# event kind -> (dp-accounting class name, its parameters, the sampler of its noise or None for
+# an exact one)
+_KINDS: dict[str, tuple[str, tuple[str, ...], str | None]] = {
+    "gaussian": ("GaussianDpEvent", ("noise_multiplier",), "gaussian"),
+    "laplace": ("LaplaceDpEvent", ("noise_multiplier",), "laplace"),
+    "discrete_laplace": ("DiscreteLaplaceDpEvent", ("noise_parameter", "sensitivity"), None),
+}
+
+
+def _kind(event: Any) -> str:
+    from dp_accounting import dp_event
+
+    for kind, (cls, _, _) in _KINDS.items():
+        if isinstance(event, getattr(dp_event, cls)):
+            return kind
+    raise ParameterError(f"the budget accountant does not record a {type(event).__name__}")
+
 
 @dataclass(frozen=True)
-class GaussianStep:
-    """One Gaussian mechanism inside a release, as a tight accountant composes it.
+class NoiseStep:
+    """The noise of one step of a release, as a tight accountant composes it.
 
     Attributes:
-        noise_multiplier: σ/Δ2, the noise standard deviation over the ℓ2 sensitivity.
+        event: the dp-accounting event (``GaussianDpEvent``, ``LaplaceDpEvent`` or
+            ``DiscreteLaplaceDpEvent``).
         epsilon: the ε the step claims under basic composition.
-        delta_noise: the δ the Gaussian noise alone claims at that ε (for weight-and-threshold
-            rounds δ/2 of the round; the threshold's δ/2 is not part of it).
+        delta_noise: the δ its noise alone claims at that ε (for weight-and-threshold rounds
+            δ/2 of the round; the threshold's share is not part of it).
     """
 
-    noise_multiplier: float
+    event: Any
     epsilon: float
     delta_noise: float
 
     def __post_init__(self) -> None:
-        for name in ("noise_multiplier", "epsilon", "delta_noise"):
+        for name in ("epsilon", "delta_noise"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ParameterError(f"GaussianStep.{name} must be a finite number >= 0")
-        if self.noise_multiplier <= 0:
-            raise ParameterError("GaussianStep.noise_multiplier must be > 0")
+                raise ParameterError(f"NoiseStep.{name} must be a finite number >= 0")
+        for name in _KINDS[self.kind][1]:
+            value = getattr(self.event, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ParameterError(f"NoiseStep: the event's {name} must be a finite number > 0")
 
-    def to_dict(self) -> dict[str, float]:
+    @property
+    def kind(self) -> str:
+        """``gaussian``, ``laplace`` or ``discrete_laplace``."""
+        return _kind(self.event)
+
+    @property
+    def sampler(self) -> str | None:
+        """The floating-point sampler of the noise (``None``: an exact sampler)."""
+        return _KINDS[self.kind][2]
+
+    def check_claim(self, label: str) -> NoiseStep:
+        """This step, once its event is shown to be (ε, δ_noise)-DP by itself.
+
+        Gaussian (multiplier m = σ/Δ2): the analytic Gaussian δ at ε must be at most δ_noise;
+        Laplace (m = b/Δ1): 1/m ≤ ε; discrete Laplace (parameter a, sensitivity C): a·C ≤ ε.
+        A mis-described step cannot loosen the account.
+
+        Raises:
+            ParameterError: naming the step.
+        """
+        from spark_dp.calibration import gaussian_delta
+
+        e = self.event
+        tol = 1 + 1e-9
+        if self.kind == "gaussian":
+            ok = gaussian_delta(e.noise_multiplier, self.epsilon) <= self.delta_noise * (1 + 1e-6)
+        elif self.kind == "laplace":
+            ok = 1.0 / e.noise_multiplier <= self.epsilon * tol
+        else:
+            ok = e.noise_parameter * e.sensitivity <= self.epsilon * tol
+        if not ok:
+            raise ParameterError(
+                f"step {label!r}: its {type(e).__name__} is not "
+                f"({self.epsilon:.6g}, {self.delta_noise:.3g})-DP"
+            )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (stored with the reservation)."""
+        params = {name: getattr(self.event, name) for name in _KINDS[self.kind][1]}
         return {
-            "noise_multiplier": self.noise_multiplier,
+            "event": self.kind,
+            **params,
             "epsilon": self.epsilon,
             "delta_noise": self.delta_noise,
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> GaussianStep:
-        """Inverse of :meth:`to_dict`."""
-        return cls(float(d["noise_multiplier"]), float(d["epsilon"]), float(d["delta_noise"]))
+    def from_dict(cls, d: Mapping[str, Any]) -> NoiseStep:
+        """Inverse of :meth:`to_dict`; a dict without ``event`` is a Gaussian step (the form
+        stores kept before Laplace steps were composed)."""
+        from dp_accounting import dp_event
+
+        kind = str(d.get("event", "gaussian"))
+        if kind not in _KINDS:
+            raise ParameterError(f"unknown noise event {kind!r} in the budget store")
+        event_cls, names, _ = _KINDS[kind]
+        values = {n: int(d[n]) if n == "sensitivity" else float(d[n]) for n in names}
+        event = getattr(dp_event, event_cls)(**values)
+        return cls(event, float(d["epsilon"]), float(d["delta_noise"]))
 
 
-def gaussian_steps(steps: Iterable[Any]) -> tuple[GaussianStep, ...]:
-    """The Gaussian mechanisms of a plan's steps (:class:`spark_dp.report.Step`, or bare
-    calibrations), read from each calibration's public ``to_report()``.
+def noise_steps(steps: Iterable[Step[Calibration]]) -> tuple[NoiseStep, ...]:
+    """The noise of a plan's steps, read from each calibration's ``dp_event()``.
 
-    A step counts as Gaussian when its description names a ``gaussian`` mechanism and gives
-    ``sigma``, ``l2_sensitivity`` and ``delta_noise`` (weight-and-threshold rounds, MAD rounds,
-    Gaussian count thresholding). Each is checked: the analytic Gaussian mechanism with that σ
-    and sensitivity must be (ε, δ_noise)-DP, so a mis-described step cannot loosen the account.
-    Other steps (Laplace, GEM, ...) are left to basic composition.
+    Steps whose event only basic composition accounts for are left out (their whole (ε, δ)
+    stays in the release's basic total). Each step is checked (:meth:`NoiseStep.check_claim`).
 
     Raises:
-        ParameterError: a Gaussian step whose σ does not give the (ε, δ_noise) it claims.
+        ParameterError: a step whose event does not give the (ε, δ_noise) it claims.
     """
-    from spark_dp.calibration import gaussian_delta
+    from dp_accounting import dp_event
 
     out = []
     for step in steps:
-        calibration = getattr(step, "calibration", step)
-        report = calibration.to_report()
-        if not str(report.get("mechanism", "")).startswith("gaussian"):
+        calibration = step.calibration
+        event = calibration.dp_event()
+        if isinstance(event, dp_event.UnsupportedDpEvent):
             continue
-        if not {"sigma", "l2_sensitivity", "delta_noise"} <= report.keys():
-            continue
-        sigma, l2 = float(report["sigma"]), float(report["l2_sensitivity"])
-        epsilon, delta_noise = float(step.epsilon), float(report["delta_noise"])
-        if gaussian_delta(sigma, epsilon, l2) > delta_noise * (1 + 1e-6):
-            raise ParameterError(
-                f"step {getattr(step, 'label', '?')!r}: sigma={sigma:.6g} with l2 sensitivity "
-                f"{l2:.6g} is not ({epsilon:.6g}, {delta_noise:.3g})-DP"
-            )
-        out.append(GaussianStep(sigma / l2, epsilon, delta_noise))
+        noise = NoiseStep(event, float(calibration.epsilon), float(calibration.delta_noise))
+        out.append(noise.check_claim(step.label))
     return tuple(out)
 
 
 @dataclass(frozen=True)
 class Charge:
-    """What one release costs: its basic (ε, δ) and its Gaussian steps."""
+    """What one release costs: its basic (ε, δ) and the noise of its steps."""
 
     epsilon: float
     delta: float
-    gaussian: tuple[GaussianStep, ...] = ()
+    noise: tuple[NoiseStep, ...] = ()
+
+    def split(
+        self, composed: Callable[[NoiseStep], bool]
+    ) -> tuple[tuple[NoiseStep, ...], float, float]:
+        """The steps a tight accountant composes (``composed``), and the (ε, δ) of the rest
+        of the release (never below 0)."""
+        steps = tuple(s for s in self.noise if composed(s))
+        eps = self.epsilon - sum(s.epsilon for s in steps)
+        delta = self.delta - sum(s.delta_noise for s in steps)
+        return steps, max(eps, 0.0), max(delta, 0.0)
 
     @property
     def rest(self) -> tuple[float, float]:
-        """(ε, δ) of everything but the Gaussian noise (never below 0)."""
-        eps = self.epsilon - sum(g.epsilon for g in self.gaussian)
-        delta = self.delta - sum(g.delta_noise for g in self.gaussian)
-        return max(eps, 0.0), max(delta, 0.0)
+        """(ε, δ) of everything but the noise, when all of it is composed."""
+        _, eps, delta = self.split(lambda s: True)
+        return eps, delta
 
 
 def check_accountant(name: str) -> str:
@@ -181,12 +279,6 @@ def basic_totals(charges: Iterable[Charge]) -> tuple[float, float]:
     return eps, delta
 
 
-def _sampler_floor(gaussian: Sequence[GaussianStep]) -> float:
-    from spark_dp.calibration import sampler_delta_floor
-
-    return sum(sampler_delta_floor(g.epsilon, "gaussian") for g in gaussian if g.epsilon > 0)
-
-
 def composed_multiplier(multipliers: Sequence[float]) -> float:
     """σ = (Σ σ_i⁻²)^{-1/2}: Gaussian mechanisms with noise multipliers σ_i compose to exactly
     one Gaussian mechanism with this multiplier (μ-GDP composition, Dong, Roth & Su 2022,
@@ -194,55 +286,105 @@ def composed_multiplier(multipliers: Sequence[float]) -> float:
     return math.fsum(m**-2 for m in multipliers) ** -0.5
 
 
-def _gaussian_epsilon(multipliers: Sequence[float], delta: float, accountant: str) -> float:
-    """ε of the composition of Gaussian mechanisms with these noise multipliers at ``delta``.
-
-    The composition is handed to the accountant as the one equivalent Gaussian
-    (:func:`composed_multiplier`): the same privacy loss distribution and the same Rényi
-    divergences as composing them one by one, in constant time and with one discretization
-    instead of one per release (PLD with many distinct σ_i otherwise takes seconds while the
-    dataset's cap row is locked).
-    """
-    import dp_accounting
+def _accountant(name: str) -> Any:
     from dp_accounting import pld, rdp
 
-    acc: Any
-    if accountant == "pld":
-        acc = pld.PLDAccountant(value_discretization_interval=PLD_DISCRETIZATION)
-    else:
-        acc = rdp.RdpAccountant()
-    acc.compose(dp_accounting.GaussianDpEvent(composed_multiplier(multipliers)))
-    return float(acc.get_epsilon(delta))
+    if name == "pld":
+        return pld.PLDAccountant(value_discretization_interval=PLD_DISCRETIZATION)
+    if name == "rdp":
+        return rdp.RdpAccountant()
+    raise ConfigError(f"accountant must be pld or rdp for a tight bound, got {name!r}")
+
+
+@dataclass(frozen=True)
+class _Composition:
+    """The releases split as the module docstring says: the composed noise, and the rest."""
+
+    noise: Any  # a dp-accounting accountant that has composed the supported events
+    steps: int
+    epsilon_rest: float
+    delta_rest: float
+    divergence: float  # η of the composed steps' floating-point samplers
+
+    def delta(self, epsilon: float) -> float:
+        """The total δ at total ε (``inf`` when ε is below ε_rest)."""
+        from spark_dp.calibration import divergence_delta
+
+        if epsilon < self.epsilon_rest:
+            return math.inf
+        noise = float(self.noise.get_delta(epsilon - self.epsilon_rest)) if self.steps else 0.0
+        return self.delta_rest + noise + divergence_delta(epsilon, self.divergence)
+
+
+def _compose(charges: Iterable[Charge], accountant: str) -> _Composition:
+    """Compose the supported noise events with ``accountant``; the rest goes to basic.
+
+    The Gaussian events are handed over as the one Gaussian they compose to exactly
+    (:func:`composed_multiplier`: the same privacy loss distribution and Rényi divergences, in
+    constant time and one discretization), and equal events as one self-composed event, so a
+    reservation stays fast while the dataset's cap row is locked.
+    """
+    from dp_accounting import dp_event
+
+    from spark_dp.calibration import sampler_divergence
+
+    acc = _accountant(accountant)
+    steps: list[NoiseStep] = []
+    eps_rest = delta_rest = 0.0
+    for charge in charges:
+        composed, eps, delta = charge.split(lambda s: bool(acc.supports(s.event)))
+        steps += composed
+        eps_rest += eps
+        delta_rest += delta
+    gaussian = [s.event.noise_multiplier for s in steps if s.kind == "gaussian"]
+    if gaussian:
+        acc.compose(dp_event.GaussianDpEvent(composed_multiplier(gaussian)))
+    for event, count in Counter(s.event for s in steps if s.kind != "gaussian").items():
+        acc.compose(event, count)
+    divergence = sum(sampler_divergence(s.sampler) for s in steps if s.sampler is not None)
+    return _Composition(acc, len(steps), eps_rest, delta_rest, divergence)
+
+
+def tight_delta(charges: Iterable[Charge], epsilon: float, accountant: str) -> float:
+    """The δ the tight bound gives for the charges at total ε = ``epsilon`` (module
+    docstring): δ_rest + δ_N(ε − ε_rest) + (1 + e^ε)·η; ``inf`` below ε_rest."""
+    return _compose(charges, accountant).delta(epsilon)
 
 
 def tight_epsilon(charges: Iterable[Charge], delta: float, accountant: str) -> float:
-    """The smallest ε the tight accountant proves for the charges at total δ = ``delta``.
+    """The smallest ε the tight bound proves for the charges at total δ = ``delta``.
 
-    ε_rest + ε_G(δ − δ_rest − floor), with the Gaussian steps composed by ``accountant``
-    (``pld`` or ``rdp``) and the rest by basic composition (module docstring). ``inf`` when
-    ``delta`` does not exceed the non-Gaussian δ.
+    ε_rest + ε_N(δ − δ_rest − (1 + e^ε)·η), found by iterating from the floor at ε_rest: the
+    floor grows with ε, so the iterates grow to the least ε that pays its own floor; one that
+    does is returned (``inf`` when none does, or when ``delta`` does not exceed δ_rest).
     """
-    charges = list(charges)
-    eps_rest = sum(c.rest[0] for c in charges)
-    delta_rest = sum(c.rest[1] for c in charges)
-    gaussian = [g for c in charges for g in c.gaussian]
-    if not gaussian:
-        return eps_rest if delta_rest <= delta * (1 + _REL_TOL) else math.inf
-    budget = delta - delta_rest - _sampler_floor(gaussian)
-    if budget <= 0:
-        return math.inf
-    return eps_rest + _gaussian_epsilon([g.noise_multiplier for g in gaussian], budget, accountant)
+    from spark_dp.calibration import divergence_delta
+
+    comp = _compose(charges, accountant)
+    if not comp.steps:
+        return comp.epsilon_rest if comp.delta_rest <= delta * (1 + _REL_TOL) else math.inf
+    epsilon = comp.epsilon_rest
+    for _ in range(20):
+        budget = delta - comp.delta_rest - divergence_delta(epsilon, comp.divergence)
+        if budget <= 0:
+            return math.inf
+        found = comp.epsilon_rest + float(comp.noise.get_epsilon(budget))
+        if found <= epsilon:  # it pays its own floor
+            return epsilon
+        epsilon = found
+    return math.inf
 
 
 def fits_cap(
     charges: Iterable[Charge], cap_epsilon: float, cap_delta: float, accountant: str
 ) -> bool:
     """Whether the charges' composition is (cap_epsilon, cap_delta)-DP: by basic composition,
-    or (``pld``/``rdp``) by the tight accountant; either bound is valid, so either suffices."""
+    or (``pld``/``rdp``) by the tight bound at ε = cap_epsilon; either bound is valid, so
+    either suffices."""
     charges = list(charges)
     eps, delta = basic_totals(charges)
     if eps <= cap_epsilon * (1 + _REL_TOL) and delta <= cap_delta * (1 + _REL_TOL):
         return True
-    if accountant == "basic" or not any(c.gaussian for c in charges):
+    if accountant == "basic" or not any(c.noise for c in charges):
         return False
-    return tight_epsilon(charges, cap_delta, accountant) <= cap_epsilon
+    return tight_delta(charges, cap_epsilon, accountant) <= cap_delta

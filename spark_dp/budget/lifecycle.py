@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from spark_dp.budget.accounting import Charge, GaussianStep, basic_totals, fits_cap, tight_epsilon
+from spark_dp.budget.accounting import Charge, NoiseStep, basic_totals, fits_cap, tight_epsilon
 from spark_dp.budget.records import Reservation, RunRecord, host_name, process_gone
 from spark_dp.budget.schema import CAPS, RUNS, writing
 from spark_dp.errors import BudgetError, BudgetRefused
@@ -76,8 +76,9 @@ def fmt(eps: float, delta: float) -> str:
 
 
 def row_charge(row: Row[Any]) -> Charge:
-    """The :class:`Charge` of a run row (its Gaussian steps from the generic JSON column)."""
-    steps = tuple(GaussianStep.from_dict(d) for d in json.loads(row.gaussian))
+    """The :class:`Charge` of a run row (its noise steps from the generic JSON column; a dict
+    without ``event``, as the first stores wrote, is a Gaussian step)."""
+    steps = tuple(NoiseStep.from_dict(d) for d in json.loads(row.noise))
     return Charge(float(row.epsilon), float(row.delta), steps)
 
 
@@ -117,7 +118,7 @@ class RunLifecycle:
         job: str,
         epsilon: float,
         delta: float,
-        gaussian: Sequence[GaussianStep] = (),
+        noise: Sequence[NoiseStep] = (),
         algorithm: str | None = None,
         test_seed: bool = False,
         outputs: Mapping[str, str] | None = None,
@@ -135,7 +136,7 @@ class RunLifecycle:
         """
         if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
             raise BudgetError(f"a release must have ε >= 0 and δ in [0, 1), got {epsilon}, {delta}")
-        charge = Charge(float(epsilon), float(delta), tuple(gaussian))
+        charge = Charge(float(epsilon), float(delta), tuple(noise))
         accountant = self.accountant
         now, host, pid = time.time(), host_name(), os.getpid()
         written = json.dumps(dict(outputs or {}), sort_keys=True)
@@ -183,7 +184,7 @@ class RunLifecycle:
                     algorithm=algorithm,
                     epsilon=float(epsilon),
                     delta=float(delta),
-                    gaussian=json.dumps([g.to_dict() for g in gaussian]),
+                    noise=json.dumps([g.to_dict() for g in noise]),
                     state=RESERVED,
                     test_seed=bool(test_seed),
                     outputs=written,

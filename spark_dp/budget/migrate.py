@@ -92,7 +92,7 @@ def _import_releases(conn: sa.Connection) -> None:
                 algorithm=r.algorithm,
                 epsilon=r.epsilon,
                 delta=r.delta,
-                gaussian=r.gaussian or "[]",
+                noise=r.gaussian or "[]",
                 state="committed" if committed else "failed",
                 outputs=None,
                 test_seed=False,

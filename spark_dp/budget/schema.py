@@ -7,7 +7,7 @@ names beside the old ones, and the first open imports what the old ones hold
 
 * ``caps``: one row per dataset: (ε, δ) cap, optional window in days.
 * ``runs``: one row per run of a job: its dataset, request (pre-read identity), release id
-  (once the data's digest is known), (ε, δ), Gaussian steps (generic JSON, composed by
+  (once the data's digest is known), (ε, δ), noise steps (JSON, composed by
   :mod:`.accounting`), state, whether its key came from a test seed, the paths it writes, and
   the host, pid and start time of its process. States (:mod:`.lifecycle`): ``reserved`` →
   ``charged`` → ``committed`` or ``failed``; ``released`` (freed before any read) costs
@@ -73,7 +73,9 @@ RUNS = sa.Table(
     sa.Column("algorithm", sa.String(200), nullable=True),
     sa.Column("epsilon", sa.Double, nullable=False),
     sa.Column("delta", sa.Double, nullable=False),
-    sa.Column("gaussian", sa.Text, nullable=False),  # JSON list of GaussianStep dicts
+    # JSON list of NoiseStep dicts (named before Laplace steps were recorded: a dict without
+    # "event" is a Gaussian step)
+    sa.Column("noise", sa.Text, nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("test_seed", sa.Boolean, nullable=False),
     sa.Column("outputs", sa.Text, nullable=True),  # JSON {role: path} the run writes

@@ -4,7 +4,7 @@ A job's life with a store (the job runner does this, :mod:`spark_dp.jobs.budget_
 
     store = BudgetStore.open("sqlite:///var/spark_dp/budget.db")
     r = store.reserve(dataset=..., identity=run_identity(...), job=..., epsilon=ε, delta=δ,
-                      gaussian=gaussian_steps(plan.steps))   # before any read; exit 3 if refused
+                      noise=noise_steps(plan.steps))   # before any read; exit 3 if refused
     if r.done: ...                     # this request was committed before: nothing to run
     r = store.charge(r)                # durable, right before the first read of input rows
     r = store.bind(r, release_id(...))  # the data's digest is known: recorded, for the listing

@@ -37,7 +37,7 @@ must account with k = ``max_degree`` of the result. The hypergraph and every by-
 (selected ids, degrees, round logs) are confidential (docs/design/bounding.md#confidential).
 """
 
-from spark_dp.contribution_bounding.api import bound_contributions
+from spark_dp.contribution_bounding.api import bound_contributions, plan_bounding
 from spark_dp.contribution_bounding.bias_mitigating import (
     SweepPoint,
     bias_grid,
@@ -65,13 +65,9 @@ from spark_dp.contribution_bounding.ilp import (
 )
 from spark_dp.contribution_bounding.orders import ORDERS, prio_hex, shared_sequence
 from spark_dp.contribution_bounding.outputs import BoundingResult
-from spark_dp.contribution_bounding.params import (
-    ALGORITHMS,
-    BoundingParams,
-    ContributionBoundingParams,
-)
+from spark_dp.contribution_bounding.params import BoundingParams, ContributionBoundingParams
 from spark_dp.contribution_bounding.plan import BoundingPlan
-from spark_dp.contribution_bounding.registry import REGISTRY
+from spark_dp.contribution_bounding.registry import ALGORITHMS, REGISTRY
 from spark_dp.contribution_bounding.state_store import WorkDirMismatchError
 
 __all__ = [
@@ -101,6 +97,7 @@ __all__ = [
     "min_sep_batches",
     "pareto_front",
     "pareto_sweep",
+    "plan_bounding",
     "prio_hex",
     "shared_sequence",
     "simulate_rounds",

@@ -35,7 +35,7 @@ from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.contribution_bounding.passes import RoundLog
-from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext
+from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext, check_capacity_given
 from spark_dp.contribution_bounding.prepare import check_weights, prepare
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.contribution_bounding.state_store import StateStore, claim_store
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from spark_dp.registry import Algorithm
 
-__all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions"]
+__all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions", "plan_bounding"]
 
 SPARK_SQL_DEFAULTS: dict[str, str] = {
     # The size adaptive execution merges small shuffle partitions up to (Spark's default:
@@ -62,9 +62,19 @@ SPARK_SQL_DEFAULTS: dict[str, str] = {
 }
 
 
+def plan_bounding(params: BoundingParams) -> BoundingPlan:
+    """The data-free plan of ``params.algorithm`` (order, round settings, output shape).
+
+    Raises:
+        ParameterError: an unknown algorithm, or parameters it cannot use (dp-mf's T and B,
+            an order or finish mode the algorithm does not define).
+    """
+    return REGISTRY[params.algorithm].plan(params)
+
+
 def bound_contributions(
     incidences: DataFrame,
-    params: BoundingParams,
+    plan: BoundingPlan | BoundingParams,
     *,
     capacities: DataFrame | None = None,
     record_weights: DataFrame | None = None,
@@ -82,9 +92,10 @@ def bound_contributions(
 
     Args:
         incidences: (record_id, user_id) table (other columns are never read).
-        params: the algorithm and its parameters.
+        plan: the data-free plan (:func:`plan_bounding`; the job computes it once), or the
+            parameters, planned here once before any data is touched.
         capacities: optional (user_id, cap) table; users missing from it get
-            ``params.capacity``.
+            ``params.max_contributions``.
         record_weights: content-free weights, (record_id, weight) for ``weighted-global`` or
             (record_id, user_id, weight) for ``per-user`` (missing keys weigh 0).
         randomness: where the seed of the order's hash (docs/design/bounding.md#orders) comes from.
@@ -132,11 +143,14 @@ def bound_contributions(
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     log = get_logger("spark_dp.contribution_bounding")
     timer = timer or StageTimer(log)
+    if not isinstance(plan, BoundingPlan):
+        plan = plan_bounding(plan)
+    check_capacity_given(plan, table=capacities is not None)
+    params = plan.params
     randomness = randomness if randomness is not None else Randomness.create()
     gate = None if randomness.bound else ReadGate.keyed_by(randomness)
     digests = digests_of(*digest)
     algorithm = REGISTRY[params.algorithm]
-    plan = algorithm.plan(params)
     spark = incidences.sparkSession
     cache = CacheScope()
     # the number of rounds depends on the graph: the UI shows "round #", not its number
@@ -227,7 +241,7 @@ def _run(
             log=ctx.log,
         )
     order = plan.order_plan(seed)
-    capacity = params.capacity
+    capacity = params.max_contributions
     if capacity is None and capacities is None and not plan.capacity_required:
         capacity = 0  # Alg. 4 has no capacities (docs/design/bounding.md#min-sep)
     with ctx.timer.stage("prepare") as info:

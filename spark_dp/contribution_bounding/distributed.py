@@ -18,6 +18,7 @@ docs/design/bounding.md#fixed-graph-dp).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
@@ -117,27 +118,8 @@ def run_passes(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingR
     prev: DataFrame | None = None
     p = 1
     while True:
-
-        def make_initial(
-            s: StateStore,
-            prev: DataFrame | None = prev,
-            counts: DataFrame | None = counts,
-        ) -> RoundState:
-            if prev is None or counts is None:  # pass 1
-                return initial_state(prep.inc, prep.users, s, known=_known(prep))
-            inc = prep.inc.join(prev, REC, "left_semi")
-            # -> (rec, user_id, size, lead): incidences of the records pass p − 1 added
-            users = (
-                prep.users.join(counts, USER_ID, "left")
-                .withColumn(CAPACITY, F.col(CAPACITY) - F.coalesce(F.col(COPIES), F.lit(0)))
-                .drop(COPIES)
-                .join(inc.select(USER_ID), USER_ID, "left_semi")
-            )
-            # -> (user_id, cap − count, heavy) for users of this pass
-            return initial_state(inc, users, s)
-
         out = run_pass(
-            make_initial,
+            _pass_start(prep, prev, counts),
             settings=settings,
             per_user=False,
             salted=prep.heavy_users > 0,
@@ -165,25 +147,52 @@ def run_passes(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingR
         "finish": finishes,
         "settings": dataclasses.asdict(settings),
     }
-    if not passes:
-        spark = prep.inc.sparkSession
-        chosen = spark.createDataFrame([], f"{REC} long, {MULTIPLICITY} long")
-        totals = (0, 0)
-    else:
-        chosen = (
-            reduce(lambda a, b: a.unionByName(b), passes)
-            .groupBy(REC)
-            .agg(F.count(F.lit(1)).cast("long").alias(MULTIPLICITY))
-        )
-        # -> (rec, multiplicity); the distinct records are pass 1's (D1)
-        totals = (sum(sizes), sizes[0])
     return finish_outputs(
         prep,
-        chosen,
+        _multiset(prep, passes),
         None,
         duplicates=plan.duplicates,
-        totals=totals,
+        totals=(sum(sizes), sizes[0]) if sizes else (0, 0),
         summary=summary,
         timer=ctx.timer,
         cache=ctx.store.cache,
     )
+
+
+def _pass_start(
+    prep: Prepared, prev: DataFrame | None, counts: DataFrame | None
+) -> Callable[[StateStore], RoundState]:
+    """The state before a pass's first round: pass 1 starts from every record; pass p ≥ 2 from
+    the incidences of the records pass p − 1 added (``prev``, (rec)), with capacities cap −
+    ``counts`` (user_id, count: copies so far per user) for the users of those records."""
+    from pyspark.sql import functions as F
+
+    def make_initial(s: StateStore) -> RoundState:
+        if prev is None or counts is None:  # pass 1
+            return initial_state(prep.inc, prep.users, s, known=_known(prep))
+        inc = prep.inc.join(prev, REC, "left_semi")
+        # -> (rec, user_id, size, lead): incidences of the records pass p − 1 added
+        users = (
+            prep.users.join(counts, USER_ID, "left")
+            .withColumn(CAPACITY, F.col(CAPACITY) - F.coalesce(F.col(COPIES), F.lit(0)))
+            .drop(COPIES)
+            .join(inc.select(USER_ID), USER_ID, "left_semi")
+        )
+        # -> (user_id, cap − count, heavy) for users of this pass
+        return initial_state(inc, users, s)
+
+    return make_initial
+
+
+def _multiset(prep: Prepared, passes: list[DataFrame]) -> DataFrame:
+    """(rec, multiplicity) over the passes' selections; the distinct records are pass 1's
+    (D1). Empty when no pass selected anything."""
+    from pyspark.sql import functions as F
+
+    if not passes:
+        return prep.inc.sparkSession.createDataFrame([], f"{REC} long, {MULTIPLICITY} long")
+    return (
+        reduce(lambda a, b: a.unionByName(b), passes)
+        .groupBy(REC)
+        .agg(F.count(F.lit(1)).cast("long").alias(MULTIPLICITY))
+    )  # -> (rec, multiplicity)

@@ -205,13 +205,6 @@ class CompactHypergraph:
         """User indices of record ``i``."""
         return self.users[self.ptr[i] : self.ptr[i + 1]]
 
-    def with_capacities(self, cap: np.ndarray) -> CompactHypergraph:
-        """The same records with other capacities (e.g. residual ones)."""
-        cap = np.asarray(cap, dtype=np.int64)
-        if cap.shape != (self.n_users,):
-            raise ValueError("one capacity per user is needed")
-        return CompactHypergraph(self.record_ids, self.ptr, self.users, self.user_ids, cap)
-
     # ------------------------------------------------------------------ checks
     def degrees(self, multiplicity: np.ndarray) -> np.ndarray:
         """d(u) = Σ_{h ∋ u} mult(h) per user, for a selection given as counts per record."""

@@ -6,8 +6,9 @@ derives its command-line flags from these fields (see :mod:`spark_dp.config`).
 docs/design/bounding.md#inputs lists the parameters; the defaults follow its recommendations
 (docs/design/bounding.md#finish, #orders).
 
-The algorithm names come from the registry (:mod:`.registry`), and so do the checks that
-depend on the algorithm: building the parameters runs the algorithm's data-free plan.
+Each class checks its own fields only. The algorithm names are the registry's (:mod:`.registry`:
+the parser takes its choices from there), and the checks that depend on the algorithm are its
+data-free plan's (:func:`~.api.plan_bounding`, computed once before any data is read).
 """
 
 from __future__ import annotations
@@ -17,22 +18,18 @@ from dataclasses import dataclass
 from spark_dp.checks import check_at_most, check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
 from spark_dp.contribution_bounding.orders import ORDERS, canonical_order
-from spark_dp.contribution_bounding.plan import BoundingPlan
-from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import ParameterError
 
 __all__ = [
-    "ALGORITHMS",
-    "CAPACITY_LIMIT",
     "FINISH_MODES",
+    "MAX_CONTRIBUTIONS_LIMIT",
     "BoundingParams",
     "ContributionBoundingParams",
 ]
 
-ALGORITHMS = REGISTRY.names
 FINISH_MODES = ("driver-greedy", "continue", "none")
 
-CAPACITY_LIMIT = 10**9
+MAX_CONTRIBUTIONS_LIMIT = 10**9
 """Largest per-user bound b: beyond it the bound constrains no real user, and capacities are
 added and compared as 64-bit integers."""
 
@@ -45,12 +42,11 @@ class BoundingParams:
     (docs/design/bounding.md#fixed-graph-dp).
     """
 
-    algorithm: str = param("proposal", REGISTRY.summaries(), choices=ALGORITHMS)
-    capacity: int | None = param(
+    algorithm: str = param("proposal", "the bounding algorithm")
+    max_contributions: int | None = param(
         None,
         "the per-user bound b: records per user; users missing from --capacities get it "
-        f"(at most {CAPACITY_LIMIT})",
-        flag="--max-contributions",
+        f"(at most {MAX_CONTRIBUTIONS_LIMIT})",
         aliases=("--capacity",),
     )
     order: str = param(
@@ -93,13 +89,13 @@ class BoundingParams:
     large_block: int = param(1, "bias-mitigating: large records per block (c2)")
 
     def __post_init__(self) -> None:
-        check_choice("algorithm", self.algorithm, ALGORITHMS)
         object.__setattr__(self, "order", canonical_order(self.order))
         finish = str(self.finish).replace("_", "-")
         object.__setattr__(self, "finish", check_choice("finish", finish, FINISH_MODES))
-        if self.capacity is not None:
-            check_int_at_least("capacity", self.capacity, 0)
-            check_at_most("capacity", self.capacity, CAPACITY_LIMIT, "it would bound nothing")
+        if self.max_contributions is not None:
+            bound = check_int_at_least("max_contributions", self.max_contributions, 0)
+            why = "it would bound nothing"
+            check_at_most("max_contributions", bound, MAX_CONTRIBUTIONS_LIMIT, why)
         check_int_at_least("max_rounds", self.max_rounds, 1)
         check_int_at_least("driver_threshold_rows", self.driver_threshold_rows, 0)
         check_int_at_least("driver_max_rows", self.driver_max_rows, 1)
@@ -111,22 +107,6 @@ class BoundingParams:
         check_int_at_least("size_threshold", self.size_threshold, 0)
         check_int_at_least("small_block", self.small_block, 1)
         check_int_at_least("large_block", self.large_block, 1)
-        REGISTRY[self.algorithm].plan(self)  # the algorithm's own checks (dp-mf: T and B)
-
-    @property
-    def plan(self) -> BoundingPlan:
-        """The algorithm's data-free plan (order, round settings, output shape)."""
-        return REGISTRY[self.algorithm].plan(self)
-
-    @property
-    def duplicates(self) -> bool:
-        """True when the output is a multiset (a ``multiplicity`` column)."""
-        return self.plan.duplicates
-
-    @property
-    def exhaustive(self) -> bool:
-        """True when the rounds must run to exhaustion (every algorithm but finish=none)."""
-        return self.finish != "none"
 
 
 @dataclass(frozen=True)
@@ -161,8 +141,3 @@ class ContributionBoundingParams(BoundingParams):
             value = getattr(self, name)
             if value is not None and not str(value).strip():
                 raise ParameterError(f"{name} must be a path or omitted, got an empty string")
-        if self.capacity is None and self.capacities is None and self.plan.capacity_required:
-            raise ParameterError(
-                "pass the contribution bound: --max-contributions B, and/or --capacities PATH "
-                "with a (user_id, cap) table"
-            )

@@ -139,75 +139,20 @@ def run_pass(
     """
     spark = store.spark
     doc = store.read_json(_PASS_LOG)
-    resumed_from = None
     if doc is not None and doc.get("done"):
-        return _outcome(doc, store, spark, resumed_from)
-    if doc is None:
-        doc = {
-            "rounds": [],
-            "order_col": URANK if per_user else REC,
-            "done": False,
-            "finish": {"mode": settings.finish},
-        }
-        store.write_json(_PASS_LOG, doc)
-    if not doc["rounds"]:
-        state = make_initial(store)
-    else:
-        r = len(doc["rounds"])
-        resumed_from = r
-        state = state_after(_load(store, round_table(r, "flagged")), **doc["state"])
-        log.info("resuming from the saved state of the last finished round")
-        log_private(log, "resuming after round %d", r)
+        return _outcome(doc, store, spark, None)
+    doc, state, resumed_from = _start(doc, make_initial, settings, per_user, store, log)
     order_col: str = doc["order_col"]
     finish: dict[str, Any] = doc["finish"]
     warned = False
     while True:
         r = len(doc["rounds"])
-        if state.records == 0:
-            finish["stopped"] = "exhausted"
+        stopped, warned = _stop(state, r, settings, log, warned)
+        if stopped is not None:
+            finish["stopped"] = stopped
             break
-        if (
-            settings.finish == "driver-greedy"
-            and state.incidences <= settings.driver_threshold_rows
-        ):
-            finish["stopped"] = "driver"
-            break
-        if r >= settings.max_rounds and settings.finish != "continue":
-            if settings.finish == "none":
-                finish["stopped"] = "max_rounds"
-                break
-            if state.incidences <= settings.driver_max_rows:
-                finish["stopped"] = "driver"
-                break
-            if not warned:
-                log.warning(
-                    "max_rounds reached with more eligible incidences than the driver may "
-                    "collect (driver_max_rows=%d); continuing with rounds",
-                    settings.driver_max_rows,
-                )
-                log_private(log, "eligible incidences at max_rounds: %d", state.incidences)
-                warned = True
         state, entry = _one_round(state, r + 1, order_col, settings, salted, store, timer, label)
-        entry.order = "per-user" if order_col == URANK else "shared"
-        if entry.accepted == 0 and state.records > 0:
-            if order_col != URANK:
-                raise RuntimeError(
-                    f"round {r + 1} accepted nothing under a shared order while records are "
-                    "eligible; this contradicts docs/design/bounding.md#progress and is a bug"
-                )
-            order_col = REC
-            finish["order_switched_after_round"] = r + 1
-            log.warning(
-                "per-user orders made no progress in round %d "
-                "(docs/design/bounding.md#per-user-orders); switching to the shared hash "
-                "order for the rest of the run",
-                r + 1,
-            )
-        entry.selected_cumulative = sum(e["accepted"] for e in doc["rounds"]) + entry.accepted
-        doc["rounds"].append(asdict(entry))
-        doc["state"] = {"records": state.records, "incidences": state.incidences}
-        doc["order_col"] = order_col
-        store.write_json(_PASS_LOG, doc)
+        order_col = _record_round(doc, state, entry, order_col, finish, store, log)
         if on_round is not None:
             on_round(entry)
     if finish["stopped"] == "driver":
@@ -220,6 +165,104 @@ def run_pass(
     doc["finish"] = finish
     store.write_json(_PASS_LOG, doc)
     return _outcome(doc, store, spark, resumed_from)
+
+
+def _start(
+    doc: dict[str, Any] | None,
+    make_initial: Callable[[StateStore], RoundState],
+    settings: RoundSettings,
+    per_user: bool,
+    store: StateStore,
+    log: logging.Logger,
+) -> tuple[dict[str, Any], RoundState, int | None]:
+    """The pass log (written when new), the state to run from, and the round resumed after
+    (``None`` for a fresh pass): before round 1, or the saved state of the last finished
+    round."""
+    if doc is None:
+        doc = {
+            "rounds": [],
+            "order_col": URANK if per_user else REC,
+            "done": False,
+            "finish": {"mode": settings.finish},
+        }
+        store.write_json(_PASS_LOG, doc)
+    if not doc["rounds"]:
+        return doc, make_initial(store), None
+    r = len(doc["rounds"])
+    state = state_after(_load(store, round_table(r, "flagged")), **doc["state"])
+    log.info("resuming from the saved state of the last finished round")
+    log_private(log, "resuming after round %d", r)
+    return doc, state, r
+
+
+def _stop(
+    state: RoundState, done: int, settings: RoundSettings, log: logging.Logger, warned: bool
+) -> tuple[str | None, bool]:
+    """Why the pass stops before round ``done + 1`` (``None``: run it), and whether the
+    over-the-driver-limit warning has been given.
+
+    Nothing left: ``exhausted``. Few enough eligible incidences for the driver-greedy finish:
+    ``driver``. ``max_rounds`` run: ``max_rounds`` under finish none, else ``driver`` when the
+    driver may collect the rest; otherwise the rounds continue (with one warning).
+    """
+    if state.records == 0:
+        return "exhausted", warned
+    if settings.finish == "driver-greedy" and state.incidences <= settings.driver_threshold_rows:
+        return "driver", warned
+    if done < settings.max_rounds or settings.finish == "continue":
+        return None, warned
+    if settings.finish == "none":
+        return "max_rounds", warned
+    if state.incidences <= settings.driver_max_rows:
+        return "driver", warned
+    if not warned:
+        log.warning(
+            "max_rounds reached with more eligible incidences than the driver may "
+            "collect (driver_max_rows=%d); continuing with rounds",
+            settings.driver_max_rows,
+        )
+        log_private(log, "eligible incidences at max_rounds: %d", state.incidences)
+    return None, True
+
+
+def _record_round(
+    doc: dict[str, Any],
+    state: RoundState,
+    entry: RoundLog,
+    order_col: str,
+    finish: dict[str, Any],
+    store: StateStore,
+    log: logging.Logger,
+) -> str:
+    """Append a finished round to the pass log and save it; the order column of the next
+    round (a per-user order that made no progress switches to the shared one,
+    docs/design/bounding.md#per-user-orders).
+
+    Raises:
+        RuntimeError: a round accepted nothing under a shared order (impossible by P3).
+    """
+    r = len(doc["rounds"]) + 1
+    entry.order = "per-user" if order_col == URANK else "shared"
+    if entry.accepted == 0 and state.records > 0:
+        if order_col != URANK:
+            raise RuntimeError(
+                f"round {r} accepted nothing under a shared order while records are "
+                "eligible; this contradicts docs/design/bounding.md#progress and is a bug"
+            )
+        order_col = REC
+        finish["order_switched_after_round"] = r
+        log.warning(
+            "per-user orders made no progress in round %d "
+            "(docs/design/bounding.md#per-user-orders); switching to the shared hash order for "
+            "the rest of the run",
+            r,
+        )
+    entry.selected_cumulative = sum(e["accepted"] for e in doc["rounds"]) + entry.accepted
+    doc["rounds"].append(asdict(entry))
+    doc["state"] = {"records": state.records, "incidences": state.incidences}
+    doc["order_col"] = order_col
+    store.write_json(_PASS_LOG, doc)
+    return order_col
 
 
 def _one_round(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BoundingPlan",
     "RunContext",
+    "check_capacity_given",
     "plan_bias_mitigating",
     "plan_bias_sweep",
     "plan_dp_mf",
@@ -88,9 +89,30 @@ class BoundingPlan:
         """True when the whole hypergraph is collected to the driver (size-limited)."""
         return self.rounds is None
 
+    @property
+    def steps(self) -> tuple[()]:
+        """No budget-spending step: selection reads ids only (fixed-graph DP,
+        docs/design/bounding.md#fixed-graph-dp)."""
+        return ()
+
     def order_plan(self, seed: int) -> OrderPlan:
         """The order with its seed (known once the work directory is claimed)."""
         return OrderPlan(self.order, seed, self.interleave)
+
+
+def check_capacity_given(plan: BoundingPlan, *, table: bool) -> None:
+    """Refuse a run without a bound: no ``max_contributions`` and no capacities ``table``,
+    unless the algorithm measures its bound afterwards (dp-mf, docs/design/bounding.md#min-sep).
+    Before any data.
+
+    Raises:
+        ParameterError: saying what to pass.
+    """
+    if plan.params.max_contributions is None and not table and plan.capacity_required:
+        raise ParameterError(
+            "pass the contribution bound: --max-contributions B, and/or --capacities PATH "
+            "with a (user_id, cap) table"
+        )
 
 
 @dataclass(frozen=True)

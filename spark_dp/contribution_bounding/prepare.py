@@ -192,6 +192,12 @@ def prepare(
 ) -> Prepared:
     """Build (or reload from ``store``) the working tables of a run.
 
+    The steps, in order: check the inputs (:func:`_check_inputs`), size the records and drop
+    repeated pairs (:func:`_sized_incidences`), place the records in the order
+    (:func:`_record_positions`), key the incidences by position (:func:`_incidence_table`),
+    give every user its capacity (:func:`_user_table`), then count and record what was
+    prepared (:func:`_counted`).
+
     Args:
         incidences: (record_id, user_id) strings without nulls; a repeated pair counts once.
         plan: the order.
@@ -209,17 +215,43 @@ def prepare(
         InputContractError: users without any capacity.
         ParameterError: weighted-global without weights.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     done = store.read_json("prepared.json")
     if done is not None:
         users = _saved(store, "users").drop(INCIDENCE_COUNT)
         return Prepared(_saved(store, "inc"), _saved(store, "records"), users, **done["counts"])
+    _check_inputs(incidences, plan, capacity, capacities, weights)
+    sized = _sized_incidences(incidences, store)
+    # -> (record_id, user_id, size, lead)
+    records = sized.where(F.col(LEAD)).select(RECORD_ID, SIZE)
+    # -> (record_id, size)
+    if plan.order == "weighted-global" and weights is not None:  # None was refused above
+        records = records.join(weights.select(RECORD_ID, WEIGHT), RECORD_ID, "left")
+        # -> (record_id, size, weight)
+    records, n_records = _record_positions(records, plan, store.checkpoint)
+    # -> (rec, record_id, size); a checkpoint plus a broadcast join: cheap to reuse
+    store.keep("records", records.select(REC, RECORD_ID))
+    mapping = _saved(store, "records")
+    inc = _incidence_table(sized, records, plan, weights, store)
+    # -> (rec, user_id, size, lead[, urank])
+    users = _user_table(inc, capacity, capacities, skew_threshold, input_rows, store)
+    # -> (user_id, cap, heavy, deg)
+    return _counted(inc, mapping, users, n_records, store, log)
+
+
+def _check_inputs(
+    incidences: DataFrame,
+    plan: OrderPlan,
+    capacity: int | None,
+    capacities: DataFrame | None,
+    weights: DataFrame | None,
+) -> None:
+    """Refuse weighted-global without weights, and users without any capacity."""
     if plan.order == "weighted-global" and weights is None:
         raise ParameterError("order weighted-global needs record weights (--record-weights)")
     if capacity is None and capacities is None:
-        raise ParameterError("pass a capacity b (--capacity) and/or a capacities table")
+        raise ParameterError("pass a capacity b (--max-contributions) and/or a capacities table")
     if capacity is None and capacities is not None:  # every user must be listed: check first
         missing = (
             incidences.select(USER_ID)
@@ -230,8 +262,18 @@ def prepare(
         if missing:
             raise InputContractError(
                 f"{missing} users of the incidences are missing from the capacities table and "
-                "no default capacity was given; pass --capacity B for them or list every user"
+                "no default capacity was given; pass --max-contributions B for them or list "
+                "every user"
             )
+
+
+def _sized_incidences(incidences: DataFrame, store: StateStore) -> DataFrame:
+    """(record_id, user_id, size, lead), checkpointed: one shuffle by record, sorted by user
+    within it; a repeated (record, user) row follows its first copy and is dropped there, so
+    the input need not be deduplicated first (a shuffle less); lead marks the record's first
+    user."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
     by_record = Window.partitionBy(RECORD_ID)
     in_record = by_record.orderBy(USER_ID)
@@ -246,19 +288,20 @@ def prepare(
             F.col("_prev").isNull().alias(LEAD),
         )
     )
-    sized = store.checkpoint(sized)  # read by the sort's sampling, the sort and the join
-    # -> (record_id, user_id, size, lead): one shuffle by record, sorted by user within it; a
-    #    repeated (record, user) row follows its first copy and is dropped there, so the input
-    #    need not be deduplicated first (a shuffle less); lead marks the record's first user
-    records = sized.where(F.col(LEAD)).select(RECORD_ID, SIZE)
-    # -> (record_id, size)
-    if plan.order == "weighted-global" and weights is not None:  # None was refused above
-        records = records.join(weights.select(RECORD_ID, WEIGHT), RECORD_ID, "left")
-        # -> (record_id, size, weight)
-    records, n_records = _record_positions(records, plan, store.checkpoint)
-    # -> (rec, record_id, size); a checkpoint plus a broadcast join: cheap to reuse
-    store.keep("records", records.select(REC, RECORD_ID))
-    mapping = _saved(store, "records")
+    return store.checkpoint(sized)  # read by the sort's sampling, the sort and the join
+
+
+def _incidence_table(
+    sized: DataFrame,
+    records: DataFrame,
+    plan: OrderPlan,
+    weights: DataFrame | None,
+    store: StateStore,
+) -> DataFrame:
+    """The incidences keyed by their record's position (saved): (rec, user_id, size, lead),
+    plus ``urank``, the record's rank in its user's own order, for per-user orders."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
 
     inc = sized.join(records.select(RECORD_ID, REC), RECORD_ID)
     # -> (record_id, user_id, size, lead, rec)
@@ -274,8 +317,20 @@ def prepare(
         )
         inc = inc.withColumn(URANK, (F.row_number().over(own) - 1).cast("long"))
         cols.append(URANK)
-    inc = store.save("inc", inc.select(*cols))
-    # -> (rec, user_id, size, lead[, urank])
+    return store.save("inc", inc.select(*cols))
+
+
+def _user_table(
+    inc: DataFrame,
+    capacity: int | None,
+    capacities: DataFrame | None,
+    skew_threshold: int,
+    input_rows: int | None,
+    store: StateStore,
+) -> DataFrame:
+    """(user_id, cap, heavy, deg), kept: each user's capacity (its row of ``capacities``, else
+    the default b), whether it is heavy, and its number of incidences."""
+    from pyspark.sql import functions as F
 
     users = (
         inc.repartition(user_partitions(inc.sparkSession, input_rows), USER_ID)
@@ -299,8 +354,20 @@ def prepare(
         INCIDENCE_COUNT,
     )
     store.keep("users", users)
-    users = _saved(store, "users")
-    # -> (user_id, cap, heavy, deg)
+    return _saved(store, "users")
+
+
+def _counted(
+    inc: DataFrame,
+    mapping: DataFrame,
+    users: DataFrame,
+    n_records: int,
+    store: StateStore,
+    log: logging.Logger | None,
+) -> Prepared:
+    """The prepared tables with their counts (one small aggregation), recorded in the store."""
+    from pyspark.sql import functions as F
+
     s = users.agg(
         F.count(F.lit(1)).alias("n"),
         F.sum(INCIDENCE_COUNT).alias("incidences"),

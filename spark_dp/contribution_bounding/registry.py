@@ -4,7 +4,7 @@ Every entry pairs a data-free ``plan(params) -> BoundingPlan`` (:mod:`.plan`: th
 round settings, what runs and what it outputs; it also checks the parameters the algorithm
 depends on) with ``run(prep, plan, context) -> BoundingResult`` (:mod:`.distributed` on
 Spark, :mod:`.driver_algorithms` on the driver). :func:`~.api.bound_contributions`, the job,
-:data:`~.params.ALGORITHMS` and the ``--algorithm`` help all read this list; the summaries
+:data:`ALGORITHMS` and the ``--algorithm`` help all read this list; the summaries
 name the algorithms in the privacy report.
 
 Adding an algorithm: one :class:`~spark_dp.registry.Algorithm` entry below, its plan in
@@ -37,7 +37,7 @@ from spark_dp.registry import Algorithm, Registry
 if TYPE_CHECKING:
     from spark_dp.contribution_bounding.params import BoundingParams
 
-__all__ = ["REGISTRY"]
+__all__ = ["ALGORITHMS", "REGISTRY"]
 
 REGISTRY: Registry[BoundingParams, BoundingPlan] = Registry(
     "contribution bounding",
@@ -83,3 +83,6 @@ REGISTRY: Registry[BoundingParams, BoundingPlan] = Registry(
     ],
 )
 """name → (plan, run), in the order of ``--help`` and the docs."""
+
+ALGORITHMS: tuple[str, ...] = REGISTRY.names
+"""The algorithm names, in registry order (``--algorithm`` choices)."""

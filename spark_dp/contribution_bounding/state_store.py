@@ -51,6 +51,10 @@ __all__ = [
 ]
 
 # Parameters that change speed but never the answer (excluded from the resume fingerprint).
+_FINGERPRINT_NAMES = {"max_contributions": "capacity"}
+"""The per-user bound is fingerprinted under its internal name, as before the parameter was
+named ``max_contributions``: a work directory of an earlier run still resumes."""
+
 _PERFORMANCE_ONLY = (
     "driver_threshold_rows",
     "driver_max_rows",
@@ -232,7 +236,7 @@ def fingerprint_params(params: BoundingParams) -> dict[str, Any]:
     ``max_rounds`` and ``finish`` only count under ``finish=none``.
     """
     out = {
-        f.name: getattr(params, f.name)
+        _FINGERPRINT_NAMES.get(f.name, f.name): getattr(params, f.name)
         for f in dataclasses.fields(BoundingParams)
         if f.name not in _PERFORMANCE_ONLY
     }

@@ -26,7 +26,7 @@ Example::
     from spark_dp.distinct_count import DistinctCountParams, distinct_count
     from spark_dp.randomness import Randomness
 
-    params = DistinctCountParams(epsilon=1.0, max_contribution=100)
+    params = DistinctCountParams(epsilon=1.0, max_contributions=100)
     result = distinct_count(pairs, params, Randomness.create())   # validates, binds, releases
     print(result.release.ell, result.release.lower_bound)
 
@@ -41,7 +41,7 @@ Example::
     from spark_dp.distinct_count.registry import REGISTRY
 
     method = REGISTRY["exact"]
-    plan = method.plan(DistinctCountParams(epsilon=1.0, max_contribution=100))
+    plan = method.plan(DistinctCountParams(epsilon=1.0, max_contributions=100))
     run = method.run(pairs, plan, Randomness.create())     # DistinctCountResult (the release
                                                             # binds to the curve's digest)
     run.fill_report(report)                                 # a spark_dp.report.PrivacyReport

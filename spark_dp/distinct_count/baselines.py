@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.calibration import laplace_scale
+from spark_dp.calibration import Budget, laplace_scale
 from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
 from spark_dp.distinct_count.calibration import lower_bound_shift
 from spark_dp.distinct_count.peeling import ELL, per_ell_sums
@@ -90,7 +90,7 @@ def fixed_ell_release(
     ε-DP only when ℓ does not depend on the data (docs/design/counting.md#fixed-ell).
     """
     check_int_at_least("ell", ell, 1)
-    scale = laplace_scale(epsilon, sensitivity=float(ell))
+    scale = laplace_scale(Budget(epsilon), sensitivity=float(ell))
     out = float(value) + float(noise.laplace(scale, 1)[0])
     if beta is not None:
         out -= float(lower_bound_shift(ell, epsilon, check_probability("beta", beta, high=0.5)))

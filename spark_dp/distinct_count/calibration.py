@@ -5,7 +5,8 @@ Lemma 3.2 (composition); docs/design/counting.md#scores, #discrete-laplace.
 
 Each object below knows the share of ε it spends (``epsilon``, ``delta`` = 0: pure DP), the
 sensitivity of what it noises and its own constants, and describes itself for the privacy report
-(``to_report()``, the :class:`spark_dp.report.Calibration` protocol). How ε is split between
+(``to_report()``), and names the dp-accounting event of its noise (``dp_event()``): the
+:class:`~spark_dp.calibration_protocol.Calibration` protocol. How ε is split between
 them is decided once, by :func:`spark_dp.distinct_count.plan.plan_release`.
 
 * :class:`GemSelection`: ℓ̂ ∈ {1, …, ℓ_max} by the generalized exponential mechanism at
@@ -28,15 +29,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.calibration import laplace_scale
+from spark_dp.calibration import Budget, laplace_scale
+from spark_dp.calibration_protocol import Calibration, laplace_event, pure_dp_event
 from spark_dp.checks import check_int_at_least
 from spark_dp.distinct_count.gem import gem_probabilities, gem_select, gem_threshold
 from spark_dp.randomness import DriverNoise
+
+if TYPE_CHECKING:
+    from dp_accounting import DpEvent
 
 __all__ = [
     "CountCalibration",
@@ -75,6 +80,15 @@ class GemSelection:
         return 0.0
 
     @property
+    def delta_noise(self) -> float:
+        """0: pure ε_select-DP."""
+        return 0.0
+
+    def dp_event(self) -> DpEvent:
+        """GEM is ε_select-DP: the event that dominates every ε_select-DP mechanism."""
+        return pure_dp_event(self.epsilon)
+
+    @property
     def sensitivities(self) -> NDArray[np.float64]:
         """Δ_ℓ = ℓ for ℓ = 1..ℓ_max: the sensitivity of the score q_ℓ."""
         return np.arange(1, self.ell_max + 1, dtype=float)
@@ -105,14 +119,8 @@ class GemSelection:
         }
 
 
-class CountCalibration(Protocol):
+class CountCalibration(Calibration, Protocol):
     """The noisy release of c(D; ℓ̂) as a lower bound: what a noise kind must provide."""
-
-    @property
-    def epsilon(self) -> float: ...
-
-    @property
-    def delta(self) -> float: ...
 
     @property
     def beta(self) -> float: ...
@@ -126,9 +134,9 @@ class CountCalibration(Protocol):
 
     def sample(self, ell: int, noise: DriverNoise) -> float | int: ...
 
-    def at(self, ell: int) -> CountCalibration: ...
+    def noise_at_least(self, x: ArrayLike, ell: int) -> NDArray[np.float64]: ...
 
-    def to_report(self) -> dict[str, Any]: ...
+    def at(self, ell: int) -> CountCalibration: ...
 
 
 @dataclass(frozen=True)
@@ -157,9 +165,19 @@ class LaplaceRelease:
         """0: the Laplace mechanism is pure ε_count-DP."""
         return 0.0
 
+    @property
+    def delta_noise(self) -> float:
+        """0: pure ε_count-DP."""
+        return 0.0
+
+    def dp_event(self) -> DpEvent:
+        """Laplace(ℓ̂/ε_count) on c(D; ℓ̂) of ℓ1 sensitivity ℓ̂: ``LaplaceDpEvent(1/ε_count)``
+        whatever ℓ̂ GEM chose."""
+        return laplace_event(self.scale(1), 1.0)
+
     def scale(self, ell: int) -> float:
         """b = ℓ/ε_count: the Laplace scale for sensitivity ℓ."""
-        return laplace_scale(self.epsilon, sensitivity=float(ell))
+        return laplace_scale(Budget(self.epsilon), sensitivity=float(ell))
 
     def shift(self, ell: ArrayLike) -> NDArray[np.float64]:
         """(ℓ/ε_count)·ln(1/(2β)) for each ℓ (:func:`lower_bound_shift`)."""
@@ -168,6 +186,11 @@ class LaplaceRelease:
     def sample(self, ell: int, noise: DriverNoise) -> float:
         """One Lap(ℓ/ε_count) draw from the driver stream ``noise``."""
         return float(noise.laplace(self.scale(ell), 1)[0])
+
+    def noise_at_least(self, x: ArrayLike, ell: int) -> NDArray[np.float64]:
+        """P[X ≥ x] for X ~ Lap(ℓ/ε_count): ½·e^(−x/b) for x ≥ 0, else 1 − ½·e^(x/b)."""
+        z = np.asarray(x, dtype=float) / self.scale(ell)
+        return np.where(z >= 0, 0.5 * np.exp(-np.abs(z)), 1.0 - 0.5 * np.exp(-np.abs(z)))
 
     def at(self, ell: int) -> LaplaceRelease:
         """The same calibration with ℓ̂ = ``ell`` fixed (for the report of a release)."""
@@ -239,6 +262,16 @@ class DiscreteLaplaceRelease:
         """0: the discrete Laplace mechanism is pure ε_count-DP."""
         return 0.0
 
+    @property
+    def delta_noise(self) -> float:
+        """0: pure ε_count-DP."""
+        return 0.0
+
+    def dp_event(self) -> DpEvent:
+        """ε_count-DP for every ℓ̂ GEM chooses: the event that dominates every ε_count-DP
+        mechanism (the discrete Laplace at sensitivity ℓ̂ = 1 is that event itself)."""
+        return pure_dp_event(self.epsilon)
+
     def exact_scale(self, ell: int) -> Fraction:
         """b = ℓ/ε_count as an exact rational (the float ε_count is a dyadic rational)."""
         return Fraction(int(ell)) / Fraction(self.epsilon)
@@ -259,6 +292,15 @@ class DiscreteLaplaceRelease:
     def sample(self, ell: int, noise: DriverNoise) -> int:
         """One exact discrete Laplace draw of scale ℓ/ε_count from the driver stream."""
         return noise.discrete_laplace(self.exact_scale(ell))
+
+    def noise_at_least(self, x: ArrayLike, ell: int) -> NDArray[np.float64]:
+        """P[X ≥ x] for integer x and X discrete Laplace of scale b = ℓ/ε_count:
+        P[X > c] = p^(c+1)/(1 + p) with p = e^(−1/b), and X is symmetric."""
+        p = math.exp(-1.0 / self.scale(ell))
+        x = np.asarray(x, dtype=float)
+        upper = np.power(p, np.maximum(x, 1.0)) / (1.0 + p)
+        lower = 1.0 - np.power(p, np.maximum(1.0 - x, 1.0)) / (1.0 + p)
+        return np.asarray(np.where(x >= 1.0, upper, lower), dtype=float)
 
     def at(self, ell: int) -> DiscreteLaplaceRelease:
         """The same calibration with ℓ̂ = ``ell`` fixed (for the report of a release)."""

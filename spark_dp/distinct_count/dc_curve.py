@@ -107,8 +107,6 @@ def exact_curve(
     Returns:
         :class:`CurveResult`.
     """
-    from pyspark.sql import functions as F
-
     check_int_at_least("ell_max", ell_max, 1)
     check_int_at_least("spark_rounds", spark_rounds, 0)
     check_int_at_least("spark_rounds_min_rows", spark_rounds_min_rows, 0)
@@ -129,52 +127,14 @@ def exact_curve(
         stats["spark_rounds"] = 0
         if spark_rounds > 0 and stats["first_round_rows"] >= spark_rounds_min_rows:
             with timer.stage("dc spark peeling"):
-                steps, remaining, n = peel_rounds(explode_rows(rows), spark_rounds, cache)
-                pieces += [s.select(ELL, F.col("covered").alias("value")) for s in steps]
-                core = remaining.select(
-                    USER_ID,
-                    ITEM,
-                    F.col(ELL).alias(LO),
-                    F.col(ELL).alias(HI),
-                    (F.col(ELL) - F.col("cap")).alias(OFFSET),
-                )  # -> (user_id, item, lo, hi, offset), one ℓ per row
-                stats["spark_rounds"] = n
+                core = _spark_peeling(rows, spark_rounds, cache, pieces, stats)
         core = cache.persist(core)
         stats["core_rows"] = core.count()
 
         if stats["core_rows"]:
-            if stats["core_rows"] >= components_min_rows:
-                with timer.stage("dc components"):
-                    person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
-                    item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
-                    graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
-                    labels = cache.persist(connected_components(graph, cache, method=components))
-                    # -> (vertex, component)
-                    labelled = core.join(
-                        labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")
-                    ).drop("pv")  # -> (user_id, item, lo, hi, offset, component)
-                    stats["components"] = labels.select("component").distinct().count()
-            else:
-                labelled = core.withColumn("component", F.lit(0).cast("long"))
-                stats["components"] = "not split"
+            labelled = _labelled(core, components, components_min_rows, cache, timer, stats)
             with timer.stage("dc solve"):
-                first = F.col(LO)
-                last = F.least(F.col(HI), F.col(LO) + ell_blocks - 1)
-                blocked = labelled.withColumn(
-                    "block",
-                    F.explode(
-                        F.array_distinct(
-                            F.transform(F.sequence(first, last), lambda e: (e - 1) % ell_blocks)
-                        )
-                    ),
-                )  # -> (user_id, item, lo, hi, offset, component, block): ℓ ≡ block + 1 mod B
-                solved = cache.persist(
-                    blocked.groupBy("component", "block")
-                    .applyInPandas(_solve_group_fn(ell_blocks), "ell int, value long")
-                    .groupBy(ELL)
-                    .agg(F.sum("value").alias("value"))
-                )  # -> (ell, value)
-                pieces.append(solved)
+                pieces.append(_solved(labelled, ell_blocks, cache))
 
         with timer.stage("dc curve"):
             curve = covered
@@ -185,6 +145,79 @@ def exact_curve(
                 curve = curve + per_ell_sums(total, ell_max)["value"]
     log_private(log, "dc curve sizes: %s", stats)
     return CurveResult(curve=curve, stats=stats)
+
+
+def _spark_peeling(
+    rows: DataFrame,
+    spark_rounds: int,
+    cache: CacheScope,
+    pieces: list[DataFrame],
+    stats: dict[str, Any],
+) -> DataFrame:
+    """Up to ``spark_rounds`` per-ℓ peeling rounds in Spark after the first round: their
+    covered counts join ``pieces`` (ell, value); returns the remaining core, one ℓ per row,
+    as (user_id, item, lo, hi, offset)."""
+    from pyspark.sql import functions as F
+
+    steps, remaining, n = peel_rounds(explode_rows(rows), spark_rounds, cache)
+    pieces += [s.select(ELL, F.col("covered").alias("value")) for s in steps]
+    stats["spark_rounds"] = n
+    return remaining.select(
+        USER_ID,
+        ITEM,
+        F.col(ELL).alias(LO),
+        F.col(ELL).alias(HI),
+        (F.col(ELL) - F.col("cap")).alias(OFFSET),
+    )  # -> (user_id, item, lo, hi, offset), one ℓ per row
+
+
+def _labelled(
+    core: DataFrame,
+    components: str,
+    components_min_rows: int,
+    cache: CacheScope,
+    timer: StageTimer,
+    stats: dict[str, Any],
+) -> DataFrame:
+    """The core with its connected component (person-item graph): (user_id, item, lo, hi,
+    offset, component); one component 0 when the core is below ``components_min_rows``."""
+    from pyspark.sql import functions as F
+
+    if stats["core_rows"] < components_min_rows:
+        stats["components"] = "not split"
+        return core.withColumn("component", F.lit(0).cast("long"))
+    with timer.stage("dc components"):
+        person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
+        item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
+        graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
+        labels = cache.persist(connected_components(graph, cache, method=components))
+        # -> (vertex, component)
+        labelled = core.join(
+            labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")
+        ).drop("pv")  # -> (user_id, item, lo, hi, offset, component)
+        stats["components"] = labels.select("component").distinct().count()
+    return labelled
+
+
+def _solved(labelled: DataFrame, ell_blocks: int, cache: CacheScope) -> DataFrame:
+    """(ell, value): each component's exact values, its ℓ dealt round-robin to ``ell_blocks``
+    tasks (ℓ ≡ block + 1 mod B), summed per ℓ."""
+    from pyspark.sql import functions as F
+
+    first = F.col(LO)
+    last = F.least(F.col(HI), F.col(LO) + ell_blocks - 1)
+    blocked = labelled.withColumn(
+        "block",
+        F.explode(
+            F.array_distinct(F.transform(F.sequence(first, last), lambda e: (e - 1) % ell_blocks))
+        ),
+    )  # -> (user_id, item, lo, hi, offset, component, block): ℓ ≡ block + 1 mod B
+    return cache.persist(
+        blocked.groupBy("component", "block")
+        .applyInPandas(_solve_group_fn(ell_blocks), "ell int, value long")
+        .groupBy(ELL)
+        .agg(F.sum("value").alias("value"))
+    )  # -> (ell, value)
 
 
 def _solve_group_fn(blocks: int) -> Callable[[pd.DataFrame], pd.DataFrame]:

@@ -1,8 +1,10 @@
 """Parameters of a distinct-count release (the ``distinct_count`` job, ``spark-dp distinct-count``).
 
 Declared once here: the command-line flags, the config-file keys (``conf/distinct_count.yaml``)
-and the checks all come from :class:`DistinctCountParams`. The method names come from the
-registry (:data:`spark_dp.distinct_count.registry.METHODS`).
+and the checks of each field all come from :class:`DistinctCountParams`. The method names are
+the registry's (:data:`spark_dp.distinct_count.registry.METHODS`): the parser takes its
+choices from there, and the plan (:func:`~spark_dp.distinct_count.registry.plan_distinct_count`)
+refuses an unknown one.
 """
 
 from __future__ import annotations
@@ -19,11 +21,10 @@ from spark_dp.checks import (
 from spark_dp.config import param
 from spark_dp.distinct_count.components import METHODS as COMPONENT_METHODS
 from spark_dp.distinct_count.plan import require_epsilon
-from spark_dp.distinct_count.registry import METHODS
 
-__all__ = ["MAX_CONTRIBUTION_LIMIT", "DistinctCountParams"]
+__all__ = ["MAX_CONTRIBUTIONS_LIMIT", "DistinctCountParams"]
 
-MAX_CONTRIBUTION_LIMIT = 100_000
+MAX_CONTRIBUTIONS_LIMIT = 100_000
 """Largest ℓ_max: GEM scores every ℓ in 1..ℓ_max with exact rationals on the driver, a cost that
 grows with ℓ_max (seconds at this limit), and the curve keeps ℓ_max values per component."""
 
@@ -41,14 +42,11 @@ class DistinctCountParams:
         flag="--failure-probability",
         aliases=("--beta",),
     )
-    method: str = param(
-        "exact", "curve: exact max-flow DC(D; ℓ) or the faster greedy (≥ ½ exact)", choices=METHODS
-    )
-    max_contribution: int = param(
+    method: str = param("exact", "curve: exact max-flow DC(D; ℓ) or the faster greedy (≥ ½ exact)")
+    max_contributions: int = param(
         100,
         "the per-user bound ℓ_max: the largest per-person bound GEM considers; choose it "
-        f"without looking at the data (at most {MAX_CONTRIBUTION_LIMIT})",
-        flag="--max-contributions",
+        f"without looking at the data (at most {MAX_CONTRIBUTIONS_LIMIT})",
         aliases=("--max-contribution",),
     )
     components: str = param(
@@ -68,12 +66,11 @@ class DistinctCountParams:
     def __post_init__(self) -> None:
         check_at_most("epsilon", require_epsilon(self.epsilon), EPSILON_MAX, "it protects nothing")
         check_probability("beta", self.beta, low=0.0, high=0.5)
-        check_choice("method", self.method, METHODS)
-        check_int_at_least("max_contribution", self.max_contribution, 1)
+        check_int_at_least("max_contributions", self.max_contributions, 1)
         check_at_most(
-            "max_contribution",
-            self.max_contribution,
-            MAX_CONTRIBUTION_LIMIT,
+            "max_contributions",
+            self.max_contributions,
+            MAX_CONTRIBUTIONS_LIMIT,
             "GEM would score that many candidates on the driver",
         )
         check_choice("components", self.components, COMPONENT_METHODS)

@@ -40,7 +40,7 @@ from spark_dp.caching import CacheScope
 from spark_dp.io import ITEM, USER_ID
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
 
 __all__ = [
     "ELL",
@@ -77,13 +77,6 @@ class FirstRound:
         """
         sums = per_ell_sums(self.events, self.ell_max, ("slope", "jump"))
         return np.cumsum(np.cumsum(sums["slope"]) + sums["jump"])
-
-
-def ell_range(spark: SparkSession, ell_max: int) -> DataFrame:
-    """DataFrame (ell int) with ℓ = 1..ℓ_max."""
-    from pyspark.sql import functions as F
-
-    return spark.range(1, ell_max + 1, numPartitions=1).select(F.col("id").cast("int").alias(ELL))
 
 
 def per_ell_sums(

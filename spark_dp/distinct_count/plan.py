@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spark_dp.calibration import Budget
 from spark_dp.checks import check_choice, check_epsilon, check_int_at_least, check_probability
 from spark_dp.distinct_count.calibration import (
     CountCalibration,
@@ -70,7 +71,12 @@ class DistinctCountPlan:
     count: CountCalibration
 
     @property
-    def steps(self) -> tuple[Step, Step]:
+    def algorithm(self) -> str:
+        """The method's registry name (what a release is named after)."""
+        return self.method
+
+    @property
+    def steps(self) -> tuple[Step[GemSelection], Step[CountCalibration]]:
         """The two budget-spending steps, in the order they run."""
         return (
             Step(_SELECT_LABEL, self.select),
@@ -129,7 +135,7 @@ def plan_release(
     Returns:
         :class:`DistinctCountPlan`.
     """
-    epsilon = check_epsilon(epsilon)
+    epsilon = Budget(epsilon).epsilon  # pure ε-DP: the budget has δ = 0
     beta = check_probability("beta", beta, low=0.0, high=0.5)
     check_int_at_least("ell_max", ell_max, 1)
     count = NOISES[check_choice("noise", noise, NOISES)]

@@ -47,6 +47,7 @@ __all__ = [
     "CurveMethod",
     "contribution_curve",
     "curve_method",
+    "plan_distinct_count",
 ]
 
 log = get_logger(__name__)
@@ -86,7 +87,7 @@ class CurveMethod:
         return plan_release(
             require_epsilon(params.epsilon),
             params.beta,
-            params.max_contribution,
+            params.max_contributions,
             method=self.name,
         )
 
@@ -163,6 +164,16 @@ REGISTRY: Registry[DistinctCountParams, DistinctCountPlan] = Registry(
 
 #: The method names, in registry order (``--method`` choices).
 METHODS: tuple[str, ...] = REGISTRY.names
+
+
+def plan_distinct_count(params: DistinctCountParams) -> DistinctCountPlan:
+    """The data-free plan of ``params.method`` (the job computes it once, before the budget
+    reservation).
+
+    Raises:
+        ParameterError: an unknown method (did-you-mean), or a missing ε.
+    """
+    return REGISTRY[params.method].plan(params)
 
 
 def curve_method(name: str) -> CurveMethod:

@@ -64,7 +64,7 @@ class DistinctCountResult:
             "lower_bound_clamped": r.lower_bound_clamped,
             "epsilon": r.epsilon,
             "beta": r.beta,
-            "max_contribution": r.ell_max,
+            "max_contributions": r.ell_max,
             "method": r.method,
         }
 

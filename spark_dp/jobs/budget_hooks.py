@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from spark_dp.calibration_protocol import Calibration
 from spark_dp.errors import AlreadyReleased, ConfigError
 from spark_dp.io.digest import ContentDigest
 from spark_dp.io.fs import is_connect
@@ -39,7 +40,7 @@ from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.jobs.paths import APPEND, READ, WRITE, PathSpec
 from spark_dp.jobs.release_args import release_arguments
 from spark_dp.jobs.run import Run, report_path
-from spark_dp.report import Step
+from spark_dp.report import Plan, Step
 
 __all__ = [
     "bind_release_id",
@@ -110,9 +111,11 @@ def budget_path_spec(run: Run) -> list[PathSpec]:
     return [PathSpec("budget_store", "--budget-store", path.split("?", 1)[0], APPEND, file=True)]
 
 
-def _plan(run: Run) -> tuple[str | None, Sequence[Step]]:
-    if run.spec.budget_plan is not None:
-        return run.spec.budget_plan(run.params)
+def _plan(run: Run) -> tuple[str | None, Sequence[Step[Calibration]]]:
+    """The algorithm and the budget steps of the run's one plan (``run.algorithm_plan``)."""
+    if run.spec.spends_budget:
+        plan: Plan = run.algorithm_plan
+        return plan.algorithm, plan.steps
     return getattr(run.params, "algorithm", None) or getattr(run.params, "method", None), ()
 
 
@@ -155,7 +158,7 @@ def budget_reserve(run: Run) -> None:
         AlreadyReleased: this request (same arguments, key, input locations and listings) was
             committed before: nothing is read, written or charged.
     """
-    from spark_dp.budget import default_dataset_id, gaussian_steps
+    from spark_dp.budget import default_dataset_id, noise_steps
 
     assert run.randomness is not None and run.plan is not None
     if not run.budget_store:
@@ -181,7 +184,7 @@ def budget_reserve(run: Run) -> None:
         job=run.spec.name,
         epsilon=run.planned_spend[0],
         delta=run.planned_spend[1],
-        gaussian=gaussian_steps(steps),
+        noise=noise_steps(steps),
         algorithm=algorithm,
         test_seed=run.randomness.seeded,
         outputs=written,
@@ -319,7 +322,7 @@ def check_spent(run: Run) -> None:
     ):
         raise RuntimeError(
             f"the run spent (ε={spent[0]:g}, δ={spent[1]:g}) but its plan reserved "
-            f"(ε={planned[0]:g}, δ={planned[1]:g}): a bug in the job's budget_plan"
+            f"(ε={planned[0]:g}, δ={planned[1]:g}): a bug in the job's plan"
         )
 
 

@@ -26,11 +26,12 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --unsafe-debug-logs   log private counts (needs --allow-unsafe-debug; in the report)
     --allow-unsafe-debug  confirm an unsafe debugging flag (never on production data)
 
-The per-user bound is ``--max-contributions`` in every job (``--max-items-per-user``,
-``--max-contribution`` and ``--capacity`` are deprecated aliases for one release); the two
-betas are ``--truncation-beta`` (partition selection) and ``--failure-probability`` (distinct
-count); ``--epsilon`` is required by every job that spends budget (from the command line or
-the config file). Usage errors print one line and exit 2.
+The per-user bound is ``--max-contributions`` in every job, the parameter ``max_contributions``
+of every family (``--max-items-per-user``, ``--max-contribution`` and ``--capacity``, and the
+same names as config keys, are deprecated aliases for one release; docs/design/naming.md); the
+two betas are ``--truncation-beta`` (partition selection) and ``--failure-probability``
+(distinct count); ``--epsilon`` is required by every job that spends budget (from the command
+line or the config file). Usage errors print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -99,6 +100,21 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
+    _io_flags(parser, spec)
+    _key_flags(parser, spec)
+    _run_flags(parser)
+    if spec.spends_budget:
+        _budget_flags(parser)
+    if spec.needs_input:
+        _debug_flags(parser)
+    if spec.add_flags is not None:
+        spec.add_flags(parser)
+    add_param_arguments(parser, spec.params_cls, spec.registries)
+    return parser
+
+
+def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
+    """Input, output, report, overwrite and the job's id columns."""
     files = parser.add_argument_group("input and output")
     if spec.needs_input:
         files.add_argument("--input", required=True, metavar="PATH", help="input Parquet (or CSV)")
@@ -131,25 +147,33 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
         files.add_argument(flag, default=default, help=f"{what} (default {default})")
     if spec.needs_input:
         files.add_argument("--drop-nulls", action="store_true", help="drop rows with null ids")
-    if spec.uses_key:
-        keys = parser.add_argument_group("release key").add_mutually_exclusive_group()
-        keys.add_argument(
-            "--noise-key-file",
-            metavar="PATH",
-            help="file with the release's secret key (>= 32 random bytes, e.g. from a secret "
-            "store); a re-run with the same key, input and parameters is the same release "
-            "(default: a fresh key from OS entropy)",
-        )
-        keys.add_argument(
-            "--seed", type=int, default=None, help="derive the key from a seed: NOT for production"
-        )
-    else:
+
+
+def _key_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
+    """The release key (``--noise-key-file`` or a test seed), or the generator's public seed."""
+    if not spec.uses_key:
         parser.add_argument(
             "--seed",
             type=int,
             default=None,
             help="seed of the synthetic data (public; default: drawn and written to the report)",
         )
+        return
+    keys = parser.add_argument_group("release key").add_mutually_exclusive_group()
+    keys.add_argument(
+        "--noise-key-file",
+        metavar="PATH",
+        help="file with the release's secret key (>= 32 random bytes, e.g. from a secret "
+        "store); a re-run with the same key, input and parameters is the same release "
+        "(default: a fresh key from OS entropy)",
+    )
+    keys.add_argument(
+        "--seed", type=int, default=None, help="derive the key from a seed: NOT for production"
+    )
+
+
+def _run_flags(parser: argparse.ArgumentParser) -> None:
+    """Configuration file, Spark settings, master, log level and the dry run."""
     run = parser.add_argument_group("configuration and run")
     run.add_argument(
         "--config",
@@ -184,42 +208,44 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
         help="check everything, print the resolved configuration, paths and calibration as "
         "JSON, and exit without starting Spark",
     )
-    if spec.spends_budget:
-        budget = parser.add_argument_group("privacy budget")
-        budget.add_argument(
-            "--budget-store",
-            metavar="URL",
-            help="budget store (sqlite:///path/budget.db or any SQLAlchemy URL): reserve this "
-            "release's (ε, δ) before reading data, refuse with exit 3 over the dataset's cap "
-            "(default: the config file's budget_store, else none: nothing is enforced)",
-        )
-        budget.add_argument(
-            "--dataset-id",
-            metavar="ID",
-            help="the privacy unit charged in the store: one stable id for the same users "
-            "across runs and dates (default: the resolved --input)",
-        )
-        budget.add_argument(
-            "--allow-test-seed-with-budget-store",
-            action="store_true",
-            help="allow --seed with --budget-store (a test store only: anyone who guesses the "
-            "seed has the noise; the store and the report mark the release)",
-        )
-        budget.add_argument("--ledger", action=_Replaced, help=argparse.SUPPRESS)
-    if spec.needs_input:
-        debug = parser.add_argument_group("unsafe debugging (never on production data)")
-        debug.add_argument(
-            "--unsafe-debug-logs",
-            action="store_true",
-            help="also log private counts of the input and intermediate data; the report "
-            "records it (needs --allow-unsafe-debug)",
-        )
-        debug.add_argument(
-            "--allow-unsafe-debug",
-            action="store_true",
-            help="confirm an unsafe debugging flag; a config file cannot set either",
-        )
-    if spec.add_flags is not None:
-        spec.add_flags(parser)
-    add_param_arguments(parser, spec.params_cls)
-    return parser
+
+
+def _budget_flags(parser: argparse.ArgumentParser) -> None:
+    """The budget store and the dataset charged (jobs that spend budget)."""
+    budget = parser.add_argument_group("privacy budget")
+    budget.add_argument(
+        "--budget-store",
+        metavar="URL",
+        help="budget store (sqlite:///path/budget.db or any SQLAlchemy URL): reserve this "
+        "release's (ε, δ) before reading data, refuse with exit 3 over the dataset's cap "
+        "(default: the config file's budget_store, else none: nothing is enforced)",
+    )
+    budget.add_argument(
+        "--dataset-id",
+        metavar="ID",
+        help="the privacy unit charged in the store: one stable id for the same users "
+        "across runs and dates (default: the resolved --input)",
+    )
+    budget.add_argument(
+        "--allow-test-seed-with-budget-store",
+        action="store_true",
+        help="allow --seed with --budget-store (a test store only: anyone who guesses the "
+        "seed has the noise; the store and the report mark the release)",
+    )
+    budget.add_argument("--ledger", action=_Replaced, help=argparse.SUPPRESS)
+
+
+def _debug_flags(parser: argparse.ArgumentParser) -> None:
+    """The unsafe debugging switches (jobs with input)."""
+    debug = parser.add_argument_group("unsafe debugging (never on production data)")
+    debug.add_argument(
+        "--unsafe-debug-logs",
+        action="store_true",
+        help="also log private counts of the input and intermediate data; the report "
+        "records it (needs --allow-unsafe-debug)",
+    )
+    debug.add_argument(
+        "--allow-unsafe-debug",
+        action="store_true",
+        help="confirm an unsafe debugging flag; a config file cannot set either",
+    )

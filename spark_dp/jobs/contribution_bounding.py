@@ -26,7 +26,10 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.contribution_bounding.api import plan_bounding
 from spark_dp.contribution_bounding.params import ContributionBoundingParams
+from spark_dp.contribution_bounding.plan import BoundingPlan, check_capacity_given
+from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
 from spark_dp.jobs.common import READ, STATE, WRITE, JobContext, JobSpec, PathSpec, run_job
 
@@ -63,8 +66,9 @@ def _execute(ctx: JobContext) -> str:
     from spark_dp.io import load_capacities
 
     p: ContributionBoundingParams = ctx.params
+    plan: BoundingPlan = ctx.algorithm_plan
     work_dir = ctx.path("work_dir")
-    user_state_path = ctx.path("user_state") if p.plan.user_state else None
+    user_state_path = ctx.path("user_state") if plan.user_state else None
     incidences = ctx.load_incidences()
     capacities = None
     if p.capacities:
@@ -76,10 +80,10 @@ def _execute(ctx: JobContext) -> str:
                 cap_col=p.capacity_col,
                 gate=ctx.gate("capacities"),
             )
-    weights = _read_weights(ctx, p.plan.per_user) if p.record_weights else None
+    weights = _read_weights(ctx, plan.per_user) if p.record_weights else None
     result = bound_contributions(
         incidences,
-        p,
+        plan,
         capacities=capacities,
         record_weights=weights,
         randomness=ctx.randomness,
@@ -104,12 +108,21 @@ def _execute(ctx: JobContext) -> str:
     return result.headline()
 
 
-def _paths(args: argparse.Namespace, p: ContributionBoundingParams) -> list[PathSpec]:
+def _plan(p: ContributionBoundingParams) -> BoundingPlan:
+    """The algorithm's plan; a bound is required unless the algorithm measures it (dp-mf)."""
+    plan = plan_bounding(p)
+    check_capacity_given(plan, table=p.capacities is not None)
+    return plan
+
+
+def _paths(
+    args: argparse.Namespace, p: ContributionBoundingParams, plan: BoundingPlan
+) -> list[PathSpec]:
     out = str(args.output).rstrip("/")
     paths = [
         PathSpec("work_dir", "--work-dir", p.work_dir or f"{out}_work", STATE),
     ]
-    if p.plan.user_state:
+    if plan.user_state:
         paths.append(
             PathSpec("user_state", "--user-state", p.user_state or f"{out}_user_state", WRITE)
         )
@@ -122,8 +135,7 @@ def _paths(args: argparse.Namespace, p: ContributionBoundingParams) -> list[Path
     return paths
 
 
-def _describe(p: ContributionBoundingParams) -> dict[str, Any]:
-    plan = p.plan
+def _describe(plan: BoundingPlan) -> dict[str, Any]:
     return {
         "algorithm": plan.algorithm,
         "order": plan.order,
@@ -153,6 +165,8 @@ SPEC = JobSpec(
     columns=("record", "user"),
     paths=_paths,
     describe=_describe,
+    plan=_plan,
+    registries={"algorithm": REGISTRY},
     confidential=True,
 )
 

@@ -8,7 +8,7 @@ or removing one person with all their items; P[ν̂ ≤ true count] ≥ 1 − β
 
 The job writes no Parquet: the JSON report (``--report``, default stdout) holds the release —
 ``estimate``, ``ell``, ``lower_bound``, ``lower_bound_clamped``, ``epsilon``, ``beta``,
-``max_contribution``, ``method`` — and nothing else about the data. ``--debug-report PATH``
+``max_contributions``, ``method`` — and nothing else about the data. ``--debug-report PATH``
 (command line only, with ``--allow-unsafe-debug``) additionally writes the private curve and
 true count to a file whose name ends in ``.NONPRIVATE.json``: never publish it; the report of
 such a run says it is not a normal release.
@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from spark_dp.distinct_count.params import DistinctCountParams
-from spark_dp.distinct_count.registry import REGISTRY, curve_method
+from spark_dp.distinct_count.plan import DistinctCountPlan
+from spark_dp.distinct_count.registry import REGISTRY, curve_method, plan_distinct_count
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
 from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
 from spark_dp.jobs.run import suffixed_path
-from spark_dp.report import Step
 
 __all__ = ["NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
 
@@ -44,7 +43,8 @@ def _execute(ctx: JobContext) -> str:
     from spark_dp.distinct_count import distinct_count
 
     p: DistinctCountParams = ctx.params
-    method = curve_method(p.method)  # the registry entry's run: plan, summary and curve
+    plan: DistinctCountPlan = ctx.algorithm_plan  # the plan the budget store reserved
+    method = curve_method(plan.method)  # the registry entry's run: summary and curve
     once = method.dedupes  # the curve dedupes and reads the input once
     pairs = ctx.load_pairs(dedupe=not once, persist=not once)
     result: DistinctCountResult = distinct_count(
@@ -73,7 +73,9 @@ def _add_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _paths(args: argparse.Namespace, params: DistinctCountParams) -> list[PathSpec]:
+def _paths(
+    args: argparse.Namespace, params: DistinctCountParams, plan: DistinctCountPlan
+) -> list[PathSpec]:
     raw = args.debug_report
     if raw is None:
         return []
@@ -81,13 +83,7 @@ def _paths(args: argparse.Namespace, params: DistinctCountParams) -> list[PathSp
     return [PathSpec("debug_report", "--debug-report", path, WRITE, file=True)]
 
 
-def _budget_plan(p: DistinctCountParams) -> tuple[str, Sequence[Step]]:
-    """GEM's and the release's steps of the data-free plan (reserved before data is read)."""
-    return p.method, REGISTRY[p.method].plan(p).steps
-
-
-def _describe(p: DistinctCountParams) -> dict[str, Any]:
-    plan = REGISTRY[p.method].plan(p)
+def _describe(plan: DistinctCountPlan) -> dict[str, Any]:
     return {**plan.to_report(), "steps": [s.to_report() for s in plan.steps]}
 
 
@@ -108,7 +104,8 @@ SPEC = JobSpec(
     paths=_paths,
     add_flags=_add_flags,
     describe=_describe,
-    budget_plan=_budget_plan,
+    plan=plan_distinct_count,
+    registries={"method": REGISTRY},
     unsafe_flags=(("debug_report", "--debug-report"),),
 )
 

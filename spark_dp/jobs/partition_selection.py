@@ -12,42 +12,37 @@ per-item counts, the union of items or input sizes.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
 from spark_dp.partition_selection import (
     PartitionSelectionParams,
-    calibration_table,
+    SelectionPlan,
+    calibration_rows,
+    plan_selection,
     select_partitions,
 )
 from spark_dp.partition_selection.registry import REGISTRY
-from spark_dp.report import Step
 
 __all__ = ["SPEC", "main"]
 
 
 def _execute(ctx: JobContext) -> str:
-    p: PartitionSelectionParams = ctx.params
+    plan: SelectionPlan = ctx.algorithm_plan  # the plan the budget store reserved
     pairs = ctx.load_pairs(dedupe=False, persist=False)
     # -> validated (user_id, item); the cap of every algorithm drops repeated pairs in its
     #    per-user window, so a separate deduplication (a full shuffle) would be wasted
     with select_partitions(
-        pairs, p, ctx.randomness, timer=ctx.timer, validate=False, input_rows=ctx.input_rows
+        pairs, plan, ctx.randomness, timer=ctx.timer, validate=False, input_rows=ctx.input_rows
     ) as selection:
         rows = ctx.write_output(selection.items)  # from the cache the selection holds
         selection.fill_report(ctx.report)
     ctx.report.outputs["items"] = ctx.args.output
-    return f"{rows} items selected by {p.algorithm}, written to {ctx.args.output}"
+    return f"{rows} items selected by {plan.algorithm}, written to {ctx.args.output}"
 
 
-def _describe(p: PartitionSelectionParams) -> dict[str, Any]:
-    return {"rounds": calibration_table(p, [p.algorithm])}
-
-
-def _budget_plan(p: PartitionSelectionParams) -> tuple[str, Sequence[Step]]:
-    """The rounds the algorithm's data-free plan spends (reserved before data is read)."""
-    return p.algorithm, REGISTRY[p.algorithm].plan(p).steps
+def _describe(plan: SelectionPlan) -> dict[str, Any]:
+    return {"rounds": calibration_rows(plan)}
 
 
 SPEC = JobSpec(
@@ -68,7 +63,8 @@ SPEC = JobSpec(
     spends_budget=True,
     required=("epsilon",),
     describe=_describe,
-    budget_plan=_budget_plan,
+    plan=plan_selection,
+    registries={"algorithm": REGISTRY},
 )
 
 

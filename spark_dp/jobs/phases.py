@@ -37,6 +37,7 @@ __all__ = [
     "load_config",
     "make_key",
     "plain_paths_local_before_spark",
+    "plan_algorithm",
     "plan_paths",
     "resolve_run_params",
     "split_spark_conf",
@@ -79,6 +80,13 @@ def resolve_run_params(run: Run) -> None:
         getattr(run.params, "epsilon", None), getattr(run.params, "delta", None)
     ):
         run.log.warning("%s", sentence)
+
+
+def plan_algorithm(run: Run) -> None:
+    """Phase 3b: the job's data-free plan, once, from the checked parameters. The algorithm's
+    own checks (an unknown name, a split it cannot use) fail here, before any path or key."""
+    if run.spec.plan is not None:
+        run.algorithm_plan = run.spec.plan(run.params)
 
 
 def _flag_of(spec: JobSpec, name: str) -> str:
@@ -137,7 +145,7 @@ def _path_specs(run: Run) -> list[PathSpec]:
     if getattr(args, "output", None) is not None:
         out.append(PathSpec("output", "--output", args.output, WRITE))
     if spec.paths is not None:
-        out += spec.paths(args, run.params)
+        out += spec.paths(args, run.params, run.algorithm_plan)
     report = report_path(args, spec.confidential)
     if report is not None:
         flag = "--report" if args.report is not None else "--report (default)"
@@ -164,7 +172,7 @@ def dry_run(run: Run) -> int:
         "spark_conf": run.spark_conf,
     }
     if run.spec.describe is not None:
-        doc["calibration"] = run.spec.describe(run.params)
+        doc["calibration"] = run.spec.describe(run.algorithm_plan)
     sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     sys.stdout.flush()
     return 0

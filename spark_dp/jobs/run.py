@@ -62,6 +62,7 @@ class Run:
     spark_conf: dict[str, str] = field(default_factory=dict)
     config: ConfigSource | None = None
     params: Any = None
+    algorithm_plan: Any = None  # spec.plan(params): computed once, reserved and executed
     plan: PathPlan | None = None
     randomness: Randomness | None = None
     spark: Any = None

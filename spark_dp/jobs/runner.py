@@ -2,24 +2,26 @@
 
 ::
 
-    parse → config → params → path plan → key (unbound) → request identity → budget reserve
-          → session → execute: [charge durable → validation pass reads + digests every table
-             → release id → key bound → algorithm] (staged) → budget commit → commit (outputs,
-             report last)
+    parse → config → params → plan → path plan → key (unbound) → request identity
+          → budget reserve → session → execute: [charge durable → validation pass reads +
+             digests every table → release id → key bound → algorithm] (staged) → budget
+             commit → commit (outputs, report last)
     on failure: the staging is removed (or a half-done commit rolled back); the run's budget
     is freed if it read no data, else it stays charged (failed)
 
 Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a bad flag,
 value, config file, key file or path is one line on stderr and exit code 2 without a JVM, and a
-refused budget is exit code 3 before any data is read. The budget hooks (:mod:`.budget_hooks`)
-reserve the release's (ε, δ) in the budget store (``--budget-store``) from the job's data-free
-plan under the run's request (arguments, key, input locations and listings: a request
-committed before is not run again, exit 0 or 2 without reading anything; a run of a request
-that failed after its charge is taken over by its retry), make the charge durable right before
-the first read of input rows (from then on it is never refunded), bind the key to the release
-id once the rows are digested, and commit it right before the outputs go into place. Nothing
-derived from the data is computed, let alone logged, before the charge is durable. (A
-store-less run is reported as "no budget enforced".)
+refused budget is exit code 3 before any data is read. The job's data-free plan is computed
+once, from the checked parameters, and the same plan is reserved and executed. The budget
+hooks (:mod:`.budget_hooks`) reserve the plan's (ε, δ) in the budget store (``--budget-store``)
+under the run's request (arguments, key, input locations and listings: a request committed
+before is not run again, exit 0 or 2 without reading anything; a run of a request that failed
+after its charge is taken over by its retry), make the charge durable right before the first
+read of input rows (from then on it is never refunded), bind the key to the release id once
+the rows are digested, and commit it right before the outputs go into place. Nothing derived
+from the data is computed, let alone logged, before the charge is durable. (A store-less run is
+reported as "no budget enforced"; when a table is read from a Hadoop URI the session starts
+before the reservation, to list it.)
 
 Exit codes: 0 success; 2 bad arguments, configuration, paths or input (one line says what to
 fix); 3 privacy budget refused; 1 anything else (the traceback is logged).
@@ -56,6 +58,7 @@ from spark_dp.jobs.phases import (
     dry_run,
     load_config,
     make_key,
+    plan_algorithm,
     plan_paths,
     resolve_run_params,
     split_spark_conf,
@@ -159,6 +162,7 @@ def _execute(run: Run) -> str:
         log=run.log,
         plan=run.plan,
         staging=run.staging,
+        algorithm_plan=run.algorithm_plan,
     )
     algorithm = getattr(run.params, "algorithm", None) or getattr(run.params, "method", None)
     with labels(run.spark, job=run.spec.name, algorithm=algorithm):  # the Spark UI's names
@@ -219,6 +223,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
             _start_session(run)  # the config file is where only Spark can read it
             _apply_deferred_config(run)
         resolve_run_params(run)
+        plan_algorithm(run)
         plan_paths(run)
         if args.dry_run:
             return dry_run(run)

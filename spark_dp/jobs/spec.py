@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +14,12 @@ from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.jobs.paths import PathPlan, PathSpec
 from spark_dp.logs import StageTimer
 from spark_dp.randomness import Randomness
-from spark_dp.report import PrivacyReport
+from spark_dp.report import Plan, PrivacyReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from spark_dp.registry import Registry
 
 __all__ = ["RELEASE_PART_FILES", "JobContext", "JobSpec"]
 
@@ -45,16 +47,19 @@ class JobSpec:
         columns: the id columns the job reads (``user``, ``item``, ``record``): one
             ``--<col>-col`` flag each, and no other.
         spends_budget: the job releases with ε > 0 (``--budget-store``, ``--dataset-id``).
-        budget_plan: ``budget_plan(params) -> (algorithm, steps)``: the data-free plan's
-            budget steps (:class:`spark_dp.report.Step`), reserved before any data is read;
-            required when ``spends_budget``.
+        plan: ``plan(params) -> Plan``: the algorithm's data-free plan
+            (:class:`spark_dp.report.Plan`), computed once from the checked parameters; the
+            budget store reserves its steps before any data is read, and ``execute`` runs it
+            (``ctx.algorithm_plan``). Required when ``spends_budget``.
+        registries: field → the registry whose names are its choices (``algorithm``,
+            ``method``), for the parser and ``--help``.
         uses_key: ``--noise-key-file``/``--seed`` make the release key (else ``--seed`` is
             the job's own public seed).
         required: parameters the user must give (command line or config file), e.g. ε.
-        paths: ``paths(args, params) -> [PathSpec]``: the job's own paths beyond input,
+        paths: ``paths(args, params, plan) -> [PathSpec]``: the job's own paths beyond input,
             output, report and budget store (all of them, so the path plan checks them).
         add_flags: adds job-only flags that are not parameters (never set by a config file).
-        describe: ``describe(params) -> dict``: the calibration shown by ``--dry-run``.
+        describe: ``describe(plan) -> dict``: the calibration shown by ``--dry-run``.
         unsafe_flags: (dest, flag) of job flags that expose private data: refused without
             ``--allow-unsafe-debug`` (like ``--unsafe-debug-logs``).
         confidential: everything the job writes holds private values (contribution bounding:
@@ -76,16 +81,17 @@ class JobSpec:
     spends_budget: bool = False
     uses_key: bool = True
     required: tuple[str, ...] = ()
-    paths: Callable[[argparse.Namespace, Any], list[PathSpec]] | None = None
+    paths: Callable[[argparse.Namespace, Any, Any], list[PathSpec]] | None = None
     add_flags: Callable[[argparse.ArgumentParser], None] | None = None
     describe: Callable[[Any], dict[str, Any]] | None = None
     unsafe_flags: tuple[tuple[str, str], ...] = ()
-    budget_plan: Callable[[Any], tuple[str | None, Sequence[Any]]] | None = None
+    plan: Callable[[Any], Plan] | None = None
+    registries: Mapping[str, Registry[Any, Any]] = field(default_factory=dict)
     confidential: bool = False
 
     def __post_init__(self) -> None:
-        if self.spends_budget and self.budget_plan is None:
-            raise ValueError(f"job {self.name} spends budget: give its budget_plan")
+        if self.spends_budget and self.plan is None:
+            raise ValueError(f"job {self.name} spends budget: give its plan")
 
     @property
     def command(self) -> str:
@@ -120,6 +126,8 @@ class JobContext:
     input_rows: int | None = None
     """The row count :meth:`load_pairs` or :meth:`load_incidences` read (private: it sizes
     partitions, see :func:`spark_dp.session.user_partitions`; never logged or reported)."""
+    algorithm_plan: Any = None
+    """The job's data-free plan (``spec.plan(params)``), computed once before the reservation."""
 
     @property
     def randomness(self) -> Randomness:

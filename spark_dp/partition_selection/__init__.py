@@ -22,10 +22,11 @@ Modules (one concept each):
 """
 
 from spark_dp.partition_selection.oracles import greedy_update, policy_gaussian
-from spark_dp.partition_selection.params import ALGORITHMS, PartitionSelectionParams
-from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.partition_selection.params import PartitionSelectionParams
+from spark_dp.partition_selection.registry import ALGORITHMS, REGISTRY
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
 from spark_dp.partition_selection.select import (
+    calibration_rows,
     calibration_table,
     plan_selection,
     select_partitions,
@@ -38,6 +39,7 @@ __all__ = [
     "RoundResult",
     "Selection",
     "SelectionPlan",
+    "calibration_rows",
     "calibration_table",
     "greedy_update",
     "plan_selection",

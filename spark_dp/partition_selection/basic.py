@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
@@ -31,11 +32,10 @@ __all__ = ["plan", "plan_laplace", "run", "run_laplace"]
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic: σ for (ε, δ/2) with Δ2 = 1, ρ for δ/2 with h(t) = 1/√t (Thm. 3.3)."""
     calibration = WeightAndThreshold.for_budget(
-        params.epsilon, params.delta, params.max_items_per_user
+        Budget(params.epsilon, params.delta), params.max_contributions
     )
     return SelectionPlan(
         "basic",
-        params.max_items_per_user,
         (Step("round 1", calibration),),
         weighting="basic: w(i) = sum over users of 1/sqrt(d_u)",
         reference="Chen et al. 2025 Alg. 3 (ICML) / Alg. 5 (arXiv); docs/design/selection.md#basic",
@@ -83,11 +83,10 @@ def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic-Laplace: scale 1/ε (Δ1 = 1) and ρ_Lap with the whole δ
     (docs/design/selection.md#basic)."""
     calibration = LaplaceWeightAndThreshold.for_budget(
-        params.epsilon, params.delta, params.max_items_per_user
+        Budget(params.epsilon, params.delta), params.max_contributions
     )
     return SelectionPlan(
         "basic-laplace",
-        params.max_items_per_user,
         (Step("round 1", calibration),),
         weighting="basic-laplace: w(i) = sum over users of 1/d_u",
         reference="Gopi et al. 2020; docs/design/selection.md#basic",

@@ -2,7 +2,7 @@
 
 Driver-only numpy/scipy, no Spark. Built on the general Gaussian and Laplace mechanisms of
 :mod:`spark_dp.calibration`; every object here states its own sensitivity and budget split and
-describes itself with ``to_report()`` (the :class:`spark_dp.report.Calibration` protocol).
+describes itself (the :class:`~spark_dp.calibration_protocol.RoundCalibration` protocol).
 
 Contents
 --------
@@ -19,23 +19,24 @@ MAD's constants (τ, α, adaptive degrees) and its rounds are in :mod:`.mad_cons
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from scipy import special
 
 from spark_dp.calibration import (
+    Budget,
     check_sampler_delta,
     gaussian_sigma,
     laplace_scale,
+    noise_exceeds,
     sampler_delta_floor,
 )
-from spark_dp.checks import (
-    check_delta,
-    check_epsilon,
-    check_int_at_least,
-    check_positive,
-)
+from spark_dp.calibration_protocol import gaussian_event, laplace_event
+from spark_dp.checks import check_delta, check_int_at_least, check_positive
+
+if TYPE_CHECKING:
+    from dp_accounting import DpEvent
 
 __all__ = [
     "LaplaceWeightAndThreshold",
@@ -89,16 +90,15 @@ def gaussian_threshold(
     return Threshold(rho=float(values[i]), argmax_t=i + 1)
 
 
-def laplace_weighted_threshold(epsilon: float, delta: float, max_items: int) -> Threshold:
+def laplace_weighted_threshold(budget: Budget, max_items: int) -> Threshold:
     """Threshold of the Laplace weight-and-threshold variant (ℓ1 weighting 1/d per item).
 
     ρ_Lap = max_{t=1..Δ0} [ 1/t + (1/ε)·ln(1 / (2·(1 − (1−δ)^{1/t}))) ], noise Laplace(1/ε).
     The whole δ goes to the threshold because the Laplace mechanism is pure ε-DP
     (docs/design/selection.md#basic, from Gopi et al. 2020). Stable form:
-    1 − (1−δ)^{1/t} = −expm1(log1p(−δ)/t).
+    1 − (1−δ)^{1/t} = −expm1(log1p(−δ)/t). Needs δ > 0.
     """
-    check_epsilon(epsilon)
-    check_delta(delta)
+    epsilon, delta = budget.epsilon, check_delta(budget.delta)
     check_int_at_least("max_items", max_items, 1)
     t = np.arange(1, max_items + 1, dtype=float)
     p = -np.expm1(np.log1p(-delta) / t)
@@ -127,6 +127,9 @@ class WeightAndThreshold:
     rho: float
     argmax_t: int
 
+    l2_sensitivity: ClassVar[float] = 1.0
+    """Δ2 of the weightings a round is calibrated for (Basic, MAD: Lemma 4.2 / B.6)."""
+
     @property
     def delta_noise(self) -> float:
         """δ share of the Gaussian mechanism (δ/2)."""
@@ -138,18 +141,15 @@ class WeightAndThreshold:
         return self.delta / 2.0
 
     @classmethod
-    def for_budget(
-        cls, epsilon: float, delta: float, max_items: int, h_scale: float = 1.0
-    ) -> WeightAndThreshold:
+    def for_budget(cls, budget: Budget, max_items: int, h_scale: float = 1.0) -> WeightAndThreshold:
         """σ for (ε, δ/2) with Δ2 = 1, and ρ for (σ, δ/2, Δ0, h(t) = h_scale/√t)."""
-        check_epsilon(epsilon)
-        check_delta(delta)
-        check_sampler_delta(delta, epsilon, "gaussian")
-        sigma = gaussian_sigma(epsilon, delta / 2.0, sensitivity=1.0)
-        thr = gaussian_threshold(sigma, delta / 2.0, max_items, h_scale)
+        check_sampler_delta(budget, "gaussian")
+        half = budget.delta / 2.0
+        sigma = gaussian_sigma(Budget(budget.epsilon, half), sensitivity=cls.l2_sensitivity)
+        thr = gaussian_threshold(sigma, half, max_items, h_scale)
         return cls(
-            epsilon=float(epsilon),
-            delta=float(delta),
+            epsilon=budget.epsilon,
+            delta=budget.delta,
             max_items=int(max_items),
             h_scale=float(h_scale),
             sigma=sigma,
@@ -162,12 +162,20 @@ class WeightAndThreshold:
         out = asdict(self)
         out.update(
             mechanism="gaussian weight-and-threshold",
-            l2_sensitivity=1.0,
+            l2_sensitivity=self.l2_sensitivity,
             delta_noise=self.delta_noise,
             delta_threshold=self.delta_threshold,
             sampler_delta_floor=sampler_delta_floor(self.epsilon, "gaussian"),
         )
         return out
+
+    def dp_event(self) -> DpEvent:
+        """N(0, σ²) on weights of ℓ2 sensitivity 1: ``GaussianDpEvent(σ)``."""
+        return gaussian_event(self.sigma, self.l2_sensitivity)
+
+    def release_probability(self, weight: float) -> float:
+        """P[w + N(0, σ²) ≥ ρ] for an item of weight w."""
+        return noise_exceeds("gaussian", self.sigma, self.rho - weight)
 
 
 @dataclass(frozen=True)
@@ -186,16 +194,19 @@ class LaplaceWeightAndThreshold:
     rho: float
     argmax_t: int
 
+    l1_sensitivity: ClassVar[float] = 1.0
+    """Δ1 of the weighting 1/d_u."""
+
     @classmethod
-    def for_budget(cls, epsilon: float, delta: float, max_items: int) -> LaplaceWeightAndThreshold:
+    def for_budget(cls, budget: Budget, max_items: int) -> LaplaceWeightAndThreshold:
         """Scale 1/ε and ρ_Lap for (ε, δ, Δ0)."""
-        thr = laplace_weighted_threshold(epsilon, delta, max_items)
-        check_sampler_delta(delta, epsilon, "laplace")
+        check_sampler_delta(budget, "laplace")
+        thr = laplace_weighted_threshold(budget, max_items)
         return cls(
-            float(epsilon),
-            float(delta),
+            budget.epsilon,
+            budget.delta,
             int(max_items),
-            laplace_scale(epsilon),
+            laplace_scale(budget, cls.l1_sensitivity),
             thr.rho,
             thr.argmax_t,
         )
@@ -204,7 +215,7 @@ class LaplaceWeightAndThreshold:
         """JSON-ready description (public constants)."""
         return {
             "mechanism": "laplace weight-and-threshold",
-            "l1_sensitivity": 1.0,
+            "l1_sensitivity": self.l1_sensitivity,
             "max_items": self.max_items,
             "scale": self.scale,
             "rho": self.rho,
@@ -214,6 +225,19 @@ class LaplaceWeightAndThreshold:
         }
 
     @property
+    def delta_noise(self) -> float:
+        """0: the Laplace noise is pure ε-DP."""
+        return 0.0
+
+    @property
     def delta_threshold(self) -> float:
         """δ share of the novel-item threshold: all of δ (the Laplace noise is pure ε-DP)."""
         return self.delta
+
+    def dp_event(self) -> DpEvent:
+        """Laplace(1/ε) on weights of ℓ1 sensitivity 1: ``LaplaceDpEvent(1/ε)``."""
+        return laplace_event(self.scale, self.l1_sensitivity)
+
+    def release_probability(self, weight: float) -> float:
+        """P[w + Laplace(1/ε) ≥ ρ_Lap] for an item of weight w."""
+        return noise_exceeds("laplace", self.scale, self.rho - weight)

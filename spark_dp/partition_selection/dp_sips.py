@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import with_degree
@@ -40,16 +41,13 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """DP-SIPS: one Basic calibration per budget share f_r of ``split``
     (docs/design/selection.md#dp-sips, #split)."""
     p = params
+    budget = Budget(p.epsilon, p.delta)
     steps = tuple(
-        Step(
-            f"round {r}",
-            WeightAndThreshold.for_budget(f * p.epsilon, f * p.delta, p.max_items_per_user),
-        )
+        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_contributions))
         for r, f in enumerate(p.split, start=1)
     )
     return SelectionPlan(
         "dp-sips",
-        p.max_items_per_user,
         steps,
         weighting="basic per round; items found earlier removed from every user's set",
         reference="Swanberg et al. 2023; docs/design/selection.md#dp-sips",

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
 from spark_dp.partition_selection.layout import aggregated_per_core, per_core
@@ -125,15 +126,13 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Single-round unbiased MAD: Basic's σ and ρ (Corollary B.2), τ = ρ + β·σ and α."""
     round_ = MadRound.for_budget(
-        params.epsilon,
-        params.delta,
-        params.max_items_per_user,
+        Budget(params.epsilon, params.delta),
+        params.max_contributions,
         beta=params.beta,
         d_max=params.max_adaptive_degree,
     )
     return SelectionPlan(
         "mad",
-        params.max_items_per_user,
         (Step("round 1", round_),),
         weighting="MAD (unbiased): truncation at tau, excess rerouted by adaptive users",
         reference="Chen et al. 2025 Alg. 2 (ICML) / Alg. 3 (arXiv); docs/design/selection.md#mad",

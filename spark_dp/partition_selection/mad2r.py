@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
+from spark_dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
@@ -129,11 +130,11 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
             f"{list(p.split)}; e.g. --split 0.1,0.9"
         )
     f1, f2 = p.split
-    cap, beta, d_max = p.max_items_per_user, p.beta, p.max_adaptive_degree
-    round1 = MadRound.for_budget(f1 * p.epsilon, f1 * p.delta, cap, beta=beta, d_max=d_max)
+    cap, beta, d_max = p.max_contributions, p.beta, p.max_adaptive_degree
+    budget = Budget(p.epsilon, p.delta)
+    round1 = MadRound.for_budget(budget.scaled(f1), cap, beta=beta, d_max=d_max)
     round2 = MadRound.for_budget(
-        f2 * p.epsilon,
-        f2 * p.delta,
+        budget.scaled(f2),
         cap,
         beta=beta,
         d_max=d_max,
@@ -144,7 +145,6 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     )
     return SelectionPlan(
         "mad2r",
-        cap,
         (Step("round 1", round1), Step("round 2", round2)),
         weighting="MAD2R: round 1 unbiased MAD; round 2 MAD biased by round 1's noisy "
         "weights, without the items found or hopeless after round 1",

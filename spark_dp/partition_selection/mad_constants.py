@@ -3,18 +3,22 @@
 Chen et al. 2025, Alg. 2 (ICML) / Alg. 3 (arXiv), Lemmas B.3, B.6, B.8;
 docs/design/selection.md#mad, #mad-constants. Driver-only maths; a :class:`MadRound` is a
 :class:`~.calibration.WeightAndThreshold` round whose weighting is MAD, and describes itself for the
-privacy report (the :class:`spark_dp.report.Calibration` protocol).
+privacy report (the :class:`~spark_dp.calibration_protocol.RoundCalibration` protocol).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from spark_dp.calibration import Budget
 from spark_dp.checks import check_int_at_least, check_nonnegative
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
+
+if TYPE_CHECKING:
+    from dp_accounting import DpEvent
 
 __all__ = [
     "MadConstants",
@@ -163,8 +167,7 @@ class MadRound:
     @classmethod
     def for_budget(
         cls,
-        epsilon: float,
-        delta: float,
+        budget: Budget,
         max_items: int,
         *,
         beta: float,
@@ -175,7 +178,7 @@ class MadRound:
         c_ub: float | None = None,
     ) -> MadRound:
         """σ and ρ for (ε, δ) with h(t) = b_max/√t, then τ = ρ + β·σ and α."""
-        gaussian = WeightAndThreshold.for_budget(epsilon, delta, max_items, h_scale=b_max)
+        gaussian = WeightAndThreshold.for_budget(budget, max_items, h_scale=b_max)
         constants = MadConstants.for_round(
             gaussian, beta=beta, max_adaptive_degree=d_max, b_min=b_min, b_max=b_max
         )
@@ -211,9 +214,32 @@ class MadRound:
         return self.gaussian.rho
 
     @property
+    def delta_noise(self) -> float:
+        """δ share of the Gaussian mechanism (δ/2)."""
+        return self.gaussian.delta_noise
+
+    @property
     def delta_threshold(self) -> float:
         """δ share of the novel-item threshold (δ/2)."""
         return self.gaussian.delta_threshold
+
+    @property
+    def max_items(self) -> int:
+        """The cap Δ0 the round's threshold is calibrated for."""
+        return self.gaussian.max_items
+
+    @property
+    def argmax_t(self) -> int:
+        """The t attaining ρ's maximum."""
+        return self.gaussian.argmax_t
+
+    def dp_event(self) -> DpEvent:
+        """The Gaussian round's event: MAD's ℓ2 sensitivity is 1 as well."""
+        return self.gaussian.dp_event()
+
+    def release_probability(self, weight: float) -> float:
+        """P[w + N(0, σ²) ≥ ρ] for an item of (truncated) weight w."""
+        return self.gaussian.release_probability(weight)
 
     def to_report(self) -> dict[str, Any]:
         """The Gaussian round's description, MAD's constants and the bias rule if any."""

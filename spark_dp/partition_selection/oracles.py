@@ -45,11 +45,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spark_dp.calibration import check_sampler_delta, laplace_scale
+from spark_dp.calibration import Budget, check_sampler_delta, laplace_scale
 from spark_dp.checks import check_nonnegative
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
-from spark_dp.partition_selection.classic import laplace_thresholding_threshold
+from spark_dp.partition_selection.classic_calibration import laplace_thresholding_threshold
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.thresholding import noisy_threshold_mask
 from spark_dp.randomness import Randomness
@@ -160,7 +160,7 @@ def policy_gaussian(
         randomness: order, capping and noise streams.
     """
     check_nonnegative("beta", beta)
-    cal = WeightAndThreshold.for_budget(epsilon, delta, max_items)
+    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items)
     gamma = cal.rho + beta * cal.sigma
     lists, names = _user_lists(pairs)
     w, present = policy_gaussian_weights(
@@ -233,9 +233,10 @@ def greedy_update_histogram(
         their names, and {mechanism, scale, rho, gamma}.
     """
     check_nonnegative("beta", beta)
-    scale = laplace_scale(epsilon)
-    rho = laplace_thresholding_threshold(epsilon, delta, 1)
-    check_sampler_delta(delta, epsilon, "laplace")
+    budget = Budget(epsilon, delta)
+    check_sampler_delta(budget, "laplace")
+    scale = laplace_scale(budget)
+    rho = laplace_thresholding_threshold(budget, 1)
     gamma = rho + beta * scale
     lists, names = _user_lists(pairs)
     w = greedy_update_weights(

@@ -2,10 +2,11 @@
 
 One frozen dataclass declares every parameter once: its default, its ``--help`` sentence and
 its check. The ``partition_selection`` job and ``spark-dp calibrate`` derive their command-line
-flags and config keys from it (see :mod:`spark_dp.config`). Building it also calibrates the
-chosen algorithm (its registry ``plan``), so a combination the algorithm cannot use (a
-three-share split for MAD2R, a b_max above its threshold's h_scale) fails here, before any data
-is read. Defaults follow the paper's experiments (Chen et al. 2025, Sec. 6 ICML / Sec. 7 arXiv;
+flags and config keys from it (see :mod:`spark_dp.config`). It checks its own fields only; the
+algorithm's plan (:func:`~spark_dp.partition_selection.select.plan_selection`, computed once
+from the checked parameters) refuses what the chosen algorithm cannot use (an unknown name, a
+three-share split for MAD2R, a b_max above its threshold's h_scale), still before any data is
+read. Defaults follow the paper's experiments (Chen et al. 2025, Sec. 6 ICML / Sec. 7 arXiv;
 docs/design/selection.md#paper-parameters).
 """
 
@@ -15,7 +16,6 @@ from dataclasses import dataclass
 
 from spark_dp.checks import (
     check_at_most,
-    check_choice,
     check_fractions,
     check_int_at_least,
     check_nonnegative,
@@ -24,15 +24,12 @@ from spark_dp.checks import (
 )
 from spark_dp.config import param
 from spark_dp.partition_selection.mad_constants import check_bias_bounds
-from spark_dp.partition_selection.registry import REGISTRY
 
-__all__ = ["ALGORITHMS", "MAX_ITEMS_PER_USER_LIMIT", "PartitionSelectionParams"]
+__all__ = ["MAX_CONTRIBUTIONS_LIMIT", "PartitionSelectionParams"]
 
-ALGORITHMS = REGISTRY.names
-
-MAX_ITEMS_PER_USER_LIMIT = 1_000_000
-"""Largest Δ0: the calibrations hold arrays of Δ0 floats (megabytes and seconds at this limit;
-the memory and time grow linearly with Δ0)."""
+MAX_CONTRIBUTIONS_LIMIT = 1_000_000
+"""Largest Δ0: the calibrations hold arrays of Δ0 floats (memory and time grow linearly with
+Δ0: megabytes and seconds at this limit)."""
 
 
 @dataclass(frozen=True)
@@ -44,19 +41,14 @@ class PartitionSelectionParams:
     guarantee.
     """
 
-    algorithm: str = param(
-        "mad2r",
-        f"selection algorithm: {REGISTRY.summaries()}",
-        choices=ALGORITHMS,
-    )
+    algorithm: str = param("mad2r", "selection algorithm (one of the registry's)")
     epsilon: float = param(1.0, "total privacy loss ε of the selection (at most 100)")
     delta: float = param(1e-5, "total δ; keep it well below 1/(number of users)")
-    max_items_per_user: int = param(
+    max_contributions: int = param(
         100,
         "the per-user bound Δ0: each user keeps a uniform random subset of at most this many "
         "items (k of the classic strategies); larger values raise the threshold, smaller ones "
-        f"drop data (at most {MAX_ITEMS_PER_USER_LIMIT})",
-        flag="--max-contributions",
+        f"drop data (at most {MAX_CONTRIBUTIONS_LIMIT})",
         aliases=("--max-items-per-user",),
     )
     max_adaptive_degree: int = param(
@@ -88,14 +80,13 @@ class PartitionSelectionParams:
     )
 
     def __post_init__(self) -> None:
-        check_choice("algorithm", self.algorithm, ALGORITHMS)
         check_release_epsilon(self.epsilon)
         check_release_delta(self.delta)
-        check_int_at_least("max_items_per_user", self.max_items_per_user, 1)
+        check_int_at_least("max_contributions", self.max_contributions, 1)
         check_at_most(
-            "max_items_per_user",
-            self.max_items_per_user,
-            MAX_ITEMS_PER_USER_LIMIT,
+            "max_contributions",
+            self.max_contributions,
+            MAX_CONTRIBUTIONS_LIMIT,
             "the calibration would hold arrays of that many floats",
         )
         check_int_at_least("max_adaptive_degree", self.max_adaptive_degree, 4)
@@ -105,4 +96,3 @@ class PartitionSelectionParams:
         check_bias_bounds(self.b_min, self.b_max)
         check_nonnegative("c_lb", self.c_lb)
         check_nonnegative("c_ub", self.c_ub)
-        REGISTRY[self.algorithm].plan(self)  # the algorithm's own checks, before any data

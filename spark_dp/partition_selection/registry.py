@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_dp.partition_selection import basic, classic, dp_sips, mad, mad2r
+from spark_dp.partition_selection import basic, classic, classic_calibration, dp_sips, mad, mad2r
 from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.registry import Algorithm, Registry
 
 if TYPE_CHECKING:
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
-__all__ = ["REGISTRY"]
+__all__ = ["ALGORITHMS", "REGISTRY"]
 
 REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
     "partition-selection",
@@ -48,20 +48,23 @@ REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
         Algorithm(
             "truncated-geometric",
             "count thresholding with the optimal keep probabilities (Desfontaines et al. 2022)",
-            classic.planner(classic.TruncatedGeometric),
-            classic.run,
+            classic.planner(classic_calibration.TruncatedGeometric),
+            classic.run_keep_probability,
         ),
         Algorithm(
             "laplace-thresholding",
             "count thresholding with Laplace noise",
-            classic.planner(classic.LaplaceThresholding),
-            classic.run,
+            classic.planner(classic_calibration.LaplaceThresholding),
+            classic.noisy_count_runner(classic_calibration.LaplaceThresholding),
         ),
         Algorithm(
             "gaussian-thresholding",
             "count thresholding with Gaussian noise",
-            classic.planner(classic.GaussianThresholding),
-            classic.run,
+            classic.planner(classic_calibration.GaussianThresholding),
+            classic.noisy_count_runner(classic_calibration.GaussianThresholding),
         ),
     ],
 )
+
+ALGORITHMS: tuple[str, ...] = REGISTRY.names
+"""The algorithm names, in registry order (``--algorithm`` choices)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope, HoldsCache
+from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -32,20 +33,30 @@ class SelectionPlan:
 
     Attributes:
         algorithm: registry name (``mad2r``, ...).
-        max_items: Δ0, the per-user cap (k of the classic strategies).
         steps: one step per round, in order; each step's calibration states its sensitivity,
-            its constants and its (ε, δ).
+            its constants, its (ε, δ) and the per-user cap Δ0 it is calibrated for (the one
+            stored copy of Δ0: :attr:`max_items` reads it).
         weighting: one sentence naming the weighting.
         reference: the paper sections and design note the algorithm follows.
         options: public algorithm options that shape the run (split, recap_each_round, ...).
     """
 
     algorithm: str
-    max_items: int
-    steps: tuple[Step, ...]
+    steps: tuple[Step[RoundCalibration], ...]
     weighting: str
     reference: str
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        caps = {s.calibration.max_items for s in self.steps}
+        if len(caps) != 1:
+            raise ValueError(f"{self.algorithm}: every round must be calibrated for one cap Δ0")
+
+    @property
+    def max_items(self) -> int:
+        """Δ0, the per-user cap the run applies (k of the classic strategies): the one every
+        round's calibration is built for."""
+        return self.steps[0].calibration.max_items
 
     @property
     def epsilon(self) -> float:
@@ -72,7 +83,6 @@ class SelectionPlan:
         return {
             "algorithm": self.algorithm,
             "weighting": self.weighting,
-            "max_items_per_user": self.max_items,
             **{k: list(v) if isinstance(v, tuple) else v for k, v in self.options.items()},
             "reference": self.reference,
         }
@@ -92,7 +102,7 @@ class RoundResult:
         output_items: number of selected items (released, so public).
     """
 
-    step: Step
+    step: Step[RoundCalibration]
     items: DataFrame
     output_items: int
 

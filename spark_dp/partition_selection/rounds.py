@@ -8,21 +8,39 @@ the item union or of any intermediate table.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
-from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.partition_selection.layout import keep
-from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import RoundResult
 from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
-__all__ = ["capped_input", "counted_round", "default_timer", "gaussian_round", "single_round"]
+__all__ = [
+    "GaussianThreshold",
+    "capped_input",
+    "counted_round",
+    "default_timer",
+    "gaussian_round",
+    "single_round",
+]
+
+
+@runtime_checkable
+class GaussianThreshold(Protocol):
+    """σ and ρ of a Gaussian weight-and-threshold round (a ``WeightAndThreshold`` or a
+    ``MadRound``)."""
+
+    @property
+    def sigma(self) -> float: ...
+
+    @property
+    def rho(self) -> float: ...
 
 
 def default_timer(timer: StageTimer | None) -> StageTimer:
@@ -63,7 +81,7 @@ def capped_input(
         log_private(timer.logger, "%s: %d pairs kept after the cap", stage, capped.count())
     if not reuse:
         return capped
-    with timer.stage(stage, max_items_per_user=max_items):
+    with timer.stage(stage, max_items=max_items):
         return keep(capped, cache)
 
 
@@ -80,8 +98,8 @@ def gaussian_round(
     """Noise N(0, σ²) on every item weight, keep w̃ ≥ ρ (Chen et al. 2025, Alg. 1).
 
     Args:
-        step: the round's label and calibration (a :class:`WeightAndThreshold` or a
-            :class:`MadRound`): σ and ρ, and the (ε, δ) it spends.
+        step: the round's label and calibration (a :class:`GaussianThreshold`): σ and ρ, and
+            the (ε, δ) it spends.
         weights: (item, weight_private) of a weighting with Δ2 ≤ 1 and novel Δ∞(t) ≤ h(t),
             where h is the one the calibration was built for.
         randomness: the round's noise stream.
@@ -91,7 +109,7 @@ def gaussian_round(
         the round, with its selected items cached and counted.
     """
     calibration = step.calibration
-    if not isinstance(calibration, WeightAndThreshold | MadRound):
+    if not isinstance(calibration, GaussianThreshold):
         raise TypeError(f"a Gaussian round needs σ and ρ, got {type(calibration).__name__}")
     items = threshold_items(
         weights,

@@ -1,8 +1,9 @@
 """One entry point for every partition-selection algorithm: :func:`select_partitions`.
 
 The algorithm is looked up in the registry (:mod:`.registry`): its ``plan`` calibrates every
-round from the public parameters, its ``run`` does the work. :func:`calibration_table` is the
-same plans without data, for ``spark-dp calibrate``.
+round from the public parameters (:func:`plan_selection`, once per run), its ``run`` does the
+work with that plan. :func:`calibration_table` is the same plans without data, for
+``spark-dp calibrate``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
 from spark_dp.tracking import labels
 
-__all__ = ["calibration_table", "plan_selection", "select_partitions"]
+__all__ = ["calibration_rows", "calibration_table", "plan_selection", "select_partitions"]
 
 
 def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
@@ -38,13 +39,16 @@ def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
     rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (docs/design/selection.md#mad-constants);
     MAD2R's second round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap
     (docs/design/selection.md#basic-laplace).
+
+    Raises:
+        ParameterError: an unknown algorithm, or parameters it cannot use.
     """
     return REGISTRY[params.algorithm].plan(params)
 
 
 def select_partitions(
     pairs: DataFrame,
-    params: PartitionSelectionParams,
+    plan: SelectionPlan | PartitionSelectionParams,
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
@@ -59,11 +63,13 @@ def select_partitions(
 
     Args:
         pairs: user-item pairs.
-        params: validated parameters.
+        plan: the data-free plan (:func:`plan_selection`; the job computes it once, before
+            the budget reservation), or the parameters, planned here once before any data is
+            touched.
         randomness: ``Randomness.create()`` (OS entropy) in production, or
             ``Randomness.from_key_file(path)``; seeded for tests. An unbound one is bound here
-            to the release of (algorithm, ``params``, the content digest of ``pairs``, key):
-            see :func:`spark_dp.budget.ids.bind_release` for the rule (a key-file or seeded key
+            to the release of (algorithm, the plan, the content digest of ``pairs``, key): see
+            :func:`spark_dp.budget.ids.bind_release` for the rule (a key-file or seeded key
             needs the digest); a bound one is used as is.
         timer: stage logger.
         validate: check ``pairs`` first (null ids, types, empty input) and digest them in the
@@ -77,9 +83,10 @@ def select_partitions(
             (and without ``spark.sql.shuffle.partitions`` set) the shuffle keeps Spark's 200.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
-        algorithm: run this registry entry instead of ``REGISTRY[params.algorithm]``. Only
-            for the privacy audit (:mod:`spark_dp.audit`), whose deliberately broken variants
-            are entries that are not registered; they run through this same path.
+        algorithm: run the plan with this entry's ``run`` instead of
+            ``REGISTRY[plan.algorithm]``'s. Only for the privacy audit (:mod:`spark_dp.audit`),
+            whose deliberately broken variants are entries that are not registered; they run
+            through this same path.
         digest: with ``validate=False`` and an unbound key-file or seeded ``randomness``: the
             :class:`~spark_dp.io.InputSummary` of ``load_pairs(..., gate=ReadGate.keyed_by(
             randomness))`` (or its digest).
@@ -93,13 +100,16 @@ def select_partitions(
 
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
-        ParameterError: ``input_rows`` is not a non-negative integer.
+        ParameterError: ``input_rows`` is not a non-negative integer, or parameters the
+            algorithm cannot use.
     """
+    if not isinstance(plan, SelectionPlan):
+        plan = plan_selection(plan)
     if input_rows is not None:  # a row count is private: the error never shows it
         hint = "pass the input's row count, load_pairs(...)[1].rows_read, or None"
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
-    algorithm = algorithm or REGISTRY[params.algorithm]
-    with labels(pairs.sparkSession, family="partition_selection", algorithm=params.algorithm):
+    algorithm = algorithm or REGISTRY[plan.algorithm]
+    with labels(pairs.sparkSession, family="partition_selection", algorithm=plan.algorithm):
         checked, digests = pairs, digests_of(digest)
         if validate:
             gate = None if randomness.bound else ReadGate.keyed_by(randomness)
@@ -112,7 +122,7 @@ def select_partitions(
             randomness,
             family="partition_selection",
             algorithm=algorithm.name,
-            parameters=params,
+            parameters={"rounds": plan.to_report(), "options": dict(plan.options)},
             digests=digests,
             tables=["pairs"],
         )
@@ -120,7 +130,7 @@ def select_partitions(
         try:
             with sized_for(input_rows):  # private: only how many tasks share the work
                 selection: Selection = algorithm.run(
-                    checked, algorithm.plan(params), randomness, timer=timer, cache=cache
+                    checked, plan, randomness, timer=timer, cache=cache
                 )
         except BaseException:
             cache.release()
@@ -143,17 +153,23 @@ def calibration_table(
     Raises:
         ParameterError: an unknown algorithm name.
     """
-    keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
-    keys += ("alpha", "crossover_1", "crossover_2")
     rows = []
     for name in algorithms or REGISTRY.names:
         algorithm = REGISTRY[name]
         split = params.split
         if name == "mad2r" and len(split) != 2:
             split = (0.1, 0.9)
-        planned = algorithm.plan(replace(params, algorithm=name, split=split))
-        for step in planned.to_report():
-            row = {"algorithm": name, "round": step["label"]}
-            row.update({k: step[k] for k in keys if k in step})
-            rows.append(row)
+        rows += calibration_rows(algorithm.plan(replace(params, algorithm=name, split=split)))
+    return rows
+
+
+def calibration_rows(plan: SelectionPlan) -> list[dict[str, Any]]:
+    """One row per round of ``plan`` with the constants an operator checks before a run."""
+    keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
+    keys += ("alpha", "crossover_1", "crossover_2")
+    rows = []
+    for step in plan.to_report():
+        row = {"algorithm": plan.algorithm, "round": step["label"]}
+        row.update({k: step[k] for k in keys if k in step})
+        rows.append(row)
     return rows

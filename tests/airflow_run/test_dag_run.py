@@ -34,7 +34,7 @@ AIRFLOW_BIN = Path(
 DAG_FILE = ROOT / "conf" / "airflow" / "spark_dp_dag.py"
 DATASET_ID = "spark_dp_demo.user_items"
 # small demo data and test-speed Spark settings (what tests/conftest.py uses for its session)
-RUN_CONF = {"users": 1500, "records": 2000, "max_contribution": 8, "epsilon": 0.8}
+RUN_CONF = {"users": 1500, "records": 2000, "count_max_contributions": 8, "epsilon": 0.8}
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -134,9 +134,9 @@ def test_outputs_reports_budget_and_keys_of_the_run(dag_run):
     keys = home / "keys" / "spark_dp_pipeline" / safe
     selection = json.loads((run / "released_items.report.json").read_text())
     count = json.loads((run / "distinct_count.json").read_text())
-    # the DAG's params reached the jobs (epsilon and max_contribution were set for this run)
+    # the DAG's params reached the jobs (epsilon and count_max_contributions were set for this run)
     assert selection["parameters"]["epsilon"] == RUN_CONF["epsilon"]
-    assert count["parameters"]["max_contribution"] == RUN_CONF["max_contribution"]
+    assert count["parameters"]["max_contributions"] == RUN_CONF["count_max_contributions"]
     # each privacy job used its own key of this run: a retry reads the same file
     for report, task in ((selection, "partition_selection"), (count, "distinct_count")):
         assert report["randomness"]["mode"] == "key-file"

@@ -45,7 +45,7 @@ from spark_dp.audit.statistics import (
     epsilon_test_power,
     novel_test_power,
 )
-from spark_dp.audit.targets import MECHANISMS, SparkSelection, build_target, release_model
+from spark_dp.audit.targets import MECHANISMS, SparkSelection, build_target
 from spark_dp.distinct_count import exact_curve_local
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.mad_constants import MadRound
@@ -143,7 +143,7 @@ def sigma_2eps_power() -> float:
     m = place_epsilon_item(target.release_probability, claim.delta_event, runs,
                            Confidence().per_bound)  # fmt: skip
     # the broken σ is what the run really uses, so its model is the truth here
-    truth = release_model(target.plan.calibration(0, WeightAndThreshold))
+    truth = target.plan.calibration(0, WeightAndThreshold).release_probability
     return best_comparison_power(truth(m + 1.0), truth(float(m)), claim.delta_event,
                                  claim.epsilon, runs)  # fmt: skip
 
@@ -204,18 +204,17 @@ def test_the_novel_canary_attains_the_claimed_share(name):
         cal = target.plan.steps[0].calibration
     else:
         cal = target.calibration
-    model = release_model(cal)
+    model = cal.release_probability
     n = target.novel_items()
     if isinstance(cal, LaplaceWeightAndThreshold):
         t = min(cal.max_items, n)
         h = 1.0 / t
     elif isinstance(cal, WeightAndThreshold | MadRound):
-        cap = cal.gaussian.max_items if isinstance(cal, MadRound) else cal.max_items
-        t = min(cap, n)
+        t = min(cal.max_items, n)
         h = 1.0 / math.sqrt(t)
     elif name == "greedy-update":
         t, h = 1, 1.0  # the canary's budget of 1 lands on one novel item
     else:
-        t, h = cal.max_partitions, 1.0  # count thresholding: k items of count 1
+        t, h = cal.max_items, 1.0  # count thresholding: k items of count 1
     rate = 1.0 - (1.0 - model(h)) ** t
     assert rate == pytest.approx(target.claim.delta_novel, rel=1e-9)

@@ -27,7 +27,7 @@ def dataset(seed: int) -> dict[str, list[str]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", REGISTRY.names)
 def test_union_run_equals_the_runs_on_each_copy(spark, name):
-    target = build_target(name, Settings(fast=True, overrides={"max_items_per_user": 3}))
+    target = build_target(name, Settings(fast=True, overrides={"max_contributions": 3}))
     copies = [dataset(s) for s in range(2)]
     key = Randomness.create(5).bind("test")  # the targets draw directly: a bound test key
     union = split_by_copy(target.released(Copies(tuple((c, 1) for c in copies)), key, spark))

@@ -89,7 +89,7 @@ def test_bounding_over_connect_equals_the_reference_greedy(spark, server):
     records, caps, table = batch(seed=11, n=8)
     incidences = spark.createDataFrame(incidence_rows(records), "record_id string, user_id string")
     capacities = spark.createDataFrame(list(table.items()), "user_id string, cap long")
-    params = BoundingParams(algorithm="greedy", capacity=2, driver_threshold_rows=0)
+    params = BoundingParams(algorithm="greedy", max_contributions=2, driver_threshold_rows=0)
     with bound_contributions(
         incidences, params, capacities=capacities, randomness=Randomness.create(4).bind("test")
     ) as result:  # distributed rounds: every round's state is checkpointed over Connect
@@ -112,7 +112,7 @@ def test_distinct_count_over_connect_equals_the_local_curve(spark, server):
     curve = exact_curve(pairs, 6, components_min_rows=0, spark_rounds_min_rows=0).curve
     assert list(curve) == list(exact_curve_local(p, x, 6))
     entry = DC_REGISTRY["greedy"]
-    plan = entry.plan(DistinctCountParams(epsilon=1.0, max_contribution=6, method="greedy"))
+    plan = entry.plan(DistinctCountParams(epsilon=1.0, max_contributions=6, method="greedy"))
     result = entry.run(pairs, plan, Randomness.create(5))
     assert 1 <= result.release.ell <= 6
     assert no_cached_query(server)

@@ -31,7 +31,7 @@ def test_dp_mf_batches_and_the_bias_sweep(spark: SparkSession) -> None:
     assert res.summary["max_degree"] <= math.ceil(6 / 2) and res.user_state is None
     sweep = bound_contributions(
         inc,
-        BoundingParams(algorithm="bias-sweep", capacity=3),
+        BoundingParams(algorithm="bias-sweep", max_contributions=3),
         randomness=Randomness.create(0).bind("test"),
         validate=False,
     )

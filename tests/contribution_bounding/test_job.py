@@ -45,7 +45,9 @@ def test_job_writes_selection_user_state_and_report(spark: SparkSession, tmp_pat
     test_greedy.py."""
     records, caps, _ = batch(seed=11, n=8)
     records.update(as_records(FIG1, "F"))
-    caps = dict.fromkeys({u for us in records.values() for u in us}, 2)  # uniform --capacity
+    caps = dict.fromkeys(
+        {u for us in records.values() for u in us}, 2
+    )  # uniform --max-contributions
     inp = _write_incidences(spark, tmp_path / "inc", records)
     out = str(tmp_path / "out" / "records")
     argv = [
@@ -120,7 +122,7 @@ def test_only_id_columns_are_read(spark: SparkSession, tmp_path: Path) -> None:
         (
             "good",
             ["--max-contributions", "-1"],
-            "--max-contributions (capacity) must be an integer >= 0, got -1",
+            "max_contributions must be an integer >= 0, got -1",
         ),
         ("good", [], "pass the contribution bound"),
         (

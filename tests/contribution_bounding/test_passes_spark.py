@@ -31,7 +31,7 @@ def test_distributed_alg3_equals_the_sequential_passes(spark: SparkSession) -> N
     inc, caps_df = _frames(spark, records, table)
     # small driver threshold: pass 1 runs Spark rounds, the small later passes finish on the
     # driver (same answer, docs/design/bounding.md#driver-finish)
-    params = BoundingParams(algorithm="greedy-dup", capacity=2, driver_threshold_rows=40)
+    params = BoundingParams(algorithm="greedy-dup", max_contributions=2, driver_threshold_rows=40)
     res = bound_contributions(
         inc,
         params,
@@ -61,7 +61,7 @@ def test_distributed_bias_mitigating_equals_alg2_over_the_interleave(spark: Spar
     inc, caps_df = _frames(spark, records, table)
     params = BoundingParams(
         algorithm="bias-mitigating",
-        capacity=2,
+        max_contributions=2,
         size_threshold=1,
         small_block=2,
         large_block=3,

@@ -72,7 +72,7 @@ def test_a_validating_run_sizes_the_shuffle_by_user_for_its_input(spark: SparkSe
     selected: list[set[str]] = []
 
     def run() -> None:
-        params = BoundingParams(capacity=2, finish="continue")
+        params = BoundingParams(max_contributions=2, finish="continue")
         with bound_contributions(inc, params, randomness=Randomness.create(4)) as result:
             selected.append({r["record_id"] for r in result.selected.collect()})
 
@@ -139,6 +139,9 @@ def test_input_rows_must_be_a_row_count(spark: SparkSession, rows: object, got: 
     inc = spark.createDataFrame([("r1", "u1")], SCHEMA)
     with pytest.raises(ParameterError, match=rf"input_rows must be .* got {got}; .*rows_read") as e:
         bound_contributions(
-            inc, BoundingParams(capacity=1), randomness=Randomness.create(0), input_rows=rows
+            inc,
+            BoundingParams(max_contributions=1),
+            randomness=Randomness.create(0),
+            input_rows=rows,
         )
     assert "12345" not in str(e.value)

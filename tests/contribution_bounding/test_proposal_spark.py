@@ -90,7 +90,9 @@ def test_size_hash_rounds_equal_reference_with_capacities_and_salting(
     salted buckets (skew threshold 3)."""
     records, caps, table = batch(seed=seed, n=25)
     _fixtures(records, caps, table)
-    params = BoundingParams(capacity=2, finish="continue", skew_threshold=3)  # salted ranks
+    params = BoundingParams(
+        max_contributions=2, finish="continue", skew_threshold=3
+    )  # salted ranks
     old = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "5")
     try:
@@ -152,7 +154,7 @@ def test_per_user_deadlock_switches_to_the_hash_order_in_spark(spark: SparkSessi
         [(h, u, w) for (h, u), w in weights.items()],
         "record_id string, user_id string, weight double",
     )
-    params = BoundingParams(capacity=1, order="per-user", finish="continue")
+    params = BoundingParams(max_contributions=1, order="per-user", finish="continue")
     res = bound_contributions(
         _inc_df(spark, records),
         params,
@@ -184,7 +186,9 @@ def test_per_user_orders_then_the_driver_finish(spark: SparkSession) -> None:
         [(h, u, w) for (h, u), w in weights.items()],
         "record_id string, user_id string, weight double",
     )
-    params = BoundingParams(capacity=2, order="per-user", max_rounds=2, driver_threshold_rows=0)
+    params = BoundingParams(
+        max_contributions=2, order="per-user", max_rounds=2, driver_threshold_rows=0
+    )
     res = bound_contributions(
         _inc_df(spark, records),
         params,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -16,10 +15,13 @@ from spark_dp.contribution_bounding import (
     BoundingResult,
     api,
     bound_contributions,
+    plan_bounding,
 )
 from spark_dp.contribution_bounding.plan import RunContext
 from spark_dp.contribution_bounding.prepare import Prepared
 from spark_dp.errors import ParameterError
+from spark_dp.jobs.cli_args import build_parser
+from spark_dp.jobs.contribution_bounding import SPEC
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm, Registry
 from tests.contribution_bounding.helpers import key_seed
@@ -38,18 +40,18 @@ NAMES = (
 
 def _params(name: str, **kw: Any) -> BoundingParams:
     schedule = {"iterations": 4, "batch_size": 2} if name == "dp-mf" else {}
-    return BoundingParams(algorithm=name, **{"capacity": 2, **schedule, **kw})
+    return BoundingParams(algorithm=name, **{"max_contributions": 2, **schedule, **kw})
 
 
 def test_every_name_resolves_and_every_list_is_the_registry() -> None:
     assert REGISTRY.names == NAMES == ALGORITHMS
     assert len(REGISTRY) == len(NAMES)
-    field = next(f for f in dataclasses.fields(BoundingParams) if f.name == "algorithm")
-    assert field.metadata["choices"] == NAMES  # --algorithm choices
+    (action,) = [a for a in build_parser(SPEC)._actions if a.dest == "algorithm"]
+    assert tuple(action.choices or ()) == NAMES  # --algorithm choices
     for name in NAMES:
         algorithm = REGISTRY[name]
         assert algorithm.name == name and name in REGISTRY
-        assert algorithm.summary in field.metadata["help"]  # --algorithm help
+        assert algorithm.summary in str(action.help)  # --algorithm help
 
 
 @pytest.mark.parametrize(
@@ -60,7 +62,7 @@ def test_an_unknown_name_errors_with_a_hint(name: str, hint: str) -> None:
     with pytest.raises(ParameterError, match=f"did you mean '{hint}'"):
         REGISTRY[name]
     with pytest.raises(ParameterError, match=f"did you mean '{hint}'"):
-        BoundingParams(algorithm=name, capacity=1)
+        plan_bounding(BoundingParams(algorithm=name, max_contributions=1))
 
 
 @pytest.mark.parametrize(
@@ -89,7 +91,7 @@ def test_plans_are_decided_from_the_parameters_alone(
     assert (plan.algorithm, plan.order, plan.on_driver) == (name, order, on_driver)
     assert (plan.duplicates, plan.user_state) == (duplicates, user_state)
     assert plan.capacity_required == capacity_required
-    assert plan.interleave is None and params.duplicates == duplicates
+    assert plan.interleave is None and plan_bounding(params) == plan
     if not on_driver:
         assert plan.rounds is not None and plan.rounds.max_rounds == 7
     assert plan.order_plan(5).to_dict() == {"order": order, "seed": 5}
@@ -129,7 +131,7 @@ def test_bound_contributions_dispatches_to_the_named_algorithm(
     monkeypatch.setattr(api, "prepare", fake_prepare)
     inc = spark.createDataFrame([("r1", "u1")], "record_id string, user_id string")
     for name in NAMES:
-        params = _params(name, capacity=None if name == "dp-mf" else 2)
+        params = _params(name, max_contributions=None if name == "dp-mf" else 2)
         res = bound_contributions(
             inc, params, randomness=Randomness.create(5).bind("test"), validate=False
         )

@@ -51,7 +51,7 @@ def test_a_crashed_run_resumes_after_its_last_saved_round(
     caps_df = spark.createDataFrame(list(table.items()), "user_id string, cap long")
     w_df = spark.createDataFrame(list(weights.items()), "record_id string, weight double")
     params = BoundingParams(
-        capacity=2,
+        max_contributions=2,
         order="weighted-global",
         max_rounds=3,
         finish="driver-greedy",
@@ -100,6 +100,6 @@ def test_a_crashed_run_resumes_after_its_last_saved_round(
     assert {r["user_id"]: r["d"] for r in res.user_state.collect() if r["d"]} == d
 
     # The same directory with other parameters is refused.
-    other = BoundingParams(capacity=3, order="weighted-global")
+    other = BoundingParams(max_contributions=3, order="weighted-global")
     with pytest.raises(WorkDirMismatchError, match="other inputs or parameters"):
         bound_contributions(inc, other, randomness=Randomness.create(4).bind("test"), **run)

@@ -20,12 +20,16 @@ def test_the_order_seed_comes_from_the_key_or_a_resumed_run() -> None:
 
 
 def test_the_fingerprint_keeps_what_changes_the_answer() -> None:
-    base = fingerprint_params(BoundingParams(capacity=2))
+    base = fingerprint_params(BoundingParams(max_contributions=2))
     same = ContributionBoundingParams(
-        capacity=2, work_dir="w", keep_work_dir=True, driver_threshold_rows=0, salt_buckets=8
+        max_contributions=2,
+        work_dir="w",
+        keep_work_dir=True,
+        driver_threshold_rows=0,
+        salt_buckets=8,
     )
     assert fingerprint_params(same) == base  # paths and speed knobs never change the answer
-    assert fingerprint_params(BoundingParams(capacity=3)) != base
+    assert fingerprint_params(BoundingParams(max_contributions=3)) != base
     assert "max_rounds" not in base and "finish" not in base  # exhaustive: R does not matter
-    stopped = fingerprint_params(BoundingParams(capacity=2, finish="none", max_rounds=3))
+    stopped = fingerprint_params(BoundingParams(max_contributions=2, finish="none", max_rounds=3))
     assert (stopped["finish"], stopped["max_rounds"]) == ("none", 3)

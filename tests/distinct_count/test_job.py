@@ -66,7 +66,7 @@ def test_job_writes_the_release_and_nothing_private(
     report = json.loads(report_path.read_text())
     for key in ("estimate", "ell", "lower_bound", "lower_bound_clamped", "epsilon", "beta"):
         assert key in report
-    assert report["max_contribution"] == 50 and report["method"] == method
+    assert report["max_contributions"] == 50 and report["method"] == method
     assert 1 <= report["ell"] <= 50
     assert report["estimate"] == pytest.approx(
         report["lower_bound"] + report["privacy"]["mechanism"]["lower_bound_shift"]
@@ -149,7 +149,7 @@ def test_repeated_pairs_count_once(
         (["--epsilon", "1", "--failure-probability", "0.5"], "--failure-probability (beta) must"),
         (
             ["--epsilon", "1", "--max-contributions", "0"],
-            "--max-contributions (max_contribution) must be an integer >= 1",
+            "max_contributions must be an integer >= 1",
         ),
         (["--epsilon", "1", "--ell-blocks", "0"], "ell_blocks must be an integer >= 1"),
     ],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -25,6 +24,8 @@ from spark_dp.distinct_count.registry import (
     curve_method,
 )
 from spark_dp.errors import ParameterError
+from spark_dp.jobs.cli_args import build_parser
+from spark_dp.jobs.distinct_count import SPEC
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.randomness import Randomness
 
@@ -46,8 +47,8 @@ def pairs(spark: SparkSession) -> DataFrame:
 def test_the_registry_is_the_one_list_of_methods() -> None:
     assert REGISTRY.names == METHODS == ("exact", "greedy")
     assert len(REGISTRY) == 2 and "greedy" in REGISTRY and "sampling" not in REGISTRY
-    fields = {f.name: f for f in dataclasses.fields(DistinctCountParams)}
-    assert fields["method"].metadata["choices"] == METHODS  # --method choices
+    (action,) = [a for a in build_parser(SPEC)._actions if a.dest == "method"]
+    assert tuple(action.choices or ()) == METHODS  # --method choices
     assert [a.name for a in REGISTRY] == list(METHODS)
     assert "Algorithm 1" in REGISTRY["exact"].summary
     assert "Algorithm 2" in REGISTRY["greedy"].summary
@@ -65,7 +66,7 @@ def test_unknown_method_names_the_known_ones() -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_plan_is_data_free_and_follows_the_parameters(method: str) -> None:
-    params = DistinctCountParams(epsilon=2.0, beta=0.1, method=method, max_contribution=40)
+    params = DistinctCountParams(epsilon=2.0, beta=0.1, method=method, max_contributions=40)
     plan = REGISTRY[method].plan(params)
     assert isinstance(plan, DistinctCountPlan)
     assert (plan.method, plan.epsilon, plan.beta, plan.ell_max) == (method, 2.0, 0.1, 40)
@@ -92,7 +93,7 @@ def test_contribution_curve_dispatches_through_the_registry(
 @pytest.mark.parametrize("method", METHODS)
 def test_run_is_the_curve_then_the_release(pairs: DataFrame, method: str) -> None:
     algorithm = REGISTRY[method]
-    plan = algorithm.plan(DistinctCountParams(epsilon=1.0, method=method, max_contribution=6))
+    plan = algorithm.plan(DistinctCountParams(epsilon=1.0, method=method, max_contributions=6))
     timer = StageTimer(get_logger("test"))
     result = algorithm.run(pairs, plan, Randomness.create(8), timer=timer, ell_blocks=1)
     assert isinstance(result, DistinctCountResult)
@@ -108,6 +109,6 @@ def test_run_is_the_curve_then_the_release(pairs: DataFrame, method: str) -> Non
 
 
 def test_run_refuses_a_plan_of_another_method(pairs: DataFrame) -> None:
-    plan = REGISTRY["exact"].plan(DistinctCountParams(epsilon=1.0, max_contribution=6))
+    plan = REGISTRY["exact"].plan(DistinctCountParams(epsilon=1.0, max_contributions=6))
     with pytest.raises(ParameterError, match="the plan is for method 'exact', not 'greedy'"):
         REGISTRY["greedy"].run(pairs, plan, Randomness.create(1))

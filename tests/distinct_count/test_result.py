@@ -27,13 +27,13 @@ RELEASED = {
     "lower_bound_clamped",
     "epsilon",
     "beta",
-    "max_contribution",
+    "max_contributions",
     "method",
 }
 
 
 def _result(method: str = "greedy", epsilon: float = 1.0, seed: int = 3) -> DistinctCountResult:
-    params = DistinctCountParams(epsilon=epsilon, method=method, max_contribution=ELL_MAX)
+    params = DistinctCountParams(epsilon=epsilon, method=method, max_contributions=ELL_MAX)
     plan = REGISTRY[method].plan(params)
     release = release_curve(CURVE, plan, Randomness.create(seed))
     return DistinctCountResult(plan, release, curve_method(method).count_function, CURVE)
@@ -103,7 +103,7 @@ def test_released_values_are_the_release() -> None:
         "lower_bound_clamped": r.lower_bound_clamped,
         "epsilon": 1.0,
         "beta": 0.05,
-        "max_contribution": ELL_MAX,
+        "max_contributions": ELL_MAX,
         "method": "greedy",
     }
     assert report["estimate"] == pytest.approx(report["lower_bound"] + r.shift)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import spark_dp.partition_selection as ps
-from spark_dp.partition_selection.params import ALGORITHMS
+from spark_dp.partition_selection.registry import ALGORITHMS
 
 
 def test_all_lists_exactly_what_the_package_exports():

@@ -8,7 +8,11 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_dp.errors import InputContractError, ParameterError
-from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+from spark_dp.partition_selection import (
+    PartitionSelectionParams,
+    plan_selection,
+    select_partitions,
+)
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.randomness import Randomness
 from tests.partition_selection.helpers import item_set
@@ -55,7 +59,7 @@ def test_all_singletons_release_nothing(pairs_df):
 
 def test_cap_of_one_item_per_user(pairs_df):
     sets = {f"u{u}": ["a", f"b{u % 3}"] for u in range(1500)}
-    sel = select(pairs_df(sets), algorithm="mad", max_items_per_user=1)  # d_max 50 > Δ0 is fine
+    sel = select(pairs_df(sets), algorithm="mad", max_contributions=1)  # d_max 50 > Δ0 is fine
     assert item_set(sel.items) == {"a", "b0", "b1", "b2"}  # ~750 and ~250 users each
     assert sel.rounds[0].calibration["max_items"] == 1
 
@@ -81,7 +85,7 @@ def test_a_user_of_degree_1e5_is_capped(spark):
 def test_unicode_items_come_back_unchanged(pairs_df):
     names = ["日本語", "naïve café", "🙂 emoji", "Ελληνικά", "a\tb"]
     sets = {f"u{u}": [*names, f"solo{u}"] for u in range(600)}
-    sel = select(pairs_df(sets), algorithm="mad", max_items_per_user=10)
+    sel = select(pairs_df(sets), algorithm="mad", max_contributions=10)
     assert item_set(sel.items) == set(names)
 
 
@@ -90,7 +94,7 @@ def test_unicode_items_come_back_unchanged(pairs_df):
     [
         ({"epsilon": 0.0}, r"epsilon must be a finite number > 0"),
         ({"delta": 1.5}, r"delta must lie strictly between 0 and 1"),
-        ({"max_items_per_user": 0}, r"max_items_per_user must be an integer >= 1"),
+        ({"max_contributions": 0}, r"max_contributions must be an integer >= 1"),
         ({"max_adaptive_degree": 3}, r"max_adaptive_degree must be an integer >= 4"),
         ({"b_min": 0.3}, r"b_min must lie in \[0.5, 1\]"),
         ({"b_max": math.inf}, r"b_max must be a finite number >= 1"),
@@ -101,13 +105,16 @@ def test_unicode_items_come_back_unchanged(pairs_df):
     ],
 )
 def test_parameter_errors_name_the_parameter(params, message):
+    # each parameter checks itself when built, the algorithm's plan what depends on it: both
+    # before any data is read
     with pytest.raises(ParameterError, match=message):
-        PartitionSelectionParams(**params)
+        plan_selection(PartitionSelectionParams(**params))
 
 
 def test_three_round_split_is_fine_for_dp_sips():
     p = PartitionSelectionParams(algorithm="dp-sips", split=[0.05, 0.15, 0.8])
     assert p.split == (0.05, 0.15, 0.8)
+    assert len(plan_selection(p).steps) == 3
 
 
 @pytest.mark.parametrize(

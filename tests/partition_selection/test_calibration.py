@@ -12,7 +12,7 @@ import math
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import gaussian_sigma
+from spark_dp.calibration import Budget, gaussian_sigma
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import calibration as cal
 
@@ -24,7 +24,7 @@ def rel(a: float, b: float) -> float:
 def test_basic_laplace_threshold_matches_spec():
     # docs/design/selection.md#basic-laplace, #vectors: ρ_Lap(ε=1, δ=1e-5, Δ0=100) = 15.434944,
     # arg-max t = 100.
-    thr = cal.laplace_weighted_threshold(1.0, 1e-5, 100)
+    thr = cal.laplace_weighted_threshold(Budget(1.0, 1e-5), 100)
     assert rel(thr.rho, 15.434944) < 1e-6
     assert thr.argmax_t == 100
 
@@ -69,7 +69,7 @@ SPEC_SWEEP = [
 def test_weight_and_threshold_matches_spec_3_6(setting, expected):
     eps, delta, d0, h = setting
     sigma, rho, t, tau = expected
-    c = cal.WeightAndThreshold.for_budget(eps, delta, d0, h)
+    c = cal.WeightAndThreshold.for_budget(Budget(eps, delta), d0, h)
     assert rel(c.sigma, sigma) < 1e-6
     assert rel(c.rho, rho) < 1e-6
     assert c.argmax_t == t
@@ -81,7 +81,7 @@ def test_weight_and_threshold_matches_spec_3_6(setting, expected):
 def test_sweep_matches_spec(setting, expected):
     eps, delta, d0 = setting
     sigma, rho, t = expected
-    c = cal.WeightAndThreshold.for_budget(eps, delta, d0)
+    c = cal.WeightAndThreshold.for_budget(Budget(eps, delta), d0)
     assert rel(c.sigma, sigma) < 1e-6
     assert rel(c.rho, rho) < 1e-6
     assert c.argmax_t == t
@@ -90,14 +90,14 @@ def test_sweep_matches_spec(setting, expected):
 def test_literal_pseudocode_thresholds_differ_as_the_spec_says():
     # docs/design/selection.md#mad2r-delta: with the total δ inside ρ1 the threshold would be
     # 201.807910 (not used).
-    sigma1 = gaussian_sigma(0.1, 1e-6 / 2)
+    sigma1 = gaussian_sigma(Budget(0.1, 1e-6 / 2))
     literal = cal.gaussian_threshold(sigma1, 1e-5 / 2, 100).rho
     assert rel(literal, 201.807910) < 1e-6
     assert literal < cal.gaussian_threshold(sigma1, 1e-6 / 2, 100).rho
 
 
 def test_laplace_weighted_threshold_matches_spec():
-    thr = cal.laplace_weighted_threshold(1.0, 1e-5, 100)
+    thr = cal.laplace_weighted_threshold(Budget(1.0, 1e-5), 100)
     assert rel(thr.rho, 15.434944) < 1e-6
     assert thr.argmax_t == 100
 
@@ -116,7 +116,7 @@ def test_threshold_union_bound_is_exact():
 
 
 def test_report_of_a_round_is_complete():
-    c = cal.WeightAndThreshold.for_budget(1.0, 1e-5, 100)
+    c = cal.WeightAndThreshold.for_budget(Budget(1.0, 1e-5), 100)
     r = c.to_report()
     assert r["delta_noise"] == r["delta_threshold"] == 5e-6
     assert r["sigma"] == c.sigma and r["rho"] == c.rho and r["l2_sensitivity"] == 1.0
@@ -126,8 +126,8 @@ def test_report_of_a_round_is_complete():
     ("call", "message"),
     [
         (lambda: cal.gaussian_threshold(1.0, 1e-5, 0), "max_items must be an integer >= 1"),
-        (lambda: cal.WeightAndThreshold.for_budget(1.0, 2.0, 100), "delta"),
-        (lambda: cal.laplace_weighted_threshold(1.0, 1e-5, 0), "max_items"),
+        (lambda: cal.WeightAndThreshold.for_budget(Budget(1.0, 2.0), 100), "delta"),
+        (lambda: cal.laplace_weighted_threshold(Budget(1.0, 1e-5), 0), "max_items"),
     ],
 )
 def test_bad_threshold_parameters_are_named(call, message):

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import gaussian_sigma
-from spark_dp.partition_selection import classic as cl
-from spark_dp.partition_selection.classic import (
+from spark_dp.calibration import Budget, gaussian_sigma
+from spark_dp.partition_selection import classic_calibration as cl
+from spark_dp.partition_selection.classic import keep_probability_column
+from spark_dp.partition_selection.classic_calibration import (
     GaussianThresholding,
     LaplaceThresholding,
     TruncatedGeometric,
-    keep_probability_column,
 )
 from tests.partition_selection.helpers import item_set, select
 
@@ -25,7 +25,7 @@ def rel(a: float, b: float) -> float:
 
 @pytest.mark.parametrize(("eps", "delta", "k"), [(0.5, 0.02, 1), (1.0, 1e-5, 10)])
 def test_spark_keep_probability_equals_the_calibration(spark, eps, delta, k):
-    tg = TruncatedGeometric.for_budget(eps, delta, k)
+    tg = TruncatedGeometric.for_budget(Budget(eps, delta), k)
     n = np.arange(1, tg.crossover_2 + 6)
     df = spark.createDataFrame([(float(x),) for x in n], "n double")
     got = [r["p"] for r in df.select(keep_probability_column(df["n"], tg).alias("p")).collect()]
@@ -49,7 +49,7 @@ def test_truncated_geometric_keeps_with_the_published_probability(spark):
     # ε = 0.5, δ = 0.02, k = 1: P(keep | 6 users) = 0.58840484458 (issue 3).
     sel = select(
         graded(spark), 31, algorithm="truncated-geometric", epsilon=0.5, delta=0.02,
-        max_items_per_user=1,
+        max_contributions=1,
     )  # fmt: skip
     items = item_set(sel.items)
     p = 0.58840484458
@@ -62,15 +62,15 @@ def test_truncated_geometric_keeps_with_the_published_probability(spark):
 @pytest.mark.parametrize(
     ("strategy", "cal"),
     [
-        ("laplace-thresholding", LaplaceThresholding.for_budget(1.0, 1e-5, 1)),
-        ("gaussian-thresholding", GaussianThresholding.for_budget(1.0, 1e-5, 1)),
+        ("laplace-thresholding", LaplaceThresholding.for_budget(Budget(1.0, 1e-5), 1)),
+        ("gaussian-thresholding", GaussianThresholding.for_budget(Budget(1.0, 1e-5), 1)),
     ],
 )
 def test_threshold_strategies_keep_with_the_calibrated_probability(spark, strategy, cal):
     # Items whose user count sits next to the threshold T are kept with probability
     # P(n + noise ≥ T); single-user items essentially never.
     mid = round(cal.threshold)
-    sel = select(graded(spark, mid), 32, algorithm=strategy, max_items_per_user=1)
+    sel = select(graded(spark, mid), 32, algorithm=strategy, max_contributions=1)
     items = item_set(sel.items)
     if strategy == "laplace-thresholding":
         p = stats.laplace.sf(cal.threshold - mid, scale=cal.scale)
@@ -88,15 +88,15 @@ def test_threshold_strategies_keep_with_the_calibrated_probability(spark, strate
 )
 def test_truncated_geometric_published_vector(users, expected):
     # issue 3: truncated geometric with ε = 0.5, δ = 0.02, k = 1.
-    tg = cl.TruncatedGeometric.for_budget(0.5, 0.02, 1)
+    tg = cl.TruncatedGeometric.for_budget(Budget(0.5, 0.02), 1)
     assert rel(float(tg.keep_probability(users)), expected) < 1e-6
 
 
 def test_laplace_thresholding_published_threshold():
-    assert rel(cl.laplace_thresholding_threshold(0.5, 0.02, 1), 7.43775164974) < 1e-6
-    lt = cl.LaplaceThresholding.for_budget(0.5, 0.02, 1)
+    assert rel(cl.laplace_thresholding_threshold(Budget(0.5, 0.02), 1), 7.43775164974) < 1e-6
+    lt = cl.LaplaceThresholding.for_budget(Budget(0.5, 0.02), 1)
     assert lt.scale == 2.0
-    assert lt.threshold == cl.laplace_thresholding_threshold(0.5, 0.02, 1)
+    assert lt.threshold == cl.laplace_thresholding_threshold(Budget(0.5, 0.02), 1)
 
 
 def test_gaussian_thresholding_published_threshold_from_stddev():
@@ -111,7 +111,7 @@ def test_gaussian_thresholding_published_threshold_from_stddev():
 def test_truncated_geometric_satisfies_the_dp_inequalities(eps, delta, k):
     # For one item and one partition-level ε', δ': p(n) ≤ e^ε' p(n−1) + δ' and
     # 1 − p(n−1) ≤ e^ε' (1 − p(n)) + δ' for every n ≥ 1 (keep and drop events), p(1) = δ'.
-    tg = cl.TruncatedGeometric.for_budget(eps, delta, k)
+    tg = cl.TruncatedGeometric.for_budget(Budget(eps, delta), k)
     n = np.arange(0, tg.crossover_2 + 5)
     p = tg.keep_probability(n)
     e, d = tg.adjusted_epsilon, tg.adjusted_delta
@@ -133,15 +133,15 @@ def test_adjusted_delta_is_the_inverse_of_the_union_bound():
 @pytest.mark.parametrize(("eps", "delta", "k"), [(0.5, 0.02, 1), (1.0, 1e-5, 10), (1.0, 0.9, 1)])
 def test_laplace_thresholding_keeps_a_novel_item_with_probability_adjusted_delta(eps, delta, k):
     # P(1 + Laplace(k/ε) ≥ T) = δ' on both branches of the formula.
-    t = cl.laplace_thresholding_threshold(eps, delta, k)
+    t = cl.laplace_thresholding_threshold(Budget(eps, delta), k)
     p = stats.laplace.sf(t - 1.0, scale=k / eps)
     assert rel(p, cl.adjusted_delta(delta, k)) < 1e-9
 
 
 def test_gaussian_thresholding_splits_delta_and_uses_sqrt_k():
-    g = cl.GaussianThresholding.for_budget(1.0, 1e-5, 10)
+    g = cl.GaussianThresholding.for_budget(Budget(1.0, 1e-5), 10)
     assert g.delta_noise == g.delta_threshold == 5e-6
-    assert g.sigma == gaussian_sigma(1.0, 5e-6, sensitivity=math.sqrt(10))
+    assert g.sigma == gaussian_sigma(Budget(1.0, 5e-6), sensitivity=math.sqrt(10))
     p = stats.norm.sf(g.threshold - 1.0, scale=g.sigma)
     assert rel(p, cl.adjusted_delta(5e-6, 10)) < 1e-9
     assert g.to_report()["l2_sensitivity"] == math.sqrt(10)

@@ -48,7 +48,7 @@ def test_mad2r_job_writes_items_and_a_public_report(tmp_path, input_path, spark)
     text = Path(f"{out}.report.json").read_text()
     report = json.loads(text)
     assert report["algorithm"] == "mad2r"
-    assert report["parameters"]["max_items_per_user"] == 10
+    assert report["parameters"]["max_contributions"] == 10
     steps = report["privacy"]["steps"]
     assert [s["label"] for s in steps] == ["round 1", "round 2"]
     assert report["privacy"]["epsilon_spent"] == pytest.approx(1.0)
@@ -91,7 +91,7 @@ def test_classic_strategy_via_flags(tmp_path, input_path, spark):
     report = json.loads(Path(f"{out}.report.json").read_text())
     assert report["randomness"]["production_safe"] is False
     step = report["privacy"]["steps"][0]
-    assert step["max_partitions"] == 1 and step["adjusted_delta"] == pytest.approx(1e-6)
+    assert step["max_items"] == 1 and step["adjusted_delta"] == pytest.approx(1e-6)
 
 
 @pytest.mark.parametrize(

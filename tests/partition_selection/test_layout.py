@@ -85,9 +85,7 @@ def heavy_tailed(spark):
     [(a.name, {}) for a in REGISTRY] + [("dp-sips", {"recap_each_round": False})],
 )
 def test_no_coalesced_task_holds_an_aggregation(spark, heavy_tailed, algorithm, extra):
-    params = PartitionSelectionParams(
-        algorithm=algorithm, max_items_per_user=5, delta=0.05, **extra
-    )
+    params = PartitionSelectionParams(algorithm=algorithm, max_contributions=5, delta=0.05, **extra)
 
     def run() -> None:
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
@@ -129,7 +127,7 @@ def test_noise_runs_in_one_python_task_per_core(spark, heavy_tailed, algorithm):
     """The noise UDF reads a round-robin shuffle into one partition per core, never the item
     sums' hash partitions (Spark 3.5 ran it in 200 Python tasks per round; and a threshold
     filter pushed below the shuffle would take the UDF with it)."""
-    params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=5, delta=0.05)
+    params = PartitionSelectionParams(algorithm=algorithm, max_contributions=5, delta=0.05)
 
     def run() -> None:
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
@@ -162,7 +160,7 @@ def test_the_shuffle_by_user_is_sized_for_the_input(spark, heavy_tailed, algorit
     the partitions :func:`user_partitions` gives for its input's rows (here the floor of two per
     core), not Spark's 200; a session that sets the count keeps it (8). The same key releases
     the same items either way: the partitioning chooses tasks, never values."""
-    params = PartitionSelectionParams(algorithm=algorithm, max_items_per_user=5, delta=0.05)
+    params = PartitionSelectionParams(algorithm=algorithm, max_contributions=5, delta=0.05)
     released: list[set[str]] = []
 
     def run() -> None:

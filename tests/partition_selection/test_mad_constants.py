@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from spark_dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import calibration as cal
 from spark_dp.partition_selection import mad_constants as mc
@@ -32,7 +33,7 @@ MAD_TABLE = [
 def test_mad_constants_match_spec_3_6(setting, expected):
     eps, delta, d0, b_max, b_min = setting
     sigma, rho, tau, alpha = expected
-    round_ = cal.WeightAndThreshold.for_budget(eps, delta, d0, h_scale=b_max)
+    round_ = cal.WeightAndThreshold.for_budget(Budget(eps, delta), d0, h_scale=b_max)
     c = mc.MadConstants.for_round(
         round_, beta=2.0, max_adaptive_degree=50, b_min=b_min, b_max=b_max
     )
@@ -73,7 +74,7 @@ def test_alpha_satisfies_the_l2_inequality_of_lemma_b8():
 
 
 def test_mad_constants_refuse_a_b_max_above_the_calibrated_h():
-    round_ = cal.WeightAndThreshold.for_budget(0.9, 9e-6, 100, h_scale=1.0)
+    round_ = cal.WeightAndThreshold.for_budget(Budget(0.9, 9e-6), 100, h_scale=1.0)
     with pytest.raises(
         ParameterError, match=r"b_max=2 exceeds the h_scale=1.0 the threshold was calibrated for"
     ):
@@ -92,7 +93,7 @@ def test_mad_constants_refuse_a_b_max_above_the_calibrated_h():
     ],
 )
 def test_mad_constants_validation(kwargs, message):
-    round_ = cal.WeightAndThreshold.for_budget(1.0, 1e-5, 100, h_scale=5.0)
+    round_ = cal.WeightAndThreshold.for_budget(Budget(1.0, 1e-5), 100, h_scale=5.0)
     args = {"beta": 2.0, "max_adaptive_degree": 50, "b_min": 0.5, "b_max": 2.0, **kwargs}
     with pytest.raises(ParameterError, match=message):
         mc.MadConstants.for_round(round_, **args)

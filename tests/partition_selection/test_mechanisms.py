@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from chispa import assert_df_equality
 
+from spark_dp.calibration import Budget
 from spark_dp.partition_selection import ALGORITHMS
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
@@ -47,7 +48,7 @@ _RUNS: dict = {}
 def default_run(pairs, algorithm: str):
     """The selection of ``algorithm`` at the defaults with Δ0 = 10 and seed 5 (memoized)."""
     if algorithm not in _RUNS:
-        _RUNS[algorithm] = select(pairs, 5, algorithm=algorithm, max_items_per_user=10)
+        _RUNS[algorithm] = select(pairs, 5, algorithm=algorithm, max_contributions=10)
     return _RUNS[algorithm]
 
 
@@ -73,10 +74,10 @@ def test_each_algorithm_releases_items_only(small_pairs, algorithm):
 def test_seeded_runs_repeat_and_other_seeds_differ(spark):
     rows = [(f"u{u}", f"i{(u * 7 + j) % 40}") for u in range(400) for j in range(1 + u % 9)]
     pairs = spark.createDataFrame(rows, "user_id string, item string")
-    a = select(pairs, 1, algorithm="basic", max_items_per_user=5)
-    b = select(pairs, 1, algorithm="basic", max_items_per_user=5)
+    a = select(pairs, 1, algorithm="basic", max_contributions=5)
+    b = select(pairs, 1, algorithm="basic", max_contributions=5)
     assert_df_equality(a.items, b.items, ignore_row_order=True)
-    c = select(pairs, 2, algorithm="basic", max_items_per_user=5)
+    c = select(pairs, 2, algorithm="basic", max_contributions=5)
     assert item_set(c.items) != item_set(a.items)  # ~40 items sit near the threshold
 
 
@@ -86,7 +87,7 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
     # contains round 1.
     two = default_run(small_pairs, "mad2r")
     one = select(
-        small_pairs, 5, algorithm="mad", epsilon=0.1, delta=1e-6, max_items_per_user=10,
+        small_pairs, 5, algorithm="mad", epsilon=0.1, delta=1e-6, max_contributions=10,
         max_adaptive_degree=50, beta=2.0,
     )  # fmt: skip
     u1 = item_set(two.rounds[0].items)
@@ -102,7 +103,7 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
         expected1["rho"],
         expected1["tau"],
     )
-    expected2 = WeightAndThreshold.for_budget(0.9, 9e-6, 10, h_scale=2.0)
+    expected2 = WeightAndThreshold.for_budget(Budget(0.9, 9e-6), 10, h_scale=2.0)
     assert (r2["epsilon"], r2["delta"]) == (pytest.approx(0.9), pytest.approx(9e-6))
     assert (r2["sigma"], r2["rho"]) == (expected2.sigma, expected2.rho)
     assert r2["h_scale"] == 2.0 and r2["b_min"] == 0.5 and r2["min_adaptive_degree"] == 4
@@ -112,10 +113,10 @@ def test_mad2r_round_one_is_mad_at_the_round_one_budget(small_pairs):
 
 def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
     three = select(
-        small_pairs, 4, algorithm="dp-sips", max_items_per_user=100, split=(0.05, 0.15, 0.8)
+        small_pairs, 4, algorithm="dp-sips", max_contributions=100, split=(0.05, 0.15, 0.8)
     )
     first = select(
-        small_pairs, 4, algorithm="basic", epsilon=0.05, delta=5e-7, max_items_per_user=100
+        small_pairs, 4, algorithm="basic", epsilon=0.05, delta=5e-7, max_contributions=100
     )
     assert item_set(three.rounds[0].items) == item_set(first.items)
     seen: set = set()
@@ -131,7 +132,7 @@ def test_dp_sips_round_one_is_basic_and_rounds_are_disjoint(small_pairs):
 
 def test_dp_sips_without_recap_keeps_the_round_one_cap(small_pairs):
     sel = select(
-        small_pairs, 4, algorithm="dp-sips", max_items_per_user=10, split=(0.1, 0.9),
+        small_pairs, 4, algorithm="dp-sips", max_contributions=10, split=(0.1, 0.9),
         recap_each_round=False,
     )  # fmt: skip
     assert "heavy" in item_set(sel.items)

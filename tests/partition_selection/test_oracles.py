@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from spark_dp.calibration import Budget
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection import greedy_update, oracles, policy_gaussian
 from spark_dp.partition_selection.calibration import WeightAndThreshold
@@ -61,7 +62,7 @@ def test_oracles_release_heavy_items_only():
     gu = greedy_update(pairs, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1).bind("test"))
     assert "heavy" in pg.items and "heavy" in gu.items
     assert not any(i.startswith("single") for i in pg.items + gu.items)
-    cal = WeightAndThreshold.for_budget(1.0, 1e-5, 100)
+    cal = WeightAndThreshold.for_budget(Budget(1.0, 1e-5), 100)
     assert pg.calibration["gamma"] == pytest.approx(cal.rho + 4 * cal.sigma)
     # docs/design/selection.md#oracles
     assert pg.calibration["gamma"] == pytest.approx(36.326308, rel=1e-6)

@@ -7,16 +7,21 @@ import json
 import pytest
 
 from spark_dp import cli
+from spark_dp.calibration import Budget
 from spark_dp.errors import ParameterError
+from spark_dp.jobs.cli_args import build_parser
+from spark_dp.jobs.partition_selection import SPEC
 from spark_dp.partition_selection import (
     ALGORITHMS,
     REGISTRY,
     PartitionSelectionParams,
+    SelectionPlan,
     calibration_table,
     plan_selection,
 )
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.mad_constants import MadRound
+from spark_dp.report import Step
 from tests.partition_selection.helpers import select
 
 
@@ -28,9 +33,9 @@ def pairs(spark):
 
 def test_the_registry_is_the_list_of_algorithms():
     assert ALGORITHMS == REGISTRY.names
-    assert PartitionSelectionParams.__dataclass_fields__["algorithm"].metadata["choices"] == (
-        REGISTRY.names
-    )
+    (action,) = [a for a in build_parser(SPEC)._actions if a.dest == "algorithm"]
+    assert tuple(action.choices or ()) == REGISTRY.names  # --algorithm choices
+    assert all(a.summary in str(action.help) for a in REGISTRY)
     with pytest.raises(ParameterError, match="did you mean 'mad2r'"):
         REGISTRY["mad2"]
 
@@ -38,7 +43,7 @@ def test_the_registry_is_the_list_of_algorithms():
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_a_run_spends_exactly_its_plan(pairs, algorithm):
     split = (0.05, 0.15, 0.8) if algorithm == "dp-sips" else (0.3, 0.7)
-    params = dict(algorithm=algorithm, epsilon=2.0, delta=1e-4, max_items_per_user=4, split=split)
+    params = dict(algorithm=algorithm, epsilon=2.0, delta=1e-4, max_contributions=4, split=split)
     selection = select(pairs, 3, **params)
     reported = [
         {k: v for k, v in r.to_report().items() if k != "output_items"} for r in selection.rounds
@@ -52,8 +57,10 @@ def test_a_run_spends_exactly_its_plan(pairs, algorithm):
 def test_mad2r_plans_two_mad_rounds_with_the_bias_rule():
     plan = plan_selection(PartitionSelectionParams(algorithm="mad2r"))
     one, two = plan.calibration(0, MadRound), plan.calibration(1, MadRound)
-    assert one.gaussian == WeightAndThreshold.for_budget(0.1 * 1.0, 0.1 * 1e-5, 100)
-    assert two.gaussian == WeightAndThreshold.for_budget(0.9 * 1.0, 0.9 * 1e-5, 100, h_scale=2.0)
+    assert one.gaussian == WeightAndThreshold.for_budget(Budget(0.1 * 1.0, 0.1 * 1e-5), 100)
+    assert two.gaussian == WeightAndThreshold.for_budget(
+        Budget(0.9 * 1.0, 0.9 * 1e-5), 100, h_scale=2.0
+    )
     assert (two.c_lb, two.c_ub) == (1.0, 3.0) and one.c_lb is None
     with pytest.raises(TypeError, match="not WeightAndThreshold"):
         plan.calibration(0, WeightAndThreshold)
@@ -74,13 +81,14 @@ def test_table_has_a_row_per_round_and_the_spec_vector():
     ]  # fmt: skip
 
 
-def test_bad_budgets_fail_when_the_parameters_are_built():
+def test_bad_budgets_fail_when_the_parameters_are_built_or_planned():
     with pytest.raises(ParameterError, match="epsilon"):
         PartitionSelectionParams(epsilon=0.0)
-    with pytest.raises(ParameterError, match="max_items_per_user"):
-        PartitionSelectionParams(max_items_per_user=0)
+    with pytest.raises(ParameterError, match="max_contributions"):
+        PartitionSelectionParams(max_contributions=0)
+    mad2r_with_three = PartitionSelectionParams(algorithm="mad2r", split=(0.2, 0.3, 0.5))
     with pytest.raises(ParameterError, match="exactly two shares for mad2r"):
-        PartitionSelectionParams(algorithm="mad2r", split=(0.2, 0.3, 0.5))
+        plan_selection(mad2r_with_three)  # the algorithm's check: its plan, before any data
 
 
 def test_calibrate_command_reads_the_parameter_flags(capsys):
@@ -95,3 +103,12 @@ def test_calibrate_command_reads_the_parameter_flags(capsys):
     assert row["tau"] == pytest.approx(row["rho"] + 3 * row["sigma"])
     assert cli.main(["calibrate", "--epsilon", "1", "--delta", "2"]) == 2
     assert "delta must lie strictly between 0 and 1" in capsys.readouterr().err
+
+
+def test_a_plan_stores_its_cap_once_in_its_rounds():
+    plan = plan_selection(PartitionSelectionParams(algorithm="mad2r", max_contributions=7))
+    assert plan.max_items == 7 == plan.steps[1].calibration.max_items
+    other = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), 8)
+    steps = (plan.steps[0], Step("round 2", other))
+    with pytest.raises(ValueError, match="one cap"):
+        SelectionPlan("mad2r", steps, weighting="w", reference="r")

@@ -17,6 +17,7 @@ from scipy import stats
 from spark_dp.audit.broken import build_broken
 from spark_dp.audit.runner import novel_item_test
 from spark_dp.audit.targets import build_target
+from spark_dp.calibration import Budget
 from spark_dp.generators import heavy_light_user_items, zipf_user_items
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
@@ -31,7 +32,7 @@ from spark_dp.partition_selection.weighting import basic_weights, unbiased_user_
 from spark_dp.randomness import Randomness
 from tests.partition_selection.helpers import as_dict, item_set
 
-DEFAULT = WeightAndThreshold.for_budget(1.0, 1e-5, 100)
+DEFAULT = WeightAndThreshold.for_budget(Budget(1.0, 1e-5), 100)
 DEFAULT_MAD = MadConstants.for_round(DEFAULT, beta=2.0, max_adaptive_degree=50)
 
 
@@ -65,7 +66,7 @@ def test_spark_basic_novel_item_rate_is_delta_over_two(spark):
     # docs/design/selection.md#statistical-tests novel-item bound with a large δ: users holding only
     # singletons, t = arg-max t of ρ. The chance that a user has an output item is exactly δ/2 at
     # that t.
-    cal = WeightAndThreshold.for_budget(1.0, 0.2, 10)
+    cal = WeightAndThreshold.for_budget(Budget(1.0, 0.2), 10)
     t, n_users = cal.argmax_t, 3000
     rows = [(f"u{u}", f"u{u}-{k}") for u in range(n_users) for k in range(t)]
     pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")

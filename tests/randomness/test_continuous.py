@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import check_sampler_delta, sampler_delta_floor
+from spark_dp.calibration import Budget, check_sampler_delta, sampler_delta_floor
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
 from spark_dp.randomness import continuous as C
@@ -191,8 +191,8 @@ def test_streams_reproduce_and_differ():
 def test_sampler_delta_floor_refuses_deltas_the_tails_cannot_support():
     floor = sampler_delta_floor(1.0, "gaussian")
     assert floor == pytest.approx((1 + math.e) * 1e15 * C.tail_mass("gaussian"), rel=1e-9)
-    assert check_sampler_delta(1e-15, 1.0, "gaussian") == floor
+    assert check_sampler_delta(Budget(1.0, 1e-15), "gaussian") == floor
     with pytest.raises(ParameterError, match="below the smallest δ the gaussian noise sampler"):
-        check_sampler_delta(1e-22, 1.0, "gaussian")
+        check_sampler_delta(Budget(1.0, 1e-22), "gaussian")
     with pytest.raises(ParameterError, match="smaller epsilon"):
-        check_sampler_delta(0.5, 60.0, "laplace")  # e^60 overwhelms the 1e-39 tail
+        check_sampler_delta(Budget(60.0, 0.5), "laplace")  # e^60 overwhelms the 1e-39 tail
