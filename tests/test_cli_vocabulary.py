@@ -144,7 +144,7 @@ def test_old_config_keys_of_the_bound_still_work_with_a_warning(
         argv += ["--output", "o"]
     doc, err = _dry_run(capsys, monkeypatch, words, argv)
     assert doc["parameters"]["max_contributions"] == 7
-    assert f"config key '{key}' is deprecated; use 'max_contributions'" in err
+    assert f"config key '{key}' is deprecated (removed in 0.2.0); use 'max_contributions'" in err
 
 
 def test_dry_run_prints_paths_and_calibration_and_writes_nothing(capsys, monkeypatch, words):

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from spark_dp.budget import BudgetStore, default_dataset_id
+from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.registry import Algorithm
+from spark_dp.release_ids import default_dataset_id
 
 
 @pytest.fixture(scope="module")

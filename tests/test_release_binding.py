@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from spark_dp.budget import release_id
 from spark_dp.io import ContentDigest
 from spark_dp.jobs import contribution_bounding, distinct_count, generate, partition_selection
 from spark_dp.jobs.cli_args import build_parser
@@ -29,6 +28,7 @@ from spark_dp.jobs.phases import load_config, resolve_run_params, split_spark_co
 from spark_dp.jobs.release_args import NOT_IN_RELEASE, release_arguments
 from spark_dp.jobs.run import Run
 from spark_dp.randomness import Randomness
+from spark_dp.release_ids import release_id
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = {
@@ -159,7 +159,7 @@ def neighbours(spark):
 
 
 def _spy(monkeypatch, module) -> list[Randomness]:
-    from spark_dp.budget import ids
+    from spark_dp import release_ids as ids
 
     bound: list[Randomness] = []
 

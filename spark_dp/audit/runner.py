@@ -251,7 +251,7 @@ def _bound(randomness: Randomness, target: Any, runs: int) -> Randomness:
     used as is."""
     if randomness.bound:
         return randomness
-    from spark_dp.budget.ids import release_id
+    from spark_dp.release_ids import release_id
 
     rid = release_id(
         job="audit",

@@ -17,10 +17,9 @@ Google's dp-accounting) for the noise of its releases, Gaussian, Laplace and pur
 
 Contents: :class:`BudgetStore` (:mod:`.store`, :mod:`.lifecycle`, imported on first use:
 SQLAlchemy loads only when a store is opened), :class:`Reservation`, :class:`DatasetBudget`
-(:mod:`.records`); :func:`release_id`, :func:`run_identity`, :func:`bind_release`,
-:func:`default_dataset_id`, :func:`input_identity`, :data:`RELEASE_COMPAT_VERSION`
-(:mod:`.ids`); :class:`NoiseStep`, :func:`noise_steps` (:mod:`.accounting`);
-:class:`BudgetRefused`.
+(:mod:`.records`); :class:`NoiseStep`, :func:`noise_steps` (:mod:`.accounting`);
+:class:`BudgetRefused`. The identities a run is charged and bound by (request, release id,
+dataset id) are :mod:`spark_dp.release_ids`'.
 """
 
 from __future__ import annotations
@@ -28,14 +27,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.budget.accounting import ACCOUNTANTS, NoiseStep, noise_steps
-from spark_dp.budget.ids import (
-    RELEASE_COMPAT_VERSION,
-    bind_release,
-    default_dataset_id,
-    input_identity,
-    release_id,
-    run_identity,
-)
 from spark_dp.budget.records import DatasetBudget, Reservation
 from spark_dp.errors import BudgetRefused
 
@@ -44,18 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCOUNTANTS",
-    "RELEASE_COMPAT_VERSION",
     "BudgetRefused",
     "BudgetStore",
     "DatasetBudget",
     "NoiseStep",
     "Reservation",
-    "bind_release",
-    "default_dataset_id",
-    "input_identity",
     "noise_steps",
-    "release_id",
-    "run_identity",
 ]
 
 _LAZY = {"BudgetStore"}

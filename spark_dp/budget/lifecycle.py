@@ -2,7 +2,7 @@
 
 The rules (``docs/privacy/budget.md``; the job runner follows them, :mod:`spark_dp.jobs.runner`).
 The store decides from a run's **request** alone, its pre-read identity
-(:func:`spark_dp.budget.ids.run_identity`: job, arguments, input locations and listings, key),
+(:func:`spark_dp.release_ids.run_identity`: job, arguments, input locations and listings, key),
 never from the rows it reads, so no charge decision can tell anyone anything about the data:
 
 * :meth:`~RunLifecycle.reserve`, before any data is read. A request that was **committed**

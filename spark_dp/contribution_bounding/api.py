@@ -25,10 +25,10 @@ result. All outputs and the summary are confidential (docs/design/bounding.md#co
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from spark_dp.budget.ids import bind_release, digests_of
 from spark_dp.caching import CacheScope
 from spark_dp.checks import check_int_at_least
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
@@ -42,6 +42,7 @@ from spark_dp.contribution_bounding.state_store import StateStore, claim_store
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.randomness import Randomness
+from spark_dp.release_ids import bind_release, digests_of
 from spark_dp.session import sql_defaults
 from spark_dp.tracking import labels
 
@@ -103,8 +104,8 @@ def bound_contributions(
             resuming, else a fresh one from OS entropy. Not sensitive under fixed-graph DP
             (docs/design/bounding.md#seed); reported for reproducibility. An unbound one is bound
             here to the release of (``params``, the content digests of the incidences, capacities
-            and weights, key), as :func:`spark_dp.budget.ids.bind_release` says; a bound one is used
-            as is.
+            and weights, key), as :func:`spark_dp.release_ids.bind_release` says; a bound one is
+            used as is.
         work_dir: keep per-round state here and resume from it (``None``: in memory).
         restart: discard a work directory that belongs to another run instead of failing.
         validate: validate ``incidences`` (skip when already done by
@@ -148,8 +149,6 @@ def bound_contributions(
     check_capacity_given(plan, table=capacities is not None)
     params = plan.params
     randomness = randomness if randomness is not None else Randomness.create()
-    gate = None if randomness.bound else ReadGate.keyed_by(randomness)
-    digests = digests_of(*digest)
     algorithm = REGISTRY[params.algorithm]
     spark = incidences.sparkSession
     cache = CacheScope()
@@ -161,40 +160,18 @@ def bound_contributions(
         sql_defaults(spark, SPARK_SQL_DEFAULTS),
     ):
         try:
-            if validate:
-                incidences, summary = validate_edges(
-                    incidences,
-                    {RECORD_ID: RECORD_ID, USER_ID: USER_ID},
-                    path="<incidences>",
-                    dedupe=False,  # prepare's window over each record's users drops them
-                    gate=gate,
-                    table="incidences",
-                )
-                summary.log(log)  # counts: unsafe debug only
-                cache.adopt(incidences)  # persisted by validate_edges: released with the run
-                input_rows = summary.rows_read
-                digests += digests_of(summary)
-            else:
-                incidences = incidences.select(RECORD_ID, USER_ID)
-            # -> (record_id, user_id)
-            weights = record_weights
-            if record_weights is not None and not weights_checked:
-                weights, weights_digest = check_weights(
-                    record_weights, per_user=plan.per_user, gate=gate
-                )
-                digests += digests_of(weights_digest)
-            tables = ["incidences"]
-            tables += ["capacities"] if capacities is not None else []
-            tables += ["record weights"] if record_weights is not None else []
-            randomness = bind_release(
-                randomness,
-                family="contribution_bounding",
-                algorithm=params.algorithm,
-                parameters={
-                    f.name: getattr(params, f.name) for f in dataclasses.fields(BoundingParams)
-                },
-                digests=digests,
-                tables=tables,
+            incidences, weights, randomness, input_rows = _checked_and_bound(
+                incidences,
+                plan,
+                capacities=capacities,
+                record_weights=record_weights,
+                randomness=randomness,
+                validate=validate,
+                input_rows=input_rows,
+                digests=digests_of(*digest),
+                weights_checked=weights_checked,
+                cache=cache,
+                log=log,
             )
             result = _run(
                 algorithm,
@@ -213,6 +190,60 @@ def bound_contributions(
             cache.release()
             raise
     return result
+
+
+def _checked_and_bound(
+    incidences: DataFrame,
+    plan: BoundingPlan,
+    *,
+    capacities: DataFrame | None,
+    record_weights: DataFrame | None,
+    randomness: Randomness,
+    validate: bool,
+    input_rows: int | None,
+    digests: list[ContentDigest],
+    weights_checked: bool,
+    cache: CacheScope,
+    log: logging.Logger,
+) -> tuple[DataFrame, DataFrame | None, Randomness, int | None]:
+    """The incidences (validated unless the caller did) and the record weights (checked unless
+    the caller did), each digested in its validation pass, and the key bound to the release
+    of every table read (:func:`spark_dp.release_ids.bind_release`): (incidences, weights,
+    bound key, input rows)."""
+    params = plan.params
+    gate = None if randomness.bound else ReadGate.keyed_by(randomness)
+    if validate:
+        incidences, summary = validate_edges(
+            incidences,
+            {RECORD_ID: RECORD_ID, USER_ID: USER_ID},
+            path="<incidences>",
+            dedupe=False,  # prepare's window over each record's users drops them
+            gate=gate,
+            table="incidences",
+        )
+        summary.log(log)  # counts: unsafe debug only
+        cache.adopt(incidences)  # persisted by validate_edges: released with the run
+        input_rows = summary.rows_read
+        digests = [*digests, *digests_of(summary)]
+    else:
+        incidences = incidences.select(RECORD_ID, USER_ID)
+    # -> (record_id, user_id)
+    weights = record_weights
+    if record_weights is not None and not weights_checked:
+        weights, weights_digest = check_weights(record_weights, per_user=plan.per_user, gate=gate)
+        digests = [*digests, *digests_of(weights_digest)]
+    tables = ["incidences"]
+    tables += ["capacities"] if capacities is not None else []
+    tables += ["record weights"] if record_weights is not None else []
+    bound = bind_release(
+        randomness,
+        family="contribution_bounding",
+        algorithm=params.algorithm,
+        parameters={f.name: getattr(params, f.name) for f in dataclasses.fields(BoundingParams)},
+        digests=digests,
+        tables=tables,
+    )
+    return incidences, weights, bound, input_rows
 
 
 def _run(

@@ -3,14 +3,13 @@
 It validates the pairs (and digests them in the same pass), binds the key to the release, runs
 the method's curve and releases it (the registry entry's run, :mod:`.registry`). The job calls it
 with the runner's bound key; a library caller gets the same binding rule as
-:func:`~spark_dp.partition_selection.select_partitions` (:func:`spark_dp.budget.ids.bind_release`).
+:func:`~spark_dp.partition_selection.select_partitions` (:func:`spark_dp.release_ids.bind_release`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_dp.budget.ids import bind_release, digests_of
 from spark_dp.caching import CacheScope
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.registry import curve_method
@@ -18,6 +17,7 @@ from spark_dp.distinct_count.release import plan_parameters
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, USER_ID, ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
+from spark_dp.release_ids import bind_release, digests_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

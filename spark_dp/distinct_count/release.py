@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.budget.ids import bind_release
 from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release
 from spark_dp.errors import ParameterError
 from spark_dp.io.digest import ReadGate, values_digest
 from spark_dp.randomness import Randomness
+from spark_dp.release_ids import bind_release
 
 __all__ = [
     "DPResult",

@@ -122,7 +122,7 @@ def _plan(run: Run) -> tuple[str | None, Sequence[Step[Calibration]]]:
 def request_identity(run: Run) -> None:
     """The run's request (before any data is read): its effective arguments, key and the
     metadata identity of every table it reads (location and listing: names, sizes, times)."""
-    from spark_dp.budget import input_identity, run_identity
+    from spark_dp.release_ids import input_identity, run_identity
 
     assert run.randomness is not None and run.plan is not None
     spark = None
@@ -158,7 +158,8 @@ def budget_reserve(run: Run) -> None:
         AlreadyReleased: this request (same arguments, key, input locations and listings) was
             committed before: nothing is read, written or charged.
     """
-    from spark_dp.budget import default_dataset_id, noise_steps
+    from spark_dp.budget import noise_steps
+    from spark_dp.release_ids import default_dataset_id
 
     assert run.randomness is not None and run.plan is not None
     if not run.budget_store:
@@ -210,7 +211,7 @@ def budget_reserve(run: Run) -> None:
 
 def _where(path: str) -> str:
     """A written path as the store records it: local paths resolved, URIs as given."""
-    from spark_dp.budget.ids import is_uri
+    from spark_dp.release_ids import is_uri
 
     return path if is_uri(path) else str(Path(path).expanduser().resolve())
 
@@ -221,7 +222,7 @@ def _already_released(run: Run, done: Any, report: str | None) -> None:
 
     when = dt.datetime.fromtimestamp(done.ended_at or done.started_at, dt.timezone.utc)
     where = done.written.get("report") or "stdout"
-    from spark_dp.budget.ids import is_uri
+    from spark_dp.release_ids import is_uri
 
     same = report is not None and report == done.written.get("report")
     if same and report is not None and (is_uri(report) or Path(report).exists()):
@@ -252,7 +253,7 @@ def budget_charge(run: Run) -> None:
 def bind_release_id(run: Run, digests: list[ContentDigest]) -> str:
     """Every table is digested: the release id (the key is bound to it), recorded in the
     store and the report."""
-    from spark_dp.budget import release_id
+    from spark_dp.release_ids import release_id
 
     assert run.randomness is not None
     algorithm, _ = _plan(run)

@@ -14,7 +14,6 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from spark_dp.budget.ids import bind_release, digests_of
 from spark_dp.caching import CacheScope
 from spark_dp.checks import check_int_at_least
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
@@ -26,6 +25,7 @@ from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
+from spark_dp.release_ids import bind_release, digests_of
 from spark_dp.tracking import labels
 
 __all__ = ["calibration_rows", "calibration_table", "plan_selection", "select_partitions"]
@@ -69,7 +69,7 @@ def select_partitions(
         randomness: ``Randomness.create()`` (OS entropy) in production, or
             ``Randomness.from_key_file(path)``; seeded for tests. An unbound one is bound here
             to the release of (algorithm, the plan, the content digest of ``pairs``, key): see
-            :func:`spark_dp.budget.ids.bind_release` for the rule (a key-file or seeded key
+            :func:`spark_dp.release_ids.bind_release` for the rule (a key-file or seeded key
             needs the digest); a bound one is used as is.
         timer: stage logger.
         validate: check ``pairs`` first (null ids, types, empty input) and digest them in the

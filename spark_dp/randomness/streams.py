@@ -5,7 +5,7 @@ to and a stream label path. A key must never give two different releases correla
 nothing can be drawn from an **unbound** Randomness: :meth:`Randomness.bind` derives the root of
 one release's streams from (key, release id) first (the job runner binds with the release id of
 its arguments and the content digest of the rows it read; the library entry points bind the
-same way, :func:`spark_dp.budget.ids.bind_release`). Then :meth:`Randomness.child` names a
+same way, :func:`spark_dp.release_ids.bind_release`). Then :meth:`Randomness.child` names a
 sub-stream for one purpose ("capping", ("noise", 2), ...), so two purposes never share bits.
 Everything random is drawn through a bound Randomness:
 

@@ -1,4 +1,5 @@
-"""Release ids, run identities, dataset ids and the library's binding rule."""
+"""Input identities, requests, release ids, dataset ids and the library's binding rule
+(spark_dp.release_ids)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,17 @@ import shutil
 
 import pytest
 
-from spark_dp.budget import (
+from spark_dp import release_ids as ids_module
+from spark_dp.errors import ParameterError
+from spark_dp.io import ContentDigest
+from spark_dp.randomness import Randomness
+from spark_dp.release_ids import (
     bind_release,
     default_dataset_id,
     input_identity,
     release_id,
     run_identity,
 )
-from spark_dp.budget import ids as ids_module
-from spark_dp.errors import ParameterError
-from spark_dp.io import ContentDigest
-from spark_dp.randomness import Randomness
 
 KEY = "f" * 32
 DIGEST = ContentDigest("input", KEY, "a" * 32)
