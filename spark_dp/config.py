@@ -16,7 +16,8 @@ A field's flag may differ from its name (``flag=``: the command line shares one 
 across jobs, e.g. ``--max-contributions`` for every per-user bound) and may keep deprecated
 aliases (``aliases=``: the old flags, still accepted for one release with a warning). Config
 files accept the field name, the flag's name (``max_contributions``) and, with the same
-warning, an alias's.
+warning, an alias's. One parameter given under two of its names with different values (on the
+command line, or within a config file) is an error: neither value silently wins.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _log = logging.getLogger("spark_dp.config")
 
 __all__ = [
     "DeprecatedAlias",
+    "SpellingAction",
     "add_param_arguments",
     "cli_overrides",
     "deprecation_warnings",
@@ -241,6 +243,7 @@ def resolve_params(
     hints = typing.get_type_hints(cls)
     merged: dict[str, Any] = {}
     for source, values in (("config file", file_values or {}), ("command line", cli_values or {})):
+        spelled_as: dict[str, tuple[str, Any]] = {}  # field -> (key, value) in this source
         for raw_key, value in values.items():
             spelled = str(raw_key).replace("-", "_")
             key = names.get(spelled) or deprecated.get(spelled)
@@ -256,6 +259,12 @@ def resolve_params(
                 _log.warning("config key %r is deprecated; use %r", raw_key, new)
             if value is None and source == "command line":
                 continue
+            earlier = spelled_as.setdefault(key, (str(raw_key), value))
+            if earlier[1] != value:
+                raise ConfigError(
+                    f"the {source} sets {key} twice, as {earlier[0]!r}: {earlier[1]!r} and as "
+                    f"{raw_key!r}: {value!r}; keep one of them"
+                )
             merged[key] = _coerce(key, value, hints[key])
     return cls(**merged)
 
@@ -281,7 +290,34 @@ def params_to_dict(params: Any) -> dict[str, Any]:
     return out
 
 
-class DeprecatedAlias(argparse.Action):
+class SpellingAction(argparse.Action):
+    """Stores a value, noting the spelling of the flag that gave it: two spellings of one
+    parameter (its flag and a deprecated alias, or two names of one option) given different
+    values are a usage error (exit code 2), never a silent last-one-wins."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        spelling = option_string or self.option_strings[0]
+        given = dict(getattr(namespace, "flag_spellings", None) or {})
+        mine = dict(given.get(self.dest, {}))
+        for other, before in mine.items():
+            if other != spelling and before != values:
+                parser.error(
+                    f"{other} {before} and {spelling} {values} set the same parameter to "
+                    "different values; give it once"
+                )
+        mine[spelling] = values
+        given[self.dest] = mine
+        namespace.flag_spellings = given
+        setattr(namespace, self.dest, values)
+
+
+class DeprecatedAlias(SpellingAction):
     """An old flag that still sets its field; it notes itself in ``deprecated_flags``."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, *, new_flag: str, **kw: Any):
@@ -295,7 +331,7 @@ class DeprecatedAlias(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        setattr(namespace, self.dest, values)
+        super().__call__(parser, namespace, values, option_string)
         notes = list(getattr(namespace, "deprecated_flags", None) or [])
         notes.append((option_string or self.option_strings[0], self.new_flag))
         namespace.deprecated_flags = notes
@@ -344,6 +380,10 @@ def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             kwargs["metavar"] = "{" + ",".join(map(str, f.metadata["choices"])) + "}"
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
+        elif aliases:
+            kwargs["action"] = SpellingAction
+            kwargs["type"] = base if base in (int, float, str) else str
+            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
         elif base in (int, float, str):
             kwargs["type"] = base
             kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())

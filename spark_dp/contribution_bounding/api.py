@@ -69,6 +69,7 @@ def bound_contributions(
     record_weights: DataFrame | None = None,
     randomness: Randomness | None = None,
     work_dir: str | None = None,
+    work_dir_owner: str | None = None,
     restart: bool = False,
     validate: bool = True,
     input_rows: int | None = None,
@@ -88,7 +89,11 @@ def bound_contributions(
             seed. Entropy mode or ``None``: the seed stored in ``work_dir`` when resuming,
             else a fresh one from OS entropy. Not sensitive under fixed-graph DP (spec A37);
             reported for reproducibility.
-        work_dir: keep per-round state here and resume from it (``None``: in memory).
+        work_dir: keep per-round state here and resume from it (``None``: in memory). An
+            existing directory is used only if it holds the state of a run (it has the
+            ``meta.json`` a run writes); a folder without one is refused.
+        work_dir_owner: who the work directory belongs to (a job and its inputs), recorded in
+            it and checked before a resume (:func:`~.state_store.check_work_dir`).
         restart: discard a work directory that belongs to another run instead of failing.
         validate: validate ``incidences`` (skip when already done by
             :func:`spark_dp.io.load_incidences`). Repeated pairs need no separate pass: the
@@ -158,7 +163,12 @@ def bound_contributions(
                 randomness=randomness,
                 restart=restart,
                 input_rows=input_rows,
-                ctx=RunContext(StateStore(spark, work_dir, cache=cache), timer, log, on_round),
+                ctx=RunContext(
+                    StateStore(spark, work_dir, cache=cache, owner=work_dir_owner),
+                    timer,
+                    log,
+                    on_round,
+                ),
             )
             result.keep_only_outputs(cache)
         except BaseException:

@@ -48,7 +48,7 @@ from spark_dp.contribution_bounding.orders import (
     user_prio_column,
 )
 from spark_dp.errors import InputContractError, ParameterError
-from spark_dp.logs import log_private
+from spark_dp.logs import log_private, private
 from spark_dp.session import user_partitions
 
 if TYPE_CHECKING:
@@ -116,13 +116,15 @@ def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
         F.count_distinct(*[F.col(k) for k in keys]).alias("keys"),
     ).collect()[0]
     if s["bad"] or s["inf"]:
+        bad = private(int(s["bad"] or 0) + int(s["inf"] or 0))
         raise InputContractError(
-            f"record weights: {int(s['bad'] or 0) + int(s['inf'] or 0)} weights are null, NaN "
-            "or infinite; give every listed record a finite weight"
+            f"record weights: {bad} weights are null, NaN or infinite; give every listed record "
+            "a finite weight"
         )
     if s["keys"] != s["n"]:
         raise InputContractError(
-            f"record weights: {s['n'] - s['keys']} rows repeat a key {keys}; keep one per key"
+            f"record weights: {private(s['n'] - s['keys'])} rows repeat a key {keys}; keep one "
+            "per key"
         )
     return w
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spark_dp.errors import InputContractError
-from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID, quoted
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private
 
@@ -25,7 +25,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint", "date", "boolean")
+_ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint")
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
         )
     dtype = df.schema[col].dataType
     if isinstance(dtype, T.DecimalType) and dtype.scale == 0:
-        return F.col(col).cast("string")
+        return F.col(quoted(col)).cast("string")
     if isinstance(dtype, (T.FloatType, T.DoubleType, T.DecimalType)):
         raise InputContractError(
             f"column {col!r} ({role}) has floating-point type {dtype.simpleString()}; "
@@ -112,9 +112,9 @@ def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
     if dtype.simpleString() not in _ID_TYPES_OK:
         raise InputContractError(
             f"column {col!r} ({role}) has unsupported type {dtype.simpleString()}; "
-            "ids must be strings or integers"
+            "ids must be strings or integers (cast them upstream)"
         )
-    return F.col(col).cast("string")
+    return F.col(quoted(col)).cast("string")
 
 
 def validate_edges(
@@ -287,10 +287,10 @@ def load_capacities(
         )
     cap_type = df.schema[cap_col].dataType
     if isinstance(cap_type, T.StringType):  # CSV
-        cap = F.expr(f"try_cast(`{cap_col}` AS BIGINT)")  # ANSI mode: cast would throw
-        bad_cast = F.col(cap_col).isNotNull() & cap.isNull()
+        cap = F.expr(f"try_cast({quoted(cap_col)} AS BIGINT)")  # ANSI mode: cast would throw
+        bad_cast = F.col(quoted(cap_col)).isNotNull() & cap.isNull()
     elif isinstance(cap_type, T.IntegralType):
-        cap = F.col(cap_col).cast("long")
+        cap = F.col(quoted(cap_col)).cast("long")
         bad_cast = F.lit(False)
     else:
         raise InputContractError(

@@ -220,17 +220,15 @@ class Staging:
             return
         if self.journal is not None and recover(self.journal, self.fs_for) is not None:
             return
-        if self.committed:
-            return
         for e in self.entries:
             fs = self.fs_for(e.target)
             parent, name = parent_and_name(e.target)
-            for other in fs.list_names(parent):
+            for other in [] if self.committed else fs.list_names(parent):
                 if other.startswith(f".{name}.tmp-{self.token}"):  # staged, half-written
                     delete_quietly(fs, sibling_of(e.target, other), f"the staged {e.name}")
-            if own_pointer(fs, journal_path(e.target), self.token):
+            if own_pointer(fs, journal_path(e.target), self.token):  # its journal is gone
                 delete_quietly(fs, journal_path(e.target), "a pointer of this run")
-        for directory in self.created:  # deepest first; only if nothing else went there
+        for directory in [] if self.committed else self.created:  # deepest first, if empty
             fs = self.fs_for(directory)
             if fs.exists(directory) and not fs.list_names(directory):
                 fs.delete(directory)

@@ -15,7 +15,10 @@ is fixed-graph DP pre-processing and spends no privacy budget; spec contribution
 All of them are **confidential** (spec A36): with the hypergraph they reveal who shares
 records with whom. Per-round state lives in ``--work-dir`` (default ``<output>_work``); a job
 that fails (or is killed) resumes from its last finished round when rerun with the same
-arguments, and the directory is removed once the outputs and the report are committed.
+arguments, and the directory is removed once the outputs and the report are committed. An
+existing work directory that is not this job's own state for the same input (recognised by the
+``meta.json`` the job writes there) is refused before Spark starts: never adopted, never
+deleted.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.contribution_bounding.params import ContributionBoundingParams
 from spark_dp.errors import InputContractError
+from spark_dp.io.fs import FileSystem
 from spark_dp.jobs.common import READ, STATE, WRITE, JobContext, JobSpec, PathSpec, run_job
 
 if TYPE_CHECKING:
@@ -39,6 +43,7 @@ def _read_weights(ctx: JobContext) -> DataFrame:
     from pyspark.sql import functions as F
 
     from spark_dp.io import RECORD_ID, USER_ID
+    from spark_dp.io.columns import quoted
 
     df = ctx.read_table("record_weights", "--record-weights")
     rename = {ctx.args.record_col: RECORD_ID, ctx.args.user_col: USER_ID}
@@ -47,9 +52,21 @@ def _read_weights(ctx: JobContext) -> DataFrame:
             f"--record-weights {ctx.params.record_weights} has no column "
             f"{ctx.args.record_col!r}; columns: {df.columns}"
         )
-    weights = df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
+    weights = df.select(*[F.col(quoted(c)).alias(rename.get(c, c)) for c in df.columns])
     # -> (record_id[, user_id], weight, ...)
     return weights
+
+
+def _owner(inputs: str) -> str:
+    """Who a work directory belongs to: this job and the tables it reads."""
+    return f"contribution_bounding {inputs}"
+
+
+def _claim(fs: FileSystem, path: str, inputs: str) -> None:
+    """An existing ``--work-dir`` must hold this job's own state for the same inputs."""
+    from spark_dp.contribution_bounding.state_store import check_work_dir
+
+    check_work_dir(fs, path, _owner(inputs))
 
 
 def _execute(ctx: JobContext) -> str:
@@ -78,6 +95,7 @@ def _execute(ctx: JobContext) -> str:
         record_weights=weights,
         randomness=ctx.randomness,
         work_dir=work_dir,
+        work_dir_owner=_owner(ctx.plan.inputs()),
         restart=ctx.args.overwrite,
         validate=False,
         input_rows=ctx.input_rows,
@@ -98,7 +116,7 @@ def _execute(ctx: JobContext) -> str:
 def _paths(args: argparse.Namespace, p: ContributionBoundingParams) -> list[PathSpec]:
     out = str(args.output).rstrip("/")
     paths = [
-        PathSpec("work_dir", "--work-dir", p.work_dir or f"{out}_work", STATE),
+        PathSpec("work_dir", "--work-dir", p.work_dir or f"{out}_work", STATE, claim=_claim),
     ]
     if p.plan.user_state:
         paths.append(
