@@ -250,6 +250,8 @@ SPARK_CASES: list[tuple[str, str, list[str], bool, list[str]]] = [
      ["--input", "fake.parquet", "--input-format csv"]),
     ("spark-uri-missing", "distinct_count", dc(inp="{ws}/nope")[1:], True,
      ["--input", "/nope does not exist"]),
+    ("spark-uri-layout", "partition_selection", ps(inp="{ws}/layout_k")[1:], True,
+     ["--input", "/layout_k", "k=1/"]),
     # --- issue 39
     ("spark-ps-boolean-ids", "partition_selection", ps(inp="bools")[1:], False,
      ["'user_id'", "unsupported type boolean"]),

@@ -48,6 +48,7 @@ from spark_dp.contribution_bounding.orders import (
     user_prio_column,
 )
 from spark_dp.errors import InputContractError, ParameterError
+from spark_dp.io.read import id_column
 from spark_dp.logs import log_private, private
 from spark_dp.session import user_partitions
 
@@ -107,7 +108,8 @@ def check_weights(weights: DataFrame, *, per_user: bool) -> DataFrame:
             f"{weights.schema[WEIGHT].dataType.simpleString()}"
         )
     w = weights.select(
-        *[F.col(k).cast("string").alias(k) for k in keys], F.col(WEIGHT).cast("double")
+        *[id_column(weights, k, k, "record weights").alias(k) for k in keys],
+        F.col(WEIGHT).cast("double"),
     )
     s = w.agg(
         F.count(F.lit(1)).alias("n"),

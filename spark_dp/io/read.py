@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InputSummary",
+    "id_column",
     "load_capacities",
     "load_incidences",
     "load_pairs",
@@ -92,7 +93,13 @@ def read_table(
         raise InputContractError(message) from None
 
 
-def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
+def id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
+    """Column ``col`` of ``df`` as a string id: integers in base 10, strings as they are.
+
+    Raises:
+        InputContractError: no such column, or a type that is not an id (floating point,
+            boolean, date, timestamp, binary, nested).
+    """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -149,7 +156,7 @@ def validate_edges(
 
     from spark_dp.caching import storage_level
 
-    exprs = [_check_id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
+    exprs = [id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
     typed = df.select(*exprs)
     null_any = F.lit(False)
     for canon in columns:
@@ -280,7 +287,7 @@ def load_capacities(
     from pyspark.sql import types as T
 
     df = read_table(spark, path, fmt, flag="--capacities")
-    user = _check_id_column(df, user_col, "user id of the capacities table", str(path))
+    user = id_column(df, user_col, "user id of the capacities table", str(path))
     if cap_col not in df.columns:
         raise InputContractError(
             f"capacities {path!r} has no column {cap_col!r}; columns present: {df.columns}"

@@ -66,7 +66,22 @@ class Interrupted(BaseException):
 
 
 def _raise(signum: int, _frame: Any) -> None:
+    _fresh_py4j_connection()
     raise Interrupted(signum)
+
+
+def _fresh_py4j_connection() -> None:
+    """The py4j calls this thread makes from now on go through a new connection: the signal
+    may have cut a call short in the middle of its answer, and a clean-up on the way out (the
+    job's labels, released caches) would read the rest of that answer as its own."""
+    try:
+        from pyspark import SparkContext
+
+        client: Any = SparkContext._gateway._gateway_client  # type: ignore[union-attr]
+    except Exception:  # no gateway yet: nothing to protect
+        return
+    if hasattr(client, "thread_connection"):  # pinned-thread mode (ClientServer)
+        client.thread_connection = threading.local()
 
 
 @contextmanager
@@ -76,7 +91,10 @@ def signals_raise() -> Iterator[None]:
 
     pyspark installs a SIGINT handler of its own when a SparkContext starts, which cancels the
     jobs through the very py4j connection the interrupted call is still waiting on (a re-entrant
-    call: a trace, and a connection out of step); :func:`own_sigint` takes SIGINT back.
+    call: a trace, and a connection out of step); :func:`own_sigint` takes SIGINT back. The
+    handler here leaves that connection to the interrupted call and gives the thread a new one,
+    and the run cancels its jobs once its staged files are removed
+    (:func:`stop_after_interrupt`).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
