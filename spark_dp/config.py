@@ -38,7 +38,6 @@ from spark_dp.errors import ConfigError
 _log = logging.getLogger("spark_dp.config")
 
 __all__ = [
-    "DeprecatedAlias",
     "SpellingAction",
     "add_param_arguments",
     "cli_overrides",
@@ -293,7 +292,14 @@ def params_to_dict(params: Any) -> dict[str, Any]:
 class SpellingAction(argparse.Action):
     """Stores a value, noting the spelling of the flag that gave it: two spellings of one
     parameter (its flag and a deprecated alias, or two names of one option) given different
-    values are a usage error (exit code 2), never a silent last-one-wins."""
+    values are a usage error (exit code 2), never a silent last-one-wins. With ``new_flag`` it
+    is a deprecated alias, noted in ``deprecated_flags`` for the warning."""
+
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, new_flag: str | None = None, **kw: Any
+    ):
+        super().__init__(option_strings, dest, **kw)
+        self.new_flag = new_flag
 
     def __call__(
         self,
@@ -311,30 +317,12 @@ class SpellingAction(argparse.Action):
                     f"{other} {before} and {spelling} {values} set the same parameter to "
                     "different values; give it once"
                 )
-        mine[spelling] = values
-        given[self.dest] = mine
+        given[self.dest] = {**mine, spelling: values}
         namespace.flag_spellings = given
         setattr(namespace, self.dest, values)
-
-
-class DeprecatedAlias(SpellingAction):
-    """An old flag that still sets its field; it notes itself in ``deprecated_flags``."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, *, new_flag: str, **kw: Any):
-        super().__init__(option_strings, dest, **kw)
-        self.new_flag = new_flag
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        super().__call__(parser, namespace, values, option_string)
-        notes = list(getattr(namespace, "deprecated_flags", None) or [])
-        notes.append((option_string or self.option_strings[0], self.new_flag))
-        namespace.deprecated_flags = notes
+        if self.new_flag is not None:
+            notes = list(getattr(namespace, "deprecated_flags", None) or [])
+            namespace.deprecated_flags = [*notes, (spelling, self.new_flag)]
 
 
 def name_flags(message: str, cls: type) -> str:
@@ -358,7 +346,7 @@ def deprecation_warnings(args: argparse.Namespace) -> list[str]:
 
 def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed), and a
-    hidden :class:`DeprecatedAlias` per old name."""
+    hidden :class:`SpellingAction` per old name (a deprecated alias)."""
     hints = typing.get_type_hints(cls)
     group = parser.add_argument_group(f"{cls.__name__} parameters")
     for f in dataclasses.fields(cls):
@@ -398,7 +386,7 @@ def add_param_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
                 dest=f.name,
                 default=None,
                 help=argparse.SUPPRESS,
-                action=DeprecatedAlias,
+                action=SpellingAction,
                 new_flag=_flag(f),
                 **extra,
             )

@@ -1,5 +1,5 @@
 """One line and an exit code for the failures of Spark and of the environment (issue 39): the
-classification from exception texts (Java's included), without Spark."""
+classification from exception texts (Java's included), the driver JVM's output, signals."""
 
 from __future__ import annotations
 
@@ -13,14 +13,9 @@ import pytest
 
 from spark_dp.driver_jvm import DriverOutput, DriverStartError
 from spark_dp.errors import ConfigError, EnvironmentFailure, InputContractError
-from spark_dp.jobs.failures import (
-    Interrupted,
-    known_failure,
-    no_space,
-    session_failure,
-    signals_raise,
-)
+from spark_dp.jobs.failures import known_failure, no_space, session_failure
 from spark_dp.jobs.paths import READ, STATE, WRITE, PathPlan, PathSpec
+from spark_dp.jobs.signals import Interrupted, own_sigint, signals_raise
 
 
 class JavaError(Exception):
@@ -136,10 +131,18 @@ def test_the_driver_output_holds_what_is_not_a_log_line(capfd):
     assert err == "07:05:54 WARN SparkContext: a warning\n"  # passed on; the notice dropped
 
 
-def test_signals_raise_in_the_block_only():
-    before = signal.getsignal(signal.SIGTERM)
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signals_raise_in_the_block_only(spark, signum, code):
+    """With a session running: the interrupted thread gets a new py4j connection and the session
+    stays its active one (the rest of the suite keeps using it)."""
+    from pyspark.sql import SparkSession
+
+    before = signal.getsignal(signum)
     with pytest.raises(Interrupted) as caught, signals_raise():
-        os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as pyspark's would
+        own_sigint()  # taken back
+        os.kill(os.getpid(), signum)
         time.sleep(5)  # the handler raises here
-    assert caught.value.exit_code == 143 and str(caught.value) == "SIGTERM"
-    assert signal.getsignal(signal.SIGTERM) == before
+    assert caught.value.exit_code == code and str(caught.value) == signal.Signals(signum).name
+    assert signal.getsignal(signum) == before
+    assert SparkSession.getActiveSession() is not None and spark.range(3).count() == 3

@@ -2,14 +2,12 @@
 
 Exit codes (the whole list: :mod:`spark_dp.jobs.runner`): 2 for a parameter, setting, path or
 input the user can fix; 1 for a failure of the environment (a full disk, an unreachable host or
-Spark master, memory), with one line naming the cause and the path or setting; 130 after SIGINT
-(Ctrl-C, the shell's convention) and 143 after SIGTERM (what schedulers and Airflow send), both
-once the staged files are removed.
+Spark master, memory), with one line naming the cause and the path or setting (signals:
+:mod:`spark_dp.jobs.signals`).
 
 * :func:`known_failure` recognises the failures of Spark and of the environment that a user can
   act on, from the exception's text (Java's included): ``None`` means a bug or something new,
-  whose trace the runner logs.
-* :class:`Interrupted` and :func:`signals_raise`: SIGTERM ends a run as SIGINT does.
+  whose trace the runner logs; :func:`session_failure` those of a session that did not start.
 * :func:`say` writes the one line where the user sees errors: stderr, or under
   ``spark-submit`` (whose Python runner merges the Python process's stderr into its stdout) the
   driver JVM's stderr.
@@ -21,13 +19,10 @@ import errno
 import os
 import re
 import shutil
-import signal
 import stat
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.driver_jvm import DriverStartError
@@ -39,111 +34,14 @@ if TYPE_CHECKING:
     from spark_dp.jobs.paths import PathPlan, PathSpec
 
 __all__ = [
-    "Interrupted",
     "exception_text",
     "existing_ancestor",
     "fullest",
-    "ignored_signals",
     "known_failure",
     "no_space",
-    "own_sigint",
     "say",
     "session_failure",
-    "signals_raise",
-    "stop_after_interrupt",
 ]
-
-_SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
-
-
-class Interrupted(BaseException):
-    """The run received SIGTERM (or SIGINT): it ends with exit code 128 + the signal number."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(_SIGNAL_NAMES.get(signum, f"signal {signum}"))
-        self.signum = signum
-        self.exit_code = 128 + signum
-
-
-def _raise(signum: int, _frame: Any) -> None:
-    _fresh_py4j_connection()
-    raise Interrupted(signum)
-
-
-def _fresh_py4j_connection() -> None:
-    """The py4j calls this thread makes from now on go through a new connection: the signal
-    may have cut a call short in the middle of its answer, and a clean-up on the way out (the
-    job's labels, released caches) would read the rest of that answer as its own."""
-    try:
-        from pyspark import SparkContext
-
-        client: Any = SparkContext._gateway._gateway_client  # type: ignore[union-attr]
-    except Exception:  # no gateway yet: nothing to protect
-        return
-    if hasattr(client, "thread_connection"):  # pinned-thread mode (ClientServer)
-        client.thread_connection = threading.local()
-
-
-@contextmanager
-def signals_raise() -> Iterator[None]:
-    """SIGTERM and SIGINT raise :class:`Interrupted` in the main thread while the block runs, so
-    the run removes its staged files and ends with 143 or 130.
-
-    pyspark installs a SIGINT handler of its own when a SparkContext starts, which cancels the
-    jobs through the very py4j connection the interrupted call is still waiting on (a re-entrant
-    call: a trace, and a connection out of step); :func:`own_sigint` takes SIGINT back. The
-    handler here leaves that connection to the interrupted call and gives the thread a new one,
-    and the run cancels its jobs once its staged files are removed
-    (:func:`stop_after_interrupt`).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, _raise) for s in _SIGNAL_NAMES}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-def own_sigint() -> None:
-    """Inside :func:`signals_raise`, after a SparkContext started: SIGINT raises again."""
-    main = threading.current_thread() is threading.main_thread()
-    if main and signal.getsignal(signal.SIGTERM) is _raise:
-        signal.signal(signal.SIGINT, _raise)
-
-
-def stop_after_interrupt(spark: Any, *, stop: bool) -> None:
-    """Cancel the session's jobs (and stop it when ``stop``) from a thread of its own: the
-    interrupted call left this thread's py4j connection waiting for an answer."""
-
-    def cancel() -> None:
-        try:
-            spark.sparkContext.cancelAllJobs()
-            if stop:
-                spark.stop()
-        except Exception:  # a JVM that is gone already (a signal to the process group)
-            pass
-
-    worker = threading.Thread(target=cancel, daemon=True)
-    worker.start()
-    worker.join(30)
-
-
-@contextmanager
-def ignored_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM are ignored while the block runs (the clean-up after a failure must
-    not be cut short by a second signal)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _SIGNAL_NAMES}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def say(line: str) -> None:

@@ -18,7 +18,7 @@ Exit codes: 0 success; 2 bad arguments, configuration, settings, paths or input 
 what to fix); 3 privacy budget refused; 1 a failure of the environment (a full disk, an
 unreachable host or Spark master: one line naming the cause and the path or setting), or
 anything else (a bug: the traceback is logged); 130 after SIGINT and 143 after SIGTERM (staged
-files removed). Every one-line error keeps its trace in the log at DEBUG
+files removed: :mod:`.signals`). Every one-line error keeps its trace in the log at DEBUG
 (:mod:`.failures`).
 """
 
@@ -47,17 +47,12 @@ from spark_dp.jobs.budget_hooks import (
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.config_source import read_deferred
 from spark_dp.jobs.failures import (
-    Interrupted,
     existing_ancestor,
     fullest,
-    ignored_signals,
     known_failure,
     no_space,
-    own_sigint,
     say,
     session_failure,
-    signals_raise,
-    stop_after_interrupt,
 )
 from spark_dp.jobs.phases import (
     check_spark_conf,
@@ -70,6 +65,13 @@ from spark_dp.jobs.phases import (
     split_spark_conf,
 )
 from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.signals import (
+    Interrupted,
+    ignored_signals,
+    own_sigint,
+    signals_raise,
+    stop_after_interrupt,
+)
 from spark_dp.jobs.spec import JobContext, JobSpec
 from spark_dp.logs import (
     StageTimer,
