@@ -120,8 +120,9 @@ def recover(journal: str, fs_for: Callable[[str], FileSystem]) -> str | None:
     doc = read_json(fs_j, journal)
     if doc is not None and "journal" in doc:  # a pointer
         primary = str(doc["journal"])
-        target = read_json(fs_for(primary), primary)
-        if target is not None and target.get("token") == doc.get("token") and primary != journal:
+        its_journal = read_json(fs_for(primary), primary)
+        same = its_journal is not None and its_journal.get("token") == doc.get("token")
+        if same and primary != journal:
             return recover(primary, fs_for)
         fs_j.delete(journal)
         log.warning("recovery: removed %s, a stale pointer to a finished commit", journal)
