@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import difflib
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from spark_dp.errors import ParameterError
 
 __all__ = [
+    "BUDGET_MIN",
     "DELTA_MAX",
     "DELTA_WARN",
     "EPSILON_MAX",
@@ -55,6 +57,11 @@ DELTA_WARN = 1e-4
 """A job warns above this δ: it exceeds 1/n for every dataset of fewer than 10^4 users, and δ
 should be well below 1/n."""
 
+BUDGET_MIN = sys.float_info.min
+"""Smallest total ε or δ a job releases with: the smallest normal double (about 2.2e-308).
+Below it a share of the budget (a round's, half of it) underflows to 0; the data-free plan then
+refuses an ε whose noise scale overflows (:func:`check_finite_plan`)."""
+
 
 def check_positive(name: str, value: float) -> float:
     """Return ``value`` if it is a finite number > 0, else raise :class:`ParameterError`."""
@@ -91,17 +98,48 @@ def check_delta(value: float, name: str = "delta") -> float:
 
 
 def check_release_epsilon(value: float, name: str = "epsilon") -> float:
-    """The total ε of a job's release: finite, > 0 and at most :data:`EPSILON_MAX`."""
+    """The total ε of a job's release: finite, in [:data:`BUDGET_MIN`, :data:`EPSILON_MAX`]."""
     check_epsilon(value, name)
+    _check_normal(name, value)
     return check_at_most(name, value, EPSILON_MAX, "larger values protect nothing")
 
 
 def check_release_delta(value: float, name: str = "delta") -> float:
-    """The total δ of a job's release: in (0, :data:`DELTA_MAX`]."""
+    """The total δ of a job's release: in [:data:`BUDGET_MIN`, :data:`DELTA_MAX`]."""
     check_delta(value, name)
+    _check_normal(name, value)
     return check_at_most(
         name, value, DELTA_MAX, "choose δ well below 1/(number of users), e.g. 1e-5 to 1e-11"
     )
+
+
+def _check_normal(name: str, value: float) -> None:
+    if value < BUDGET_MIN:
+        raise ParameterError(
+            f"{name} must be at least {BUDGET_MIN:.3g} (the smallest normal double: a share of "
+            f"a smaller value underflows to 0), got {value!r}"
+        )
+
+
+def check_finite_plan(steps: Iterable[dict[str, Any]], given: str) -> None:
+    """Every number of a data-free plan (the reports of its steps) is finite.
+
+    Args:
+        steps: each step's report (``Step.to_report()``: label, ε, δ, scales, thresholds).
+        given: the budget as the user gave it, for the message (``--epsilon 1e-308``).
+
+    Raises:
+        ParameterError: a noise scale or threshold overflowed (an ε too small for the plan),
+            found before any data is read instead of after the whole computation.
+    """
+    for step in steps:
+        for key, value in step.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ParameterError(
+                    f"{given} is too small: {step.get('label', 'a step')} would have {key} = "
+                    f"{value} (its noise scale overflows); choose a larger value (typical ε: "
+                    "0.1 to 10)"
+                )
 
 
 def check_at_most(name: str, value: float, maximum: float, why: str) -> float:

@@ -92,8 +92,10 @@ def _silence_stdout() -> None:
 
 
 def _dispatch(args: list[str]) -> int:
+    from spark_dp.jobs.failures import say
+
     if not args:
-        print("spark-dp: error: a command is required (see spark-dp --help)", file=sys.stderr)
+        say("spark-dp: error: a command is required (see spark-dp --help)")
         return 2
     if args[0] in ("-h", "--help", "help"):
         print(_usage())
@@ -113,10 +115,7 @@ def _dispatch(args: list[str]) -> int:
         from spark_dp.audit.cli import main as audit_main
 
         return audit_main(rest)
-    print(
-        f"spark-dp: error: unknown command {args[0]!r} (see spark-dp --help)",
-        file=sys.stderr,
-    )
+    say(f"spark-dp: error: unknown command {args[0]!r} (see spark-dp --help)")
     return 2
 
 
@@ -130,6 +129,7 @@ def _calibrate(argv: list[str]) -> int:
         resolve_params,
     )
     from spark_dp.jobs.cli_args import OneLineParser
+    from spark_dp.jobs.failures import say
     from spark_dp.partition_selection import REGISTRY, PartitionSelectionParams, calibration_table
 
     ap = OneLineParser(
@@ -154,7 +154,7 @@ def _calibrate(argv: list[str]) -> int:
         table = calibration_table(params, [chosen] if chosen else None)
     except SparkDPUserError as exc:
         message = name_flags(" ".join(str(exc).split()), PartitionSelectionParams)
-        print(f"spark-dp calibrate: error: {message}", file=sys.stderr)
+        say(f"spark-dp calibrate: error: {message}")
         return 2
     for sentence in deprecation_warnings(ns) + privacy_warnings(params.epsilon, params.delta):
         print(f"spark-dp calibrate: warning: {sentence}", file=sys.stderr)

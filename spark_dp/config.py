@@ -22,7 +22,8 @@ across jobs, e.g. ``--max-contributions`` for every per-user bound) and may keep
 aliases (``aliases=``: the old flags, accepted with a warning until
 :data:`ALIASES_REMOVED_IN`). Config
 files accept the field name, the flag's name (``max_contributions``) and, with the same
-warning, an alias's.
+warning, an alias's. One parameter given under two of its names with different values (on the
+command line, or within a config file) is an error: neither value silently wins.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ _log = logging.getLogger("spark_dp.config")
 
 __all__ = [
     "ALIASES_REMOVED_IN",
-    "DeprecatedAlias",
+    "SpellingAction",
     "add_param_arguments",
     "cli_overrides",
     "deprecation_warnings",
@@ -254,6 +255,7 @@ def resolve_params(
     hints = typing.get_type_hints(cls)
     merged: dict[str, Any] = {}
     for source, values in (("config file", file_values or {}), ("command line", cli_values or {})):
+        spelled_as: dict[str, tuple[str, Any]] = {}  # field -> (key, value) in this source
         for raw_key, value in values.items():
             spelled = str(raw_key).replace("-", "_")
             key = names.get(spelled) or deprecated.get(spelled)
@@ -274,6 +276,12 @@ def resolve_params(
                 )
             if value is None and source == "command line":
                 continue
+            earlier = spelled_as.setdefault(key, (str(raw_key), value))
+            if earlier[1] != value:
+                raise ConfigError(
+                    f"the {source} sets {key} twice, as {earlier[0]!r}: {earlier[1]!r} and as "
+                    f"{raw_key!r}: {value!r}; keep one of them"
+                )
             merged[key] = _coerce(key, value, hints[key])
     return cls(**merged)
 
@@ -299,10 +307,15 @@ def params_to_dict(params: Any) -> dict[str, Any]:
     return out
 
 
-class DeprecatedAlias(argparse.Action):
-    """An old flag that still sets its field; it notes itself in ``deprecated_flags``."""
+class SpellingAction(argparse.Action):
+    """Stores a value, noting the spelling of the flag that gave it: two spellings of one
+    parameter (its flag and a deprecated alias, or two names of one option) given different
+    values are a usage error (exit code 2), never a silent last-one-wins. With ``new_flag`` it
+    is a deprecated alias, noted in ``deprecated_flags`` for the warning."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, *, new_flag: str, **kw: Any):
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, *, new_flag: str | None = None, **kw: Any
+    ):
         super().__init__(option_strings, dest, **kw)
         self.new_flag = new_flag
 
@@ -313,10 +326,21 @@ class DeprecatedAlias(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
+        spelling = option_string or self.option_strings[0]
+        given = dict(getattr(namespace, "flag_spellings", None) or {})
+        mine = dict(given.get(self.dest, {}))
+        for other, before in mine.items():
+            if other != spelling and before != values:
+                parser.error(
+                    f"{other} {before} and {spelling} {values} set the same parameter to "
+                    "different values; give it once"
+                )
+        given[self.dest] = {**mine, spelling: values}
+        namespace.flag_spellings = given
         setattr(namespace, self.dest, values)
-        notes = list(getattr(namespace, "deprecated_flags", None) or [])
-        notes.append((option_string or self.option_strings[0], self.new_flag))
-        namespace.deprecated_flags = notes
+        if self.new_flag is not None:
+            notes = list(getattr(namespace, "deprecated_flags", None) or [])
+            namespace.deprecated_flags = [*notes, (spelling, self.new_flag)]
 
 
 def name_flags(message: str, cls: type) -> str:
@@ -344,7 +368,7 @@ def add_param_arguments(
     registries: Mapping[str, Registry[Any, Any]] | None = None,
 ) -> None:
     """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed), and a
-    hidden :class:`DeprecatedAlias` per old name.
+    hidden :class:`SpellingAction` per old name (a deprecated alias).
 
     ``registries`` maps a field (``algorithm``, ``method``) to the registry whose names are its
     choices; the help then lists each name with its summary.
@@ -375,6 +399,10 @@ def add_param_arguments(
             kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
+        elif aliases:
+            kwargs["action"] = SpellingAction
+            kwargs["type"] = base if base in (int, float, str) else str
+            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
         elif base in (int, float, str):
             kwargs["type"] = base
             kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
@@ -389,7 +417,7 @@ def add_param_arguments(
                 dest=f.name,
                 default=None,
                 help=argparse.SUPPRESS,
-                action=DeprecatedAlias,
+                action=SpellingAction,
                 new_flag=_flag(f),
                 **extra,
             )

@@ -2,8 +2,9 @@
 
 Every error a user can fix (bad parameter, bad input file, output already present) is a
 subclass of :class:`SparkDPUserError`. Jobs map those to their ``exit_code`` (2; 3 for
-:class:`BudgetRefused`) and print the message as one line; anything else is a bug or an
-infrastructure failure (exit code 1).
+:class:`BudgetRefused`; 1 for :class:`EnvironmentFailure`, a failure of the disk, network or
+cluster that spark_dp recognised) and print the message as one line; anything else is a bug or
+an unrecognised infrastructure failure (exit code 1, the trace logged).
 
 Messages name the offending parameter, column or path, show what was found, and say how to
 fix it. They never contain private values (weights, counts, item names).
@@ -17,6 +18,7 @@ __all__ = [
     "BudgetRefused",
     "BudgetStoreUnavailable",
     "ConfigError",
+    "EnvironmentFailure",
     "InputContractError",
     "OutputExistsError",
     "ParameterError",
@@ -51,6 +53,13 @@ class OutputExistsError(SparkDPUserError):
 class PathConflictError(SparkDPUserError):
     """A path the job would write equals, contains or lies inside a path it reads or writes,
     or cannot be written (found before Spark starts)."""
+
+
+class EnvironmentFailure(SparkDPUserError):
+    """The environment failed, not the arguments: a full disk, an unreachable host or cluster
+    master. Exit code 1; the message names the cause and the path or setting involved."""
+
+    exit_code = 1
 
 
 class BudgetError(SparkDPUserError):

@@ -31,6 +31,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.driver_jvm import DriverOutput, launch
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -120,6 +122,7 @@ def get_session(
         log.info("Spark Connect %s at %s", spark.version, remote)
         return spark
 
+    output: DriverOutput | None = None
     if launched_by_spark_submit():
         from pyspark import SparkContext
 
@@ -132,15 +135,18 @@ def get_session(
     else:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        builder = SparkSession.builder.appName(app_name)
-        builder = builder.master(master or wanted.pop("spark.master", None) or "local[*]")
+        wanted["spark.master"] = master or wanted.get("spark.master") or "local[*]"
+        wanted["spark.app.name"] = app_name
         java = with_log4j2_config(wanted.get("spark.driver.extraJavaOptions"))
         if java:
             wanted["spark.driver.extraJavaOptions"] = java
+        builder = SparkSession.builder
         for key, value in wanted.items():
-            if key != "spark.master":
-                builder = builder.config(key, value)
+            builder = builder.config(key, value)
+        output = launch(SparkConf().setAll(list(wanted.items())))  # its stderr: driver_jvm
     spark = builder.getOrCreate()
+    if output is not None:
+        output.started()
     spark.sparkContext.setLogLevel(log_level)
     info = spark_info(spark)
     log.info(

@@ -7,8 +7,19 @@ anything a JVM would print is caught too) at files, and runs the command line ex
 console script does: ``sys.exit(spark_dp.cli.main(argv))``, or a ``jobs/<name>.py`` script as
 ``__main__``. The parent records each child's real exit status and output.
 
-A case: ``{"id", "argv", "cwd", "script"?, "env"?}``. A result: ``{"id", "code", "stdout",
-"stderr"}``. Cases run ``PARALLEL`` at a time.
+A case: ``{"id", "argv", "cwd", "script"?, "env"?, "copy_from"?}``, or ``{"id", "cwd",
+"steps": [{"argv", "env"?}, ...]}`` whose steps run one after the other in the same directory
+(``copy_from``: a directory copied to ``cwd`` first). A result: ``{"id", "code", "stdout",
+"stderr", "seconds", "files"}`` (``files``: what is in ``cwd`` afterwards, see
+:func:`tests.sweep.workspace.snapshot`); a case with steps: ``{"id", "steps": [results]}``.
+Cases run ``PARALLEL`` at a time.
+
+``--spark`` (the Spark cases of the sweep, ``tests/sweep``): the server first starts one local
+SparkSession (as a job would, :func:`spark_dp.session.get_session`), then forks the children
+one at a time: each opens its own py4j connection to that JVM (a child killed in the middle of
+a call leaves the parent's connection intact) and makes the session its active one, so the job
+reuses it instead of starting a JVM (seconds per case instead of ten). What the JVM itself logs
+goes to the server's stderr, not the child's.
 """
 
 from __future__ import annotations
@@ -17,16 +28,41 @@ import importlib
 import json
 import os
 import runpy
+import shutil
+import signal
 import sys
 import tempfile
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 PARALLEL = 4
+TIMEOUT = 600.0  # seconds a child may run before it is killed (its code is then -9)
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.driver.memory": "1g",
+}
 
 
-def _child(case: dict[str, Any], out: str, err: str) -> None:
-    os.chdir(case["cwd"])
-    os.environ.update(case.get("env") or {})
+def _own_connection() -> None:
+    """In a child of a ``--spark`` server: a py4j connection of its own, the session active."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    client: Any = SparkContext._gateway._gateway_client  # type: ignore[union-attr]
+    client.thread_connection = threading.local()  # the parent's stays open, unused here
+    spark = SparkSession._instantiatedSession
+    assert spark is not None
+    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
+    spark._jvm.SparkSession.setDefaultSession(spark._jsparkSession)
+
+
+def _run(case: dict[str, Any], out: str, err: str, warm: bool) -> int:
     for fd, path in ((1, out), (2, err)):
         handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(handle, fd)
@@ -35,6 +71,10 @@ def _child(case: dict[str, Any], out: str, err: str) -> None:
     sys.stderr = os.fdopen(2, "w", buffering=1)
     code = 1
     try:
+        os.chdir(case["cwd"])
+        os.environ.update(case.get("env") or {})
+        if warm:
+            _own_connection()
         if case.get("script"):
             sys.argv = [case["script"], *case["argv"]]
             runpy.run_path(case["script"], run_name="__main__")
@@ -54,37 +94,116 @@ def _child(case: dict[str, Any], out: str, err: str) -> None:
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(int(code))
+    return int(code)
 
 
-def run_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run every case in a forked child (``PARALLEL`` at a time); return their results."""
+def _start(case: dict[str, Any], tmp: str, warm: bool) -> tuple[int, str, str]:
+    out, err = (os.path.join(tmp, f"{case['id']}.{s}") for s in ("out", "err"))
+    pid = os.fork()
+    if pid == 0:
+        os._exit(_run(case, out, err, warm))
+    return pid, out, err
+
+
+def _result(
+    case: dict[str, Any], status: int, out: str, err: str, seconds: float
+) -> dict[str, Any]:
+    from tests.sweep.workspace import snapshot
+
+    with open(out, encoding="utf-8", errors="replace") as fo:
+        stdout = fo.read()
+    with open(err, encoding="utf-8", errors="replace") as fe:
+        stderr = fe.read()
+    code = os.waitstatus_to_exitcode(status)
+    return {
+        "id": case["id"],
+        "code": code,
+        "stdout": stdout,
+        "stderr": stderr,
+        "seconds": round(seconds, 2),
+        "files": snapshot(Path(case["cwd"])),
+    }
+
+
+def _wait(pid: int) -> int:
+    """The status of child ``pid``, killed after :data:`TIMEOUT` seconds."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def _sequential(cases: list[dict[str, Any]], tmp: str, warm: bool) -> list[dict[str, Any]]:
+    results = []
+    for case in cases:
+        if case.get("copy_from"):
+            shutil.copytree(case["copy_from"], case["cwd"], symlinks=True)
+        steps = case.get("steps")
+        done = []
+        for k, step in enumerate(steps or [case]):
+            one = {**case, **step, "id": f"{case['id']}.{k}" if steps else case["id"]}
+            t0 = time.monotonic()
+            pid, out, err = _start(one, tmp, warm)
+            done.append(_result(one, _wait(pid), out, err, time.monotonic() - t0))
+        results.append({"id": case["id"], "steps": done} if steps else done[0])
+    return results
+
+
+def run_cases(cases: list[dict[str, Any]], *, spark: bool = False) -> list[dict[str, Any]]:
+    """Run every case in a forked child; return their results.
+
+    Args:
+        cases: see the module docstring.
+        spark: start one SparkSession first and run the cases one at a time on it.
+    """
     import spark_dp.cli  # noqa: F401  (imported once, inherited by every child)
 
     for job in ("generate", "partition_selection", "contribution_bounding", "distinct_count"):
         importlib.import_module(f"spark_dp.jobs.{job}")
     tmp = tempfile.mkdtemp(prefix="spark_dp-forkserver-")
-    running: dict[int, tuple[dict[str, Any], str, str]] = {}
+    if spark or any("steps" in c for c in cases):
+        if spark:
+            from spark_dp.session import get_session
+
+            get_session("spark_dp.sweep", SPARK_CONF, master="local[2]", log_level="ERROR")
+        return _sequential(cases, tmp, spark)
+    running: dict[int, tuple[dict[str, Any], str, str, float]] = {}
     results: list[dict[str, Any]] = []
     queue = list(cases)
     while queue or running:
         while queue and len(running) < PARALLEL:
             case = queue.pop(0)
-            out, err = (os.path.join(tmp, f"{case['id']}.{s}") for s in ("out", "err"))
-            pid = os.fork()
-            if pid == 0:
-                _child(case, out, err)
-            running[pid] = (case, out, err)
+            pid, out, err = _start(case, tmp, False)
+            running[pid] = (case, out, err, time.monotonic())
         pid, status = os.wait()
-        case, out, err = running.pop(pid)
-        with open(out, encoding="utf-8", errors="replace") as fo:
-            stdout = fo.read()
-        with open(err, encoding="utf-8", errors="replace") as fe:
-            stderr = fe.read()
-        results.append(
-            {"id": case["id"], "code": os.waitstatus_to_exitcode(status), "stdout": stdout,
-             "stderr": stderr}
-        )  # fmt: skip
+        case, out, err, t0 = running.pop(pid)
+        results.append(_result(case, status, out, err, time.monotonic() - t0))
+    return results
+
+
+def serve(
+    cases: list[dict[str, Any]], *, spark: bool = False, timeout: float = 1800
+) -> list[dict[str, Any]]:
+    """Run ``cases`` in a fresh server process (``python -m tests.cli_forkserver``): their
+    results. The server must end cleanly."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.cli_forkserver", *(["--spark"] if spark else [])],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=timeout,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results: list[dict[str, Any]] = json.loads(done.stdout)
     return results
 
 
@@ -110,4 +229,4 @@ def run_in_server(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    json.dump(run_cases(json.load(sys.stdin)), sys.stdout)
+    json.dump(run_cases(json.load(sys.stdin), spark="--spark" in sys.argv), sys.stdout)

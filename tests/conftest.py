@@ -11,9 +11,10 @@ from tests.spark_session import session_builder
 
 # Suites that run in their own pytest process, left out of the main run unless
 # SPARK_DP_TEST_SUITE names them: tests/connect (make test-connect: a classic session and a Spark
-# Connect client cannot share a process) and tests/airflow_run (make airflow-test: the DAG's
-# real spark-submits, minutes long).
-SEPARATE_SUITES = ("airflow_run", "connect")
+# Connect client cannot share a process), tests/airflow_run (make airflow-test: the DAG's
+# real spark-submits, minutes long) and tests/sweep (make sweep: a few hundred command lines,
+# each its own process, minutes long).
+SEPARATE_SUITES = ("airflow_run", "connect", "sweep")
 collect_ignore = [s for s in SEPARATE_SUITES if os.environ.get("SPARK_DP_TEST_SUITE") != s]
 
 

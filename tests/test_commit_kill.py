@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -144,3 +145,67 @@ def test_contribution_bounding_resumes_after_a_kill(tmp_path: Path) -> None:
     assert doc is not None and doc["selected"] > 0
     assert not work.exists() and _hidden(tmp_path) == []
     assert pq.read_table(tmp_path / "out_user_state").num_rows == 700
+
+
+def _hook(signal_at: str) -> dict[str, str]:
+    return {**job_env(), "SPARK_DP_TEST_COMMIT_SIGNAL": signal_at}
+
+
+def test_a_later_release_to_the_same_output_survives_the_re_run(tmp_path: Path) -> None:
+    """Issue 39: a run with --overwrite killed during its commit (its output moved in, the old
+    report moved aside); a release with another --report and --overwrite; a plain re-run. The
+    re-run must not delete the later release's output or put an old report back."""
+    users = [f"u{i}" for i in range(400) for _ in range(3)]
+    items = [f"w{(i * 7 + k) % 40}" for i in range(400) for k in range(3)]
+    pq.write_table(pa.table({"user_id": users, "item": items}), tmp_path / "words.parquet")
+    args = ["--input", "words.parquet", "--output", "out", "--epsilon", "2"]
+    assert _run("partition_selection", [*args, "--seed", "1"], tmp_path).returncode == 0
+    killed = subprocess.run(
+        [sys.executable, str(ROOT / "jobs" / "partition_selection.py"), *args, "--seed", "2",
+         "--overwrite", *FAST],
+        cwd=tmp_path, env=_hook("KILL@7"), capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert (tmp_path / ".out.report.json.journal").exists()  # killed mid-commit
+    later = _run(
+        "partition_selection",
+        [*args, "--seed", "3", "--report", "other.json", "--overwrite"],
+        tmp_path,
+    )
+    assert later.returncode == 0, later.stderr[-3000:]
+    assert "restored" in later.stderr and "rolled back" in later.stderr  # logged as it happened
+    doc = json.loads((tmp_path / "other.json").read_text())
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    again = _run("partition_selection", [*args, "--seed", "1"], tmp_path)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert json.loads((tmp_path / "other.json").read_text()) == doc
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == files
+    assert pq.read_table(tmp_path / "out").num_rows == _items(doc)
+    assert _hidden(tmp_path) == []
+
+
+def test_sigterm_removes_the_staged_files_and_exits_143(tmp_path: Path) -> None:
+    """Issue 39: SIGTERM from outside (a scheduler stopping the task) while Spark works: one
+    line, exit code 143, nothing left behind."""
+    users = [f"u{i}" for i in range(400) for _ in range(3)]
+    items = [f"w{(i * 7 + k) % 40}" for i in range(400) for k in range(3)]
+    pq.write_table(pa.table({"user_id": users, "item": items}), tmp_path / "words.parquet")
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "jobs" / "partition_selection.py"), "--input",
+         "words.parquet", "--output", "out", "--epsilon", "2", *FAST],
+        cwd=tmp_path, env=job_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if "stage write output: started" in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=300) == 143, "".join(seen) + rest
+    lines = [x for x in rest.splitlines() if x.strip() and not re.match(r"\d\d:\d\d:\d\d ", x)]
+    assert lines == [
+        "spark-dp partition-selection: error: interrupted by SIGTERM: staged files removed"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["words.parquet"]

@@ -107,3 +107,31 @@ def test_params_to_dict_is_json_ready():
     d = C.params_to_dict(C.resolve_params(DemoParams))
     assert d["split"] == [0.1, 0.9]
     json.dumps(d)
+
+
+def test_the_budget_bounds_in_conf_files_and_readme_are_the_code_s():
+    """Issue 39: the code's bounds (spark_dp.checks) are the one source; the comments of
+    conf/*.yaml and the README's flag table state the same numbers."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    stated = {"epsilon": (K.EPSILON_MAX, K.EPSILON_WARN), "delta": (K.DELTA_MAX, K.DELTA_WARN)}
+    seen = set()
+    for conf in sorted((root / "conf").glob("*.yaml")):
+        text = conf.read_text()
+        for name, (most, warn) in stated.items():
+            block = re.search(rf"^{name}:.*?(?=^\S)", text, re.M | re.S)
+            if block is None:
+                continue
+            m = re.search(r"at most ([\d.e+-]+),\s*#?\s*a warning above ([\d.e+-]+)", block[0])
+            assert m, f"{conf.name}: the comment of {name} states no bound"
+            assert (float(m[1]), float(m[2])) == (most, warn), (conf.name, name, m.groups())
+            seen.add(name)
+    assert seen == set(stated)
+    readme = (root / "README.md").read_text()
+    for name, (most, warn) in stated.items():
+        row = re.search(rf"^\| `--{name}` \|.*$", readme, re.M)
+        assert row, f"the README's flag table has no --{name} row"
+        m = re.search(r"at most ([\d.e+-]+); a warning above ([\d.e+-]+)", row[0])
+        assert m and (float(m[1]), float(m[2])) == (most, warn), row[0]

@@ -91,3 +91,13 @@ def test_paths_and_the_choice_of_backend(spark) -> None:
     assert isinstance(filesystem("/x"), LocalFS) and isinstance(filesystem("file:/x"), LocalFS)
     assert isinstance(filesystem("hdfs://nn/x", spark), HadoopFS)
     assert isinstance(filesystem("/x", spark, plain_is_local=False), HadoopFS)
+
+
+def test_hadoop_lists_every_file_of_a_table(spark, tmp_path: Path) -> None:
+    """The listing the path plan checks a Hadoop input's layout against (issue 39)."""
+    for rel in ("part-0.parquet", "k=1/part-1.parquet", "_temporary/0/x", "a/b/c.parquet"):
+        (tmp_path / "t" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "t" / rel).write_text("x")
+    listed = HadoopFS(spark).list_files(f"file://{tmp_path}/t")
+    names = sorted(n for n in listed if not n.endswith(".crc"))
+    assert names == ["_temporary/0/x", "a/b/c.parquet", "k=1/part-1.parquet", "part-0.parquet"]

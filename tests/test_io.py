@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 
@@ -88,6 +89,14 @@ def test_integer_ids_become_base10_strings(spark, tmp_path):
         ),
         ([(1.5, "a")], "user_id double, item string", {}, "floating-point type double"),
         ([(1, [1])], "user_id long, item array<int>", {}, "unsupported type array<int>"),
+        ([(True, "a")], "user_id boolean, item string", {}, "unsupported type boolean"),
+        ([(1, datetime.date(2020, 1, 2))], "user_id long, item date", {}, "'item' .* type date"),
+        (
+            [(datetime.datetime(2020, 1, 2), "a")],
+            "user_id timestamp, item string",
+            {},
+            "unsupported type timestamp",
+        ),
         ([], "user_id long, item string", {}, "is empty"),
         (
             [(1, None), (2, "b")],
@@ -195,3 +204,33 @@ def test_json_writer_and_fail_fast_check(tmp_path):
         io.check_output_path(str(p), overwrite=False)
     io.check_output_path(str(p), overwrite=True)
     io.check_output_path(str(tmp_path / "new"), overwrite=False)
+
+
+def test_a_partitioned_table_is_read_whole(spark, tmp_path):
+    """Issue 39: the layouts the path plan accepts are read completely (every listed file)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = {
+        "flat": ["part-0.parquet", "part-1.parquet", "_temporary/part-9.parquet"],
+        "hive": ["k=1/part-0.parquet", "k=2/part-1.parquet"],
+        "hive2": ["k=1/j=a/part-0.parquet", "k=2/j=b/part-1.parquet", "k=2/j=c/part-2.parquet"],
+    }
+    for name, rels in files.items():
+        listed = 0
+        for n, rel in enumerate(rels):
+            users = [f"u{n}-{i}" for i in range(5 + n)]
+            path = tmp_path / name / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table({"user_id": users, "item": ["a"] * len(users)}), path)
+            listed += 0 if rel.startswith("_") else len(users)
+        _, summary = io.load_pairs(spark, str(tmp_path / name), persist=False)
+        assert summary.rows_read == listed, name
+
+
+def test_unusual_column_names_are_read_as_they_are(spark, tmp_path):
+    schema = "`user.id` string, `it``em` string, `cap s` string"
+    path = _write(spark, [("u1", "a", "c1"), ("u2", "b", "c2")], schema, tmp_path / "odd")
+    df, _ = io.load_pairs(spark, path, user_col="user.id", item_col="it`em", persist=False)
+    expected = spark.createDataFrame([("u1", "a"), ("u2", "b")], "user_id string, item string")
+    assert_df_equality(df, expected, ignore_row_order=True, ignore_nullable=True)

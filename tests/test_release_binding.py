@@ -72,13 +72,12 @@ def _release(job: str, argv: list[str]) -> str | None:
 
 
 def _flags(job: str) -> list[argparse.Action]:
-    from spark_dp.config import DeprecatedAlias
 
     parser = build_parser(JOBS[job][0].SPEC)
     return [
         a
         for a in parser._actions
-        if a.option_strings and a.help != argparse.SUPPRESS and not isinstance(a, DeprecatedAlias)
+        if a.option_strings and a.help != argparse.SUPPRESS and not getattr(a, "new_flag", None)
     ]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,89 @@ def test_a_target_that_appeared_meanwhile_is_not_replaced(tmp_path: Path) -> Non
         staging.commit(str(tmp_path / "out.report.json"), "{}")
     staging.abort()
     assert sorted(os.listdir(tmp_path)) == ["out"]
+
+
+def _commit_to(root: Path, fs: LocalFS, generation: str, output: str, report: str) -> None:
+    """A release of ``generation``: one output directory and its report (naming the output)."""
+    staging = Staging(lambda _p: fs, overwrite=True)
+    staged = staging.stage("out", str(root / output))
+    fs.mkdirs(staged)
+    fs.write_text(f"{staged}/part-0", generation)
+    doc = {"generation": generation, "output": output}
+    staging.commit(str(root / report), json.dumps(doc))
+
+
+def _recover_targets(root: Path, *names: str) -> None:
+    """What a run writing ``names`` does first (the path plan's recovery)."""
+    fs = LocalFS()
+    for name in names:
+        recover(journal_path(str(root / name)), lambda _p: fs)
+    for name in names:
+        clean_stale(str(root / name), fs)
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` -> its content."""
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _baseline(root: Path, generations: list[str], later: tuple[str, str]) -> dict[str, str]:
+    """The files after the releases of ``generations`` to out/out.json, then ``later``, with
+    no run killed."""
+    root.mkdir()
+    for generation in generations:
+        _commit_to(root, LocalFS(), generation, "out", "out.json")
+    _commit_to(root, LocalFS(), "later", *later)
+    return _tree(root)
+
+
+def _plain_files(root: Path, generation: str, output: str, report: str) -> None:
+    """A release written by plain file operations (a user's ``rm -r`` and copy), no spark_dp
+    commit (a freed inode number may come back for the new directory)."""
+    shutil.rmtree(root / output, ignore_errors=True)
+    (root / output).mkdir()
+    (root / output / "part-0").write_text(generation)
+    (root / report).write_text(json.dumps({"generation": generation, "output": output}))
+
+
+@pytest.mark.parametrize("writer", ["job", "commit-only", "plain-files"])
+@pytest.mark.parametrize("change", ["report", "output"])
+def test_a_release_to_the_same_paths_makes_an_old_journal_inert(
+    tmp_path: Path, change: str, writer: str
+) -> None:
+    """Issue 39: a run killed during its commit, then a complete release that shares some of its
+    paths (another --report, or another --output), then a plain re-run: every file is as if the
+    killed run had never started, or had finished; never a mix, never debris, and the later
+    release keeps its output and report. A job recovers the paths it writes first (the pointer
+    beside a shared path leads to the journal); a commit alone retires the journals at its
+    targets; and after a release written by plain file operations the re-run's roll-back still
+    keeps what was written (the identity of each path)."""
+    later = ("out", "other.json") if change == "report" else ("out2", "out.json")
+    without = _baseline(tmp_path / "without", ["old"], later)
+    finished = _baseline(tmp_path / "finished", ["old", "killed"], later)
+    seen, total, k = set(), None, 0
+    while total is None or k < total:
+        root = tmp_path / f"k{k}"
+        root.mkdir()
+        _commit_to(root, LocalFS(), "old", "out", "out.json")
+        dying = DyingFS(kill_at=k)
+        try:
+            _commit_to(root, dying, "killed", "out", "out.json")
+            total = dying.ops  # the commit finished: every moment was tried
+            break
+        except Killed:
+            pass
+        if writer == "job":
+            _recover_targets(root, *later)
+        if writer == "plain-files":
+            _plain_files(root, "later", *later)
+        else:
+            _commit_to(root, LocalFS(), "later", *later)
+        _recover_targets(root, "out", "out.json")  # the plain re-run
+        state = _tree(root)
+        assert state in (without, finished), (k, state)
+        seen.add(state == finished)
+        assert json.loads(state[later[1]])["generation"] == "later"
+        assert not [p for p in os.listdir(root) if p.startswith(".")], (k, os.listdir(root))
+        k += 1
+    assert k >= 8 and seen == {False, True}  # killed before and after its commit point

@@ -6,7 +6,8 @@
     spark-dp audit --self-test
 
 Exit codes: 0 every audit passed (self-test: every real mechanism passed and every broken
-variant failed), 1 otherwise, 2 bad arguments.
+variant failed), 1 otherwise, 2 bad arguments (one line: ``--runs`` ≥ 1, ``--alpha`` in (0, 1),
+output files whose directory can be written, all checked before any audit runs).
 """
 
 from __future__ import annotations
@@ -21,15 +22,20 @@ from spark_dp.audit.broken import BROKEN
 from spark_dp.audit.report import markdown_table, plot_results, write_json, write_markdown
 from spark_dp.audit.runner import AuditResult
 from spark_dp.audit.targets import MECHANISMS
-from spark_dp.config import DeprecatedAlias, deprecation_warnings
+from spark_dp.checks import check_int_at_least, check_probability
+from spark_dp.config import SpellingAction, deprecation_warnings
 from spark_dp.errors import SparkDPUserError
+from spark_dp.jobs.cli_args import OneLineParser
+from spark_dp.jobs.failures import say
+from spark_dp.jobs.paths import WRITE, PathPlan, PathSpec
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="spark-dp audit",
+        allow_abbrev=False,
         description="Run a mechanism's real code many times on neighbouring datasets built "
         "to be worst cases for it, and compare the measured privacy loss (an empirical lower "
         "bound on ε, and the rate at which an item only the canary holds is released) with "
@@ -67,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     flags.add_argument("--delta", type=float)
     flags.add_argument(
         "--max-contributions",
+        action=SpellingAction,
         type=int,
         metavar="N",
         help="the per-user bound: Δ0 of partition selection (k of count thresholding), ℓ_max "
@@ -77,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     flags.add_argument("--split", help="budget shares of dp-sips/mad2r, e.g. 0.1,0.9")
     flags.add_argument(
         "--truncation-beta",
+        action=SpellingAction,
         type=float,
         help="MAD's truncation level τ = ρ + β·σ, the oracles' fill level",
     )
@@ -99,7 +107,7 @@ def _deprecated(group: argparse._ArgumentGroup, flag: str, kind: type, *aliases:
             dest=dest,
             type=kind,
             help=argparse.SUPPRESS,
-            action=DeprecatedAlias,
+            action=SpellingAction,
             new_flag=flag,
         )
 
@@ -128,6 +136,20 @@ def _outputs(ns: argparse.Namespace, results: Sequence[AuditResult]) -> None:
         plot_results(results, ns.plot)
 
 
+def _check(ns: argparse.Namespace) -> None:
+    """The arguments no audit would use well, refused before any audit runs."""
+    if ns.runs is not None:
+        check_int_at_least("--runs", ns.runs, 1)
+    check_probability("--alpha", ns.alpha)
+    outputs = [
+        PathSpec(flag.lstrip("-"), flag, getattr(ns, flag.lstrip("-")), WRITE, file=True)
+        for flag in ("--json", "--plot", "--markdown")
+    ]
+    plan = PathPlan([s for s in outputs if s.path is not None])
+    plan.check_conflicts()
+    plan.prepare_local(overwrite=True)  # the audit replaces its own outputs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run, print the table; return the exit code."""
     ap = _parser()
@@ -138,11 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sentence in deprecation_warnings(ns):
         print(f"spark-dp audit: warning: {sentence}", file=sys.stderr)
     try:
+        _check(ns)
         if ns.self_test:
             names = ns.only.split(",") if ns.only else None
             unknown = sorted(set(names or ()) - set(AUDITED))
             if unknown:
-                print(f"spark-dp audit: error: --only: unknown names {unknown}", file=sys.stderr)
+                say(f"spark-dp audit: error: --only: unknown names {unknown}")
                 return 2
             outcome = self_test(names, alpha=ns.alpha, seed=ns.seed)
             _outputs(ns, outcome.results)
@@ -156,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             audit(
                 name,
                 fast=ns.fast,
-                runs=ns.runs or default_runs(name),
+                runs=default_runs(name) if ns.runs is None else ns.runs,
                 alpha=ns.alpha,
                 seed=ns.seed,
                 **parameters,
@@ -164,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in names
         ]
     except SparkDPUserError as exc:
-        print(f"spark-dp audit: error: {exc}", file=sys.stderr)
+        say(f"spark-dp audit: error: {' '.join(str(exc).split())}")
         return 2
     _outputs(ns, results)
     return 0 if all(r.passed for r in results) else 1

@@ -36,7 +36,8 @@ from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.contribution_bounding.passes import RoundLog
 from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext, check_capacity_given
-from spark_dp.contribution_bounding.prepare import check_weights, prepare
+from spark_dp.contribution_bounding.prepare import prepare
+from spark_dp.contribution_bounding.record_weights import check_weights
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.contribution_bounding.state_store import StateStore, claim_store
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
@@ -81,6 +82,7 @@ def bound_contributions(
     record_weights: DataFrame | None = None,
     randomness: Randomness | None = None,
     work_dir: str | None = None,
+    work_dir_owner: str | None = None,
     restart: bool = False,
     validate: bool = True,
     input_rows: int | None = None,
@@ -106,7 +108,11 @@ def bound_contributions(
             here to the release of (``params``, the content digests of the incidences, capacities
             and weights, key), as :func:`spark_dp.release_ids.bind_release` says; a bound one is
             used as is.
-        work_dir: keep per-round state here and resume from it (``None``: in memory).
+        work_dir: keep per-round state here and resume from it (``None``: in memory). An
+            existing directory is used only if it holds the state of a run (it has the
+            ``meta.json`` a run writes); a folder without one is refused.
+        work_dir_owner: who the work directory belongs to (a job and its inputs), recorded in
+            it and checked before a resume (:func:`~.state_store.check_work_dir`).
         restart: discard a work directory that belongs to another run instead of failing.
         validate: validate ``incidences`` (skip when already done by
             :func:`spark_dp.io.load_incidences`). Repeated pairs need no separate pass: the
@@ -124,7 +130,7 @@ def bound_contributions(
             the capacities (:func:`spark_dp.io.load_capacities`' digest); needed to bind an
             unbound key-file or seeded ``randomness``.
         weights_checked: ``record_weights`` come from
-            :func:`~spark_dp.contribution_bounding.prepare.check_weights` already (the job's
+            :func:`~spark_dp.contribution_bounding.record_weights.check_weights` already (the job's
             read, which digests them): they are not checked again.
 
     Returns:
@@ -183,7 +189,12 @@ def bound_contributions(
                 randomness=randomness,
                 restart=restart,
                 input_rows=input_rows,
-                ctx=RunContext(StateStore(spark, work_dir, cache=cache), timer, log, on_round),
+                ctx=RunContext(
+                    StateStore(spark, work_dir, cache=cache, owner=work_dir_owner),
+                    timer,
+                    log,
+                    on_round,
+                ),
             )
             result.keep_only_outputs(cache)
         except BaseException:

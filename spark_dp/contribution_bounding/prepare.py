@@ -49,7 +49,6 @@ from spark_dp.contribution_bounding.orders import (
     user_prio_column,
 )
 from spark_dp.errors import InputContractError, ParameterError
-from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
 from spark_dp.logs import log_private
 from spark_dp.session import user_partitions
 
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
 
     from spark_dp.contribution_bounding.state_store import StateStore
 
-__all__ = ["Prepared", "check_weights", "prepare"]
+__all__ = ["Prepared", "prepare"]
 
 
 @dataclass
@@ -81,64 +80,6 @@ class Prepared:
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def check_weights(
-    weights: DataFrame, *, per_user: bool, gate: ReadGate | None = None
-) -> tuple[DataFrame, ContentDigest | None]:
-    """Validate a content-free weight table: (record_id[, user_id], weight).
-
-    With a ``gate``, the same aggregation digests the rows read (keys and weight as strings,
-    :mod:`spark_dp.io.digest`), after ``gate.before_read``.
-
-    Returns:
-        ((record_id string[, user_id string], weight double), one row per key; the digest or
-        ``None`` without a gate).
-
-    Raises:
-        InputContractError: missing columns, non-numeric, null or non-finite weights, or a key
-            listed twice.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    keys = [RECORD_ID, USER_ID] if per_user else [RECORD_ID]
-    missing = [c for c in [*keys, WEIGHT] if c not in weights.columns]
-    if missing:
-        raise InputContractError(
-            f"record weights need columns {[*keys, WEIGHT]}; missing {missing}, present "
-            f"{weights.columns}"
-        )
-    if not isinstance(weights.schema[WEIGHT].dataType, T.NumericType):
-        raise InputContractError(
-            f"record weights column {WEIGHT!r} must be numeric, got "
-            f"{weights.schema[WEIGHT].dataType.simpleString()}"
-        )
-    w = weights.select(
-        *[F.col(k).cast("string").alias(k) for k in keys], F.col(WEIGHT).cast("double")
-    )
-    aggs = [
-        F.count(F.lit(1)).alias("n"),
-        F.sum((F.col(WEIGHT).isNull() | F.isnan(WEIGHT)).cast("long")).alias("bad"),
-        F.sum(F.col(WEIGHT).isin(float("inf"), float("-inf")).cast("long")).alias("inf"),
-        F.count_distinct(*[F.col(k) for k in keys]).alias("keys"),
-    ]
-    if gate is not None:
-        read = [F.col(k) for k in keys] + [F.col(WEIGHT).cast("string")]
-        aggs += digest_aggregates(read, gate)
-        gate.before_read()
-    s = w.agg(*aggs).collect()[0]
-    digest = None if gate is None else finish_digest("record weights", int(s["n"]), s, gate)
-    if s["bad"] or s["inf"]:
-        raise InputContractError(
-            f"record weights: {int(s['bad'] or 0) + int(s['inf'] or 0)} weights are null, NaN "
-            "or infinite; give every listed record a finite weight"
-        )
-    if s["keys"] != s["n"]:
-        raise InputContractError(
-            f"record weights: {s['n'] - s['keys']} rows repeat a key {keys}; keep one per key"
-        )
-    return w, digest
 
 
 # --------------------------------------------------------------------------- preparation

@@ -17,9 +17,12 @@ degrees reveal the graph. Writes go through :func:`spark_dp.io.write_parquet_ato
 finished.
 
 Before a run uses a work directory it claims it (:func:`claim_store`): the directory's
-``meta.json`` holds digests of the inputs, the parameters that change the answer and the order
-seed; a directory holding another run's state is refused (or cleared on request), so a resume
-never mixes two runs.
+``meta.json`` holds its owner (the job and the inputs it reads), digests of the inputs, the
+parameters that change the answer and the order seed; a directory holding another run's state is
+refused (or cleared on request), so a resume never mixes two runs. A work directory is created
+with its ``meta.json`` in one rename, so a directory without one was never a work directory:
+it is refused, never adopted or cleared, even on request. The job checks that much before Spark
+starts (:func:`check_work_dir`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from spark_dp.caching import CacheScope
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.errors import SparkDPUserError
 from spark_dp.io import CAPACITY, RECORD_ID, USER_ID, write_json_atomic, write_parquet_atomic
+from spark_dp.io.fs import read_json
+from spark_dp.io.staging import Staging
 from spark_dp.io.write import session_filesystems
 from spark_dp.randomness import Randomness
 
@@ -45,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "StateStore",
     "WorkDirMismatchError",
+    "check_work_dir",
     "claim_store",
     "fingerprint_params",
     "input_fingerprint",
@@ -64,7 +70,7 @@ _PERFORMANCE_ONLY = (
     "ilp_max_records",
 )
 _META = "meta.json"
-_FORMAT = 1
+_FORMAT = 2  # 2: the owner recorded
 
 
 class WorkDirMismatchError(SparkDPUserError):
@@ -79,6 +85,8 @@ class StateStore:
         work_dir: directory for Parquet state, or ``None`` for in-memory checkpoints.
         cache: the run's scope, which holds (and releases) the in-memory checkpoints and the
             outputs' checkpoints (default: a scope of the store's own).
+        owner: who the work directory belongs to (a job and the inputs it reads), recorded in
+            its ``meta.json`` (:func:`check_work_dir`).
     """
 
     def __init__(
@@ -87,10 +95,12 @@ class StateStore:
         work_dir: str | None = None,
         *,
         cache: CacheScope | None = None,
+        owner: str | None = None,
         _prefix: str = "",
         _mem: dict[str, Any] | None = None,
     ) -> None:
         self.spark = spark
+        self.owner = owner
         self.work_dir = work_dir.rstrip("/") if work_dir else None
         self.cache = cache if cache is not None else CacheScope()
         self._prefix = _prefix
@@ -107,6 +117,7 @@ class StateStore:
             self.spark,
             self.work_dir,
             cache=self.cache,
+            owner=self.owner,
             _prefix=f"{self._prefix}{name}/",
             _mem=self._mem,
         )
@@ -177,6 +188,20 @@ class StateStore:
             return None
         doc: dict[str, Any] = json.loads(self._fs(path).read_text(path))
         return doc
+
+    def create(self, meta: dict[str, Any]) -> None:
+        """Create the work directory with its ``meta.json`` in one rename (a hidden sibling
+        first), so that it never exists without it."""
+        assert self.work_dir is not None
+        staging = Staging(session_filesystems(self.spark))
+        try:
+            staged = staging.stage("work_dir", self.work_dir)
+            fs = self._fs(staged)
+            fs.mkdirs(staged)
+            fs.write_text(f"{staged}/{_META}", json.dumps(meta, indent=1))
+            staging.commit()
+        finally:
+            staging.abort()
 
     # ------------------------------------------------------------------ housekeeping
     def delete(self, name: str) -> None:
@@ -261,6 +286,29 @@ def order_seed(randomness: Randomness, meta: dict[str, Any] | None) -> int:
     return randomness.child("contribution_bounding").secret("order-seed")
 
 
+def check_work_dir(fs: FileSystem, path: str, owner: str, flag: str = "--work-dir") -> None:
+    """``path`` exists: refuse it unless it holds the state of a run of ``owner`` (a job and the
+    inputs it reads). Reads its ``meta.json`` only: no Spark, so a job checks it before Spark
+    starts.
+
+    Raises:
+        WorkDirMismatchError: no ``meta.json`` (a folder the job did not create), or another
+            owner's state. Never cleared by ``--overwrite``: the job did not create it.
+    """
+    meta = read_json(fs, f"{path.rstrip('/')}/{_META}")
+    if meta is None:
+        raise WorkDirMismatchError(
+            f"{flag} {path} exists and is not a spark_dp work directory (it has no readable "
+            f"{_META}): a job never adopts or deletes a folder it did not create; choose "
+            f"another {flag} (or remove this one yourself)"
+        )
+    if meta.get("owner") != owner:
+        raise WorkDirMismatchError(
+            f"{flag} {path} holds the state of another run (another job, input or spark_dp "
+            f"version): choose another {flag} (or remove this one yourself)"
+        )
+
+
 def claim_store(
     store: StateStore,
     *,
@@ -282,7 +330,11 @@ def claim_store(
     seed = order_seed(randomness, meta)
     if not store.persistent:
         return seed
+    assert store.work_dir is not None
+    if meta is None and store._fs(store.work_dir).exists(store.work_dir):
+        check_work_dir(store._fs(store.work_dir), store.work_dir, str(store.owner), "work_dir")
     doc = {
+        "owner": store.owner,
         "inputs": input_fingerprint(incidences, capacities, weights),
         "params": fingerprint_params(params),
         "seed": seed,
@@ -299,7 +351,7 @@ def claim_store(
         store.clear()
         meta = None
     if meta is None:
-        store.write_json(_META, doc)
+        store.create(doc)
     else:
         log.info("work directory %s belongs to this run: resuming", store.work_dir)
     return seed

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spark_dp.checks import (
-    EPSILON_MAX,
     check_at_most,
     check_choice,
     check_int_at_least,
     check_probability,
+    check_release_epsilon,
 )
 from spark_dp.config import param
 from spark_dp.distinct_count.components import METHODS as COMPONENT_METHODS
@@ -64,7 +64,7 @@ class DistinctCountParams:
     ell_blocks: int = param(2, "deal each component's ℓ values round-robin to this many tasks")
 
     def __post_init__(self) -> None:
-        check_at_most("epsilon", require_epsilon(self.epsilon), EPSILON_MAX, "it protects nothing")
+        check_release_epsilon(require_epsilon(self.epsilon))
         check_probability("beta", self.beta, low=0.0, high=0.5)
         check_int_at_least("max_contributions", self.max_contributions, 1)
         check_at_most(

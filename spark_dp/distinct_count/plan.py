@@ -141,7 +141,7 @@ def plan_release(
     count = NOISES[check_choice("noise", noise, NOISES)]
     epsilon_select = epsilon * SELECT_FRACTION
     epsilon_count = epsilon - epsilon_select
-    return DistinctCountPlan(
+    plan = DistinctCountPlan(
         method=method,
         epsilon=epsilon,
         beta=beta,
@@ -149,3 +149,11 @@ def plan_release(
         select=GemSelection(epsilon_select, beta, ell_max),
         count=count(epsilon_count, beta),
     )
+    try:  # the largest shift the scores use, ℓ = ℓ_max: finite, or refused before any data
+        plan.count.shift(ell_max)
+    except (OverflowError, ZeroDivisionError):
+        raise ParameterError(
+            f"epsilon {epsilon!r} is too small for ℓ_max = {ell_max}: the lower bound's shift "
+            f"(noise scale ℓ/ε_count) overflows; choose a larger ε (typical values 0.1 to 10)"
+        ) from None
+    return plan

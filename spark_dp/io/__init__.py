@@ -10,9 +10,10 @@ user's column names), in :mod:`.columns`:
 ``CAPACITY``            a per-user contribution capacity b(u), long ≥ 0
 ======================  =======================================================
 
-Ids are canonicalized to strings (integers in plain base 10, dates ISO), so joins between
-tables never compare a string with a number. Floating-point ids are rejected: equality on
-doubles is not an identity.
+Ids are strings or integers, canonicalized to strings (integers in plain base 10), so joins
+between tables never compare a string with a number. Any other type is rejected: floating-point
+ids (equality on doubles is not an identity), booleans (two values), dates and timestamps (not
+ids: cast them upstream if they really are).
 
 * :mod:`.read`: readers and validation. They return ``(DataFrame, InputSummary)``; the summary
   holds *confidential* diagnostics (row counts, duplicates dropped) and, given a

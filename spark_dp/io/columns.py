@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CAPACITY", "ITEM", "RECORD_ID", "USER_ID"]
+__all__ = ["CAPACITY", "ITEM", "RECORD_ID", "USER_ID", "quoted"]
 
 USER_ID = "user_id"
 """The privacy unit (user / person)."""
@@ -15,3 +15,9 @@ RECORD_ID = "record_id"
 
 CAPACITY = "cap"
 """A per-user contribution capacity b(u)."""
+
+
+def quoted(name: str) -> str:
+    """``name`` as a Spark SQL identifier: back-quoted, a back-quote in it doubled, so that a
+    legal but unusual column name (``user.id``, ``a`b``, spaces) means that one column."""
+    return "`" + str(name).replace("`", "``") + "`"

@@ -19,10 +19,12 @@ which the protocol tolerates because the report is written last.
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import re
 import shutil
+import stat
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spark_dp.errors import ConfigError
@@ -40,7 +42,9 @@ __all__ = [
     "is_local",
     "local_path",
     "parent_and_name",
+    "read_json",
     "scheme",
+    "special_kind",
 ]
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):")
@@ -69,6 +73,26 @@ def local_path(path: str) -> str:
         p = re.sub(r"^file:(//localhost)?", "", p, flags=re.I)
         p = "/" + p.lstrip("/") if p.startswith("//") else p
     return os.path.expanduser(p)
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def special_kind(path: str) -> str | None:
+    """What a local path is when it is neither a regular file nor a directory (``"a named
+    pipe"``, ``"a character device"``, ...), following symbolic links; ``None`` otherwise or
+    when it does not exist. Found from its metadata alone: a named pipe is never opened (an open
+    for reading blocks until a writer comes)."""
+    try:
+        mode = os.stat(local_path(path)).st_mode
+    except OSError:
+        return None
+    return next((name for test, name in _SPECIAL if test(mode)), None)
 
 
 def parent_and_name(path: str) -> tuple[str, str]:
@@ -110,6 +134,12 @@ class FileSystem(Protocol):
     def read_text(self, path: str) -> str: ...
 
     def make_private(self, path: str) -> None: ...
+
+    def identity(self, path: str) -> str | None:
+        """What stays the same when ``path`` is renamed and differs for any other file or
+        directory put there (device and inode on a local disk); ``None`` where the backend
+        cannot tell (the commit protocol then relies on its journals alone)."""
+        ...
 
 
 class LocalFS:
@@ -170,6 +200,15 @@ class LocalFS:
                 os.chmod(os.path.join(dirpath, d), 0o700)
             for f in filenames:
                 os.chmod(os.path.join(dirpath, f), 0o600)
+
+    def identity(self, path: str) -> str | None:
+        """Device, inode and modification time: a rename keeps all three; a file or directory
+        put there later differs in one of them even when the inode number is reused."""
+        try:
+            st = os.lstat(local_path(path))
+        except OSError:
+            return None
+        return f"{st.st_dev}:{st.st_ino}:{st.st_mtime_ns}"
 
 
 class HadoopFS:
@@ -261,6 +300,20 @@ class HadoopFS:
             if st.isDirectory():
                 todo += list(fs.listStatus(st.getPath()))
 
+    def identity(self, path: str) -> str | None:
+        return None
+
+    def list_files(self, directory: str) -> list[str]:
+        """Every file under ``directory``, recursively, as paths relative to it."""
+        fs, jpath = self._fs(directory)
+        root = str(fs.makeQualified(jpath).toString()).rstrip("/") + "/"
+        found = fs.listFiles(jpath, True)
+        out = []
+        while found.hasNext():
+            name = str(found.next().getPath().toString())
+            out.append(name[len(root) :] if name.startswith(root) else name)
+        return out
+
 
 class ArrowFS:
     """``pyarrow.fs`` for URIs under Spark Connect (small files only)."""
@@ -322,6 +375,20 @@ class ArrowFS:
 
     def make_private(self, path: str) -> None:
         """Object stores keep no POSIX modes: who may read is the bucket's access policy."""
+
+    def identity(self, path: str) -> str | None:
+        return None
+
+
+def read_json(fs: FileSystem, path: str) -> dict[str, Any] | None:
+    """The JSON object at ``path``; ``None`` if absent, unreadable or half written."""
+    try:
+        if not fs.exists(path):
+            return None
+        doc = json.loads(fs.read_text(path))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def filesystem(

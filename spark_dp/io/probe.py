@@ -3,20 +3,40 @@
 A Parquet file starts and ends with the 4 magic bytes ``PAR1``; reading 8 bytes per file tells a
 Parquet file from a JSON or CSV file named ``.parquet`` and from a truncated copy (whose footer,
 and so its closing magic, is missing) without a JVM. A directory is probed file by file over
-its data files (names not starting with ``.`` or ``_``, in any partition sub-directory).
+its data files (names not starting with ``.`` or ``_``, in any sub-directory); a named pipe,
+device or socket among them is refused from its metadata, never opened.
 
-Inputs on other filesystems (``hdfs://``, ``s3a://``, ...) are checked by Spark when it reads
-them; :func:`spark_read_error` turns Spark's errors into the same one-line messages.
+**Layout.** Spark reads a directory's files only when they form one table: data files directly
+in it and no data in sub-directories, or a clean Hive-partitioned dataset (every data file at
+the same depth under ``key=value`` directories, one key per level, no file above the leaves).
+Anything else (part files beside a sub-directory, ``k=1/`` beside loose files, plain nested
+folders) makes Spark read a subset or fail; :func:`layout_problem` refuses it, naming the
+sub-directory, for local inputs here and for Hadoop inputs from their listing
+(:meth:`spark_dp.jobs.paths.PathPlan.check_with_session`).
+
+Column names that differ only in case (``user_id`` and ``USER_ID``) are refused too: Spark
+matches column names case-insensitively and cannot read such a table.
+
+Inputs on other filesystems (``hdfs://``, ``s3a://``, ...) are otherwise checked by Spark when it
+reads them; :func:`spark_read_error` turns Spark's errors into the same one-line messages.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 
 from spark_dp.errors import InputContractError
-from spark_dp.io.fs import local_path
+from spark_dp.io.fs import local_path, special_kind
 
-__all__ = ["input_format", "probe_local_input", "spark_read_error"]
+__all__ = [
+    "case_duplicates",
+    "input_format",
+    "layout_problem",
+    "probe_local_input",
+    "spark_read_error",
+]
 
 MAGIC = b"PAR1"
 MAX_FILES_PROBED = 10_000
@@ -34,13 +54,92 @@ def input_format(path: str, fmt: str | None) -> str:
 
 
 def _data_files(root: str) -> list[str]:
+    """Every data file under ``root`` (hidden names left out, as Spark does), sorted."""
     out = []
     for parent, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
         out += [os.path.join(parent, f) for f in sorted(files) if not f.startswith((".", "_"))]
-        if len(out) >= MAX_FILES_PROBED:
-            break
-    return out[:MAX_FILES_PROBED]
+    return out
+
+
+def _hidden(part: str) -> bool:
+    return part.startswith((".", "_"))
+
+
+def layout_problem(files: list[str]) -> str | None:
+    """Why Spark would not read every one of ``files`` as one table, or ``None``.
+
+    Args:
+        files: the files under a directory, as paths relative to it (hidden ones, whose name or
+            directory starts with ``.`` or ``_``, are left out here as Spark leaves them out).
+
+    Returns:
+        one sentence naming the sub-directory at fault, or ``None`` for a flat directory or a
+        clean Hive-partitioned dataset.
+    """
+    parts = [f.strip("/").split("/") for f in files]
+    parts = [p for p in parts if not any(_hidden(x) for x in p)]
+    if all(len(p) == 1 for p in parts):
+        return None
+    nested = sorted({"/".join(p[:-1]) for p in parts if len(p) > 1})
+    if any(len(p) == 1 for p in parts):
+        return (
+            f"holds data files both directly and in the sub-directory {nested[0]}/, which Spark "
+            "would not read as one table; move them into one flat directory or a clean "
+            "key=value partitioning"
+        )
+    depth = {len(p) for p in parts}
+    if len(depth) > 1:
+        deepest = max(parts, key=len)
+        return (
+            f"holds data files at different depths (e.g. in {'/'.join(deepest[:-1])}/), which "
+            "Spark would not read as one table; use one flat directory or a clean key=value "
+            "partitioning"
+        )
+    for level in range(len(parts[0]) - 1):
+        keys: dict[str, str] = {}
+        for p in parts:
+            key, eq, _ = p[level].partition("=")
+            where = "/".join(p[: level + 1])
+            if not eq or not key:
+                return (
+                    f"holds data in the sub-directory {where}/, which is not a key=value "
+                    "partition: Spark would not read it; move the files up or name the "
+                    "directories key=value"
+                )
+            keys.setdefault(key, where)
+        if len(keys) > 1:
+            a, b = sorted(keys.values())[:2]
+            return (
+                f"mixes partition keys at one level ({a}/ and {b}/), which Spark refuses; use one "
+                "key per level"
+            )
+    return None
+
+
+def case_duplicates(names: list[str]) -> tuple[str, str] | None:
+    """Two column names that differ only in case (Spark cannot read such a table), or None."""
+    seen: dict[str, str] = {}
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            return other, name
+    return None
+
+
+def _schema_names(path: str, fmt: str) -> list[str]:
+    """The column names of one data file (Parquet footer, or a CSV header line)."""
+    if fmt == "csv":
+        import csv
+
+        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+            return next(csv.reader(fh), [])
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_schema(path).names)
+    except Exception:  # an unreadable footer: Spark's own error says which file
+        return []
 
 
 def _looks_like(head: bytes) -> str:
@@ -99,11 +198,29 @@ def probe_local_input(path: str, fmt: str | None, *, flag: str = "--input") -> N
         raise InputContractError(
             f"{flag} {shown} is a directory without data files (empty, or only hidden files)"
         )
+    problem = layout_problem([os.path.relpath(f, p) for f in files]) if os.path.isdir(p) else None
+    if problem:
+        raise InputContractError(f"{flag} {shown} {problem}")
     for f in files:
+        where = shown if f == p else f"{f} (in {shown})"
+        if not stat.S_ISREG(os.stat(f).st_mode):  # never opened: a named pipe would block
+            kind = special_kind(f) or "not a regular file"
+            raise InputContractError(f"{flag} {where} is {kind}; pass regular files only")
+    for f in files[:MAX_FILES_PROBED]:
         if not os.access(f, os.R_OK):
             raise InputContractError(f"{flag} {shown}: {f} cannot be read (permission denied)")
         if fmt == "parquet":
             _check_parquet_file(f, flag, shown)
+    twins = case_duplicates(_schema_names(files[0], fmt))
+    if twins:
+        raise InputContractError(_case_message(flag, shown, *twins))
+
+
+def _case_message(flag: str, shown: str, a: str, b: str) -> str:
+    return (
+        f"{flag} {shown} has columns {a!r} and {b!r}, whose names differ only in case: Spark "
+        "matches column names case-insensitively and cannot read it; rename one upstream"
+    )
 
 
 def spark_read_error(exc: BaseException, path: str, fmt: str, flag: str = "--input") -> str | None:
@@ -115,6 +232,12 @@ def spark_read_error(exc: BaseException, path: str, fmt: str, flag: str = "--inp
         return (
             f"{flag} {path}: part files disagree on a column's type (ids of mixed types); "
             "rewrite the input with one type per column"
+        )
+    m = re.search(r"COLUMN_ALREADY_EXISTS\] The column `(.+?)` already exists", msg)
+    if m:
+        return (
+            f"{flag} {path} has two columns named {m.group(1)!r} up to case: Spark matches "
+            "column names case-insensitively and cannot read it; rename one upstream"
         )
     if "UNABLE_TO_INFER_SCHEMA" in msg:
         return f"{flag} {path} holds no readable {fmt} files (empty directory?)"

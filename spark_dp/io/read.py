@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import InputContractError
-from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
+from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID, quoted
 from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InputSummary",
+    "id_column",
     "load_capacities",
     "load_incidences",
     "load_pairs",
@@ -26,7 +27,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint", "date", "boolean")
+_ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint")
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,13 @@ def read_table(
         raise InputContractError(message) from None
 
 
-def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
+def id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
+    """Column ``col`` of ``df`` as a string id: integers in base 10, strings as they are.
+
+    Raises:
+        InputContractError: no such column, or a type that is not an id (floating point,
+            boolean, date, timestamp, binary, nested).
+    """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -107,7 +114,7 @@ def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
         )
     dtype = df.schema[col].dataType
     if isinstance(dtype, T.DecimalType) and dtype.scale == 0:
-        return F.col(col).cast("string")
+        return F.col(quoted(col)).cast("string")
     if isinstance(dtype, (T.FloatType, T.DoubleType, T.DecimalType)):
         raise InputContractError(
             f"column {col!r} ({role}) has floating-point type {dtype.simpleString()}; "
@@ -116,9 +123,9 @@ def _check_id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
     if dtype.simpleString() not in _ID_TYPES_OK:
         raise InputContractError(
             f"column {col!r} ({role}) has unsupported type {dtype.simpleString()}; "
-            "ids must be strings or integers"
+            "ids must be strings or integers (cast them upstream)"
         )
-    return F.col(col).cast("string")
+    return F.col(quoted(col)).cast("string")
 
 
 def validate_edges(
@@ -159,7 +166,7 @@ def validate_edges(
 
     from spark_dp.caching import storage_level
 
-    exprs = [_check_id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
+    exprs = [id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
     typed = df.select(*exprs)
     null_any = F.lit(False)
     for canon in columns:
@@ -301,17 +308,17 @@ def load_capacities(
     from pyspark.sql import types as T
 
     df = read_table(spark, path, fmt, flag="--capacities")
-    user = _check_id_column(df, user_col, "user id of the capacities table", str(path))
+    user = id_column(df, user_col, "user id of the capacities table", str(path))
     if cap_col not in df.columns:
         raise InputContractError(
             f"capacities {path!r} has no column {cap_col!r}; columns present: {df.columns}"
         )
     cap_type = df.schema[cap_col].dataType
     if isinstance(cap_type, T.StringType):  # CSV
-        cap = F.expr(f"try_cast(`{cap_col}` AS BIGINT)")  # ANSI mode: cast would throw
-        bad_cast = F.col(cap_col).isNotNull() & cap.isNull()
+        cap = F.expr(f"try_cast({quoted(cap_col)} AS BIGINT)")  # ANSI mode: cast would throw
+        bad_cast = F.col(quoted(cap_col)).isNotNull() & cap.isNull()
     elif isinstance(cap_type, T.IntegralType):
-        cap = F.col(cap_col).cast("long")
+        cap = F.col(quoted(cap_col)).cast("long")
         bad_cast = F.lit(False)
     else:
         raise InputContractError(

@@ -4,24 +4,34 @@ A job writes every output (Parquet directories, debug files) and finally its rep
 *staged* siblings of their targets, ``.<name>.tmp-<token>``; nothing is visible at a target
 until :meth:`Staging.commit` moves them into place together, **the report last**:
 
-1. the commit journal ``.<report name>.journal`` is written beside the report (atomically),
-   listing every (staged, target, backup) triple;
+1. a *pointer* ``.<name>.journal`` is written beside every target but the last, then the commit
+   journal beside the last target (the report), listing every (staged, target) pair with the
+   identity of each staged copy (each file written atomically: a temporary sibling renamed);
 2. an existing report is moved aside to its backup ``.<name>.old-<token>``;
 3. each output in turn: an existing target is moved aside to its backup, the staged copy is
    renamed to the target;
 4. the staged report is renamed to the report: **this is the commit point**;
-5. the backups and the journal are deleted.
+5. the backups, then the journal, then the pointers are deleted.
 
 So a reader may assume: **a report's presence marks a complete release**; the outputs it lists
 are complete and belong to it. A driver killed at any moment leaves either the earlier state or
-the complete new release, once the next run on the same target has called :func:`recover`:
+the complete new release, once the next run that writes *any* of the same targets has called
+:func:`recover` on that target (a pointer leads it to the journal):
 
 * killed while staging (no journal): only hidden ``.tmp-`` siblings exist; they are deleted;
 * killed during steps 1–3 (journal present, staged report present): rolled back, the targets
-  and report are restored from their backups (or removed when there were none);
+  and report restored from their backups (or removed when there were none), the report last;
 * killed during step 5 (journal present, staged report gone): rolled forward (backups deleted).
 
-Without a report file (a report printed to stdout) the journal sits beside the last output.
+A journal protects exactly its targets and its own release: a commit retires any journal left at
+its targets before it writes its own, a pointer whose journal is gone or belongs to another
+commit is inert, and a roll-back removes or replaces a target only when it is still the copy
+this run moved there (same identity: :meth:`~spark_dp.io.fs.FileSystem.identity`),
+never a path a later release committed. Every action of a recovery is logged (WARNING, paths
+only) as it happens.
+
+Without a report file (a report printed to stdout) the journal sits beside the last output. The
+journal, its pointers and the recovery live in :mod:`spark_dp.io.journal`.
 
 Under Spark Connect with a non-local URI no rename is available on the client: the staging is
 *direct* (``direct=True``): Spark writes each output straight to its target (its own commit
@@ -33,15 +43,28 @@ which a reader must ignore and the next run replaces only with ``--overwrite``.
 from __future__ import annotations
 
 import json
-import logging
 import os
+import signal
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from spark_dp.errors import OutputExistsError
-from spark_dp.io.fs import FileSystem, parent_and_name
+from spark_dp.io.fs import FileSystem, LocalFS, local_path, parent_and_name
+from spark_dp.io.journal import (
+    JOURNAL_SUFFIX,
+    Entry,
+    backup_path,
+    clean_stale,
+    delete_quietly,
+    journal_path,
+    new_token,
+    own_pointer,
+    recover,
+    sibling,
+    sibling_of,
+    staged_path,
+)
 
 __all__ = [
     "JOURNAL_SUFFIX",
@@ -53,51 +76,14 @@ __all__ = [
     "staged_path",
 ]
 
-log = logging.getLogger(__name__)
-
-JOURNAL_SUFFIX = ".journal"
 _TEST_DELAY_ENV = "SPARK_DP_TEST_COMMIT_DELAY"  # seconds between commit steps (kill tests only)
-
-
-def new_token() -> str:
-    """A fresh token naming one run's staged files."""
-    return uuid.uuid4().hex[:12]
-
-
-def _sibling(path: str, tag: str) -> str:
-    parent, name = parent_and_name(path)
-    return f"{parent.rstrip('/')}/.{name}.{tag}" if parent != "." else f".{name}.{tag}"
-
-
-def staged_path(path: str, token: str) -> str:
-    """The hidden staged sibling ``.<name>.tmp-<token>`` of ``path``."""
-    return _sibling(path, f"tmp-{token}")
-
-
-def _backup_path(path: str, token: str) -> str:
-    return _sibling(path, f"old-{token}")
-
-
-def journal_path(path: str) -> str:
-    """The commit journal ``.<name>.journal`` of the report (or last output) ``path``."""
-    return _sibling(path, JOURNAL_SUFFIX.lstrip("."))
+_TEST_SIGNAL_ENV = "SPARK_DP_TEST_COMMIT_SIGNAL"  # "KILL@3": a signal to itself at step 3
 
 
 def _pause() -> None:
     delay = os.environ.get(_TEST_DELAY_ENV)
     if delay:
         time.sleep(float(delay))
-
-
-@dataclass
-class _Entry:
-    name: str
-    target: str
-    staged: str
-    backup: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "target": self.target, "staged": self.staged}
 
 
 @dataclass
@@ -111,24 +97,31 @@ class Staging:
             existing target without it, and any target that is also read).
         direct: write straight to the targets (Spark Connect with a non-local URI).
         token: names this run's staged files.
+        test_moments: this is a job's commit, where ``SPARK_DP_TEST_COMMIT_SIGNAL=SIG@k`` makes
+            the process send itself ``SIG`` at step ``k`` (0: everything staged, nothing moved;
+            k: after the k-th change on disk). Kill tests only.
     """
 
     fs_for: Callable[[str], FileSystem]
     overwrite: bool = False
     direct: bool = False
     token: str = field(default_factory=new_token)
-    entries: list[_Entry] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     committed: bool = False
     journal: str | None = None
     created: list[str] = field(default_factory=list)  # parent directories this run made
+    test_moments: bool = False
+    _steps: int = 0
 
     def stage(self, name: str, target: str) -> str:
         """Register ``target`` and return where to write it now (its staged sibling)."""
+        if isinstance(self.fs_for(target), LocalFS):  # the journal outlives this directory
+            target = os.path.abspath(local_path(target))
         if self.direct:
-            entry = _Entry(name, target, target, target)
+            entry = Entry(name, target, target, target)
         else:
-            entry = _Entry(name, target, staged_path(target, self.token), "")
-            entry.backup = _backup_path(target, self.token)
+            entry = Entry(name, target, staged_path(target, self.token), "")
+            entry.backup = backup_path(target, self.token)
             self._make_parents(target)
         self.entries.append(entry)
         return entry.staged
@@ -153,6 +146,16 @@ class Staging:
         else:
             self.fs_for(target).write_text(path, text)
 
+    def _step(self) -> None:
+        """One change on disk done: the test hooks (a delay, a signal to this process)."""
+        _pause()
+        hook = os.environ.get(_TEST_SIGNAL_ENV, "") if self.test_moments else ""
+        if hook:
+            name, _, at = hook.partition("@")
+            if int(at) == self._steps:
+                os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
+        self._steps += 1
+
     def commit(
         self,
         report: str | None = None,
@@ -175,92 +178,68 @@ class Staging:
             for e in self.entries:
                 if self.fs_for(e.target).exists(e.target):
                     raise OutputExistsError(f"{e.target} appeared while the job ran; not replaced")
+        for e in self.entries:  # a journal of a killed commit to these paths: retired first
+            recover(journal_path(e.target), self.fs_for)
+        self._step()  # moment 0: everything staged, nothing moved
         final = self.entries[-1]
         journal = journal_path(final.target)
-        fs_j = self.fs_for(final.target)
-        doc = {"token": self.token, "entries": [e.to_dict() for e in self.entries]}
-        tmp = _sibling(final.target, f"tmp-{self.token}-journal")  # stale: see clean_stale
-        fs_j.write_text(tmp, json.dumps(doc, indent=1))
-        fs_j.rename(tmp, journal)  # 1. the journal
+        for e in self.entries:
+            e.identity = self.fs_for(e.target).identity(e.staged)
+        pointer = json.dumps({"token": self.token, "journal": journal})
+        for e in self.entries[:-1]:  # 1. the pointers, then the journal
+            self._write_atomic(e.target, pointer)
         self.journal = journal
-        _pause()
+        doc = {"token": self.token, "entries": [e.to_dict() for e in self.entries]}
+        self._write_atomic(final.target, json.dumps(doc, indent=1))
+        fs_j = self.fs_for(final.target)
         for e in [final, *self.entries[:-1]]:
             fs = self.fs_for(e.target)
             if fs.exists(e.target):  # 2. the old report, 3. each old output: aside
                 fs.rename(e.target, e.backup)
-                _pause()
+                self._step()
             if e is not final:  # 3. each new output into place
                 fs.rename(e.staged, e.target)
-                _pause()
+                self._step()
         fs_j.rename(final.staged, final.target)  # 4. the commit point
         self.committed = True
-        _pause()
-        for e in self.entries:  # 5. clean up
-            self.fs_for(e.target).delete(e.backup)
+        self._step()
+        for e in self.entries:  # 5. clean up: backups, the journal, the pointers
+            if self.fs_for(e.target).exists(e.backup):
+                self.fs_for(e.target).delete(e.backup)
+                self._step()
         fs_j.delete(journal)
+        self._step()
+        for e in self.entries[:-1]:
+            self.fs_for(e.target).delete(journal_path(e.target))
+            self._step()
+        self.journal = None
+
+    def _write_atomic(self, target: str, text: str) -> None:
+        """The journal (or a pointer) beside ``target``: a temporary sibling, then a rename."""
+        fs = self.fs_for(target)
+        tmp = sibling(target, f"tmp-{self.token}-journal")  # stale if killed: clean_stale
+        fs.write_text(tmp, text)
+        self._step()
+        fs.rename(tmp, journal_path(target))
+        self._step()
 
     def abort(self) -> None:
-        """Undo an uncommitted run: roll back a commit that stopped half-way (from its
-        journal), else remove the staged files."""
-        if self.committed or self.direct:
+        """Undo an uncommitted run: roll back a commit that stopped half-way (or finish the
+        clean-up of one that passed its commit point) from its journal, else remove the staged
+        files, this run's pointers and half-written journals."""
+        if self.direct:
             return
-        if self.journal is not None:
-            recover(self.journal, self.fs_for)
+        if self.journal is not None and recover(self.journal, self.fs_for) is not None:
             return
         for e in self.entries:
-            try:
-                self.fs_for(e.target).delete(e.staged)
-            except Exception as exc:  # cleaning up after a failure must not mask it
-                log.warning("could not remove the staged %s %s: %s", e.name, e.staged, exc)
-        for directory in self.created:  # deepest first; only if nothing else went there
+            fs = self.fs_for(e.target)
+            parent, name = parent_and_name(e.target)
+            for other in [] if self.committed else fs.list_names(parent):
+                if other.startswith(f".{name}.tmp-{self.token}"):  # staged, half-written
+                    delete_quietly(fs, sibling_of(e.target, other), f"the staged {e.name}")
+            if own_pointer(fs, journal_path(e.target), self.token):  # its journal is gone
+                delete_quietly(fs, journal_path(e.target), "a pointer of this run")
+        for directory in [] if self.committed else self.created:  # deepest first, if empty
             fs = self.fs_for(directory)
             if fs.exists(directory) and not fs.list_names(directory):
                 fs.delete(directory)
-
-
-def recover(journal: str, fs_for: Callable[[str], FileSystem]) -> str | None:
-    """Finish or undo the commit a killed run left at ``journal``; return what was done.
-
-    Returns:
-        ``"rolled back"``, ``"completed"`` or ``None`` (no journal).
-    """
-    fs_j = fs_for(journal)
-    if not fs_j.exists(journal):
-        return None
-    doc = json.loads(fs_j.read_text(journal))
-    token = doc["token"]
-    entries = [
-        _Entry(d["name"], d["target"], d["staged"], _backup_path(d["target"], token))
-        for d in doc["entries"]
-    ]
-    last = entries[-1]
-    if not fs_for(last.target).exists(last.staged):  # the commit point was passed
-        for e in entries:
-            fs_for(e.target).delete(e.backup)
-        fs_j.delete(journal)
-        return "completed"
-    for e in reversed(entries):
-        fs = fs_for(e.target)
-        moved_in = not fs.exists(e.staged) and fs.exists(e.target)
-        if fs.exists(e.backup):
-            if fs.exists(e.target):
-                fs.delete(e.target)
-            fs.rename(e.backup, e.target)
-        elif moved_in:
-            fs.delete(e.target)
-        fs.delete(e.staged)
-    fs_j.delete(journal)
-    return "rolled back"
-
-
-def clean_stale(target: str, fs: FileSystem) -> list[str]:
-    """Delete hidden ``.<name>.tmp-*`` and ``.<name>.old-*`` siblings of ``target`` left by a
-    killed run (call :func:`recover` first: a journal may still need the backups)."""
-    parent, name = parent_and_name(target)
-    removed = []
-    for sibling in fs.list_names(parent):
-        if sibling.startswith((f".{name}.tmp-", f".{name}.old-")):
-            path = f"{parent.rstrip('/')}/{sibling}" if parent != "." else sibling
-            fs.delete(path)
-            removed.append(path)
-    return removed

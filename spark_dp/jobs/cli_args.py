@@ -37,11 +37,11 @@ line or the config file). Usage errors print one line and exit 2.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from spark_dp.config import add_param_arguments
 from spark_dp.io import ITEM, RECORD_ID, USER_ID
+from spark_dp.jobs.failures import say
 
 if TYPE_CHECKING:
     from spark_dp.jobs.spec import JobSpec
@@ -61,7 +61,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line (the full usage is ``--help``)."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        say(f"{self.prog}: error: {message} (see {self.prog} --help)")
         raise SystemExit(2)
 
 

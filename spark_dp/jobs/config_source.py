@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.config import load_config_file, parse_config_text
 from spark_dp.errors import ConfigError
-from spark_dp.io.fs import local_path, scheme
+from spark_dp.io.fs import local_path, scheme, special_kind
 from spark_dp.session import launched_by_spark_submit
 
 if TYPE_CHECKING:
@@ -76,6 +76,9 @@ def locate_config(path: str) -> ConfigSource:
         raise ConfigError("--config is an empty string; pass a file path")
     if scheme(given) in (None, "file"):
         p = local_path(given)
+        kind = special_kind(p) or ("a directory" if os.path.isdir(p) else None)
+        if kind:  # a named pipe is never opened: reading it would block
+            raise ConfigError(f"--config {given} is {kind}; pass a YAML or JSON file")
         if os.path.isfile(p):
             return ConfigSource(given, p)
         base = os.path.basename(p)

@@ -18,6 +18,9 @@ All of them are **confidential** (docs/design/bounding.md#confidential): with th
 reveal who shares records with whom. Per-round state lives in ``--work-dir`` (default
 ``<output>_work``); a job that fails (or is killed) resumes from its last finished round when rerun
 with the same arguments, and the directory is removed once the outputs and the report are committed.
+An existing work directory that is not this job's own state for the same input (recognised by the
+``meta.json`` the job writes there) is refused before Spark starts: never adopted, never
+deleted.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from spark_dp.contribution_bounding.params import ContributionBoundingParams
 from spark_dp.contribution_bounding.plan import BoundingPlan, check_capacity_given
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
+from spark_dp.io.fs import FileSystem
 from spark_dp.jobs.common import READ, STATE, WRITE, JobContext, JobSpec, PathSpec, run_job
 
 if TYPE_CHECKING:
@@ -44,8 +48,9 @@ def _read_weights(ctx: JobContext, per_user: bool) -> DataFrame:
     checked (and digested: it is one of the tables the release is bound to)."""
     from pyspark.sql import functions as F
 
-    from spark_dp.contribution_bounding.prepare import check_weights
+    from spark_dp.contribution_bounding.record_weights import check_weights
     from spark_dp.io import RECORD_ID, USER_ID
+    from spark_dp.io.columns import quoted
 
     df = ctx.read_table("record_weights", "--record-weights")
     rename = {ctx.args.record_col: RECORD_ID, ctx.args.user_col: USER_ID}
@@ -54,10 +59,22 @@ def _read_weights(ctx: JobContext, per_user: bool) -> DataFrame:
             f"--record-weights {ctx.params.record_weights} has no column "
             f"{ctx.args.record_col!r}; columns: {df.columns}"
         )
-    weights = df.select(*[F.col(c).alias(rename.get(c, c)) for c in df.columns])
+    weights = df.select(*[F.col(quoted(c)).alias(rename.get(c, c)) for c in df.columns])
     # -> (record_id[, user_id], weight, ...)
     checked, _ = check_weights(weights, per_user=per_user, gate=ctx.gate("record_weights"))
     return checked
+
+
+def _owner(inputs: str) -> str:
+    """Who a work directory belongs to: this job and the tables it reads."""
+    return f"contribution_bounding {inputs}"
+
+
+def _claim(fs: FileSystem, path: str, inputs: str) -> None:
+    """An existing ``--work-dir`` must hold this job's own state for the same inputs."""
+    from spark_dp.contribution_bounding.state_store import check_work_dir
+
+    check_work_dir(fs, path, _owner(inputs))
 
 
 def _execute(ctx: JobContext) -> str:
@@ -88,6 +105,7 @@ def _execute(ctx: JobContext) -> str:
         record_weights=weights,
         randomness=ctx.randomness,
         work_dir=work_dir,
+        work_dir_owner=_owner(ctx.plan.inputs()),
         restart=ctx.args.overwrite,
         validate=False,
         input_rows=ctx.input_rows,
@@ -120,7 +138,7 @@ def _paths(
 ) -> list[PathSpec]:
     out = str(args.output).rstrip("/")
     paths = [
-        PathSpec("work_dir", "--work-dir", p.work_dir or f"{out}_work", STATE),
+        PathSpec("work_dir", "--work-dir", p.work_dir or f"{out}_work", STATE, claim=_claim),
     ]
     if plan.user_state:
         paths.append(

@@ -12,35 +12,51 @@ Rules (a violation is exit code 2 with a message naming the flags and paths invo
    nearest existing ancestor is a writable directory, not a file).
 4. An existing output, report, user state or debug file is refused unless ``--overwrite``; a
    report, budget store or debug file must not be an existing directory, nor a work directory
-   a file.
-5. Local inputs exist, can be read and are Parquet (or CSV with ``--input-format csv``):
-   :func:`spark_dp.io.probe.probe_local_input`.
+   a file. An existing work directory must be this job's own resumable state (its ``claim``
+   recognises the metadata the job wrote there): anything else is refused, never adopted, never
+   deleted.
+5. Every path read or written is a regular file or a directory: a named pipe, device or socket
+   is refused from its metadata (a named pipe is never opened: reading it would block).
+6. Local inputs exist, can be read, are Parquet (or CSV with ``--input-format csv``) and are
+   laid out so that Spark reads every data file: :func:`spark_dp.io.probe.probe_local_input`.
 
 Local paths (plain paths on a local master, ``file:`` URIs) are checked completely before
 Spark starts, after :func:`spark_dp.io.staging.recover` has finished or undone a commit a
-killed run left behind. Other URIs are compared as strings first and checked through Hadoop
-once the session exists (:meth:`PathPlan.check_with_session`), still before any data is read.
+killed run left behind (each action logged at once, whatever happens next). Other URIs are
+compared as strings first and checked through Hadoop once the session exists
+(:meth:`PathPlan.check_with_session`), still before any data is read.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import posixpath
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import InputContractError, OutputExistsError, PathConflictError
-from spark_dp.io.fs import FileSystem, HadoopFS, LocalFS, is_connect, is_local, local_path
-from spark_dp.io.probe import probe_local_input
+from spark_dp.io.fs import (
+    FileSystem,
+    HadoopFS,
+    LocalFS,
+    is_connect,
+    is_local,
+    local_path,
+    special_kind,
+)
+from spark_dp.io.probe import layout_problem, probe_local_input
 from spark_dp.io.staging import clean_stale, journal_path, recover
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = ["PathPlan", "PathSpec"]
+
+log = logging.getLogger(__name__)
 
 READ, WRITE, APPEND, STATE = "read", "write", "append", "state"
 """How a job uses a path: reads it; writes it at the commit (staged, refused if present
@@ -59,6 +75,10 @@ class PathSpec:
         access: :data:`READ`, :data:`WRITE`, :data:`APPEND` or :data:`STATE`.
         file: True when it must be a file (not a directory) if it exists.
         fmt: input format of a table that is read (``parquet``, ``csv`` or None).
+        table: a table that is read (probed, its layout checked).
+        claim: for a work directory (:data:`STATE`) that exists: ``claim(fs, path, inputs)``
+            raises :class:`~spark_dp.errors.PathConflictError` unless it holds this job's own
+            state for ``inputs`` (:meth:`PathPlan.inputs`).
     """
 
     role: str
@@ -68,6 +88,7 @@ class PathSpec:
     file: bool = False
     fmt: str | None = None
     table: bool = False
+    claim: Callable[[FileSystem, str, str], None] | None = None
 
     @property
     def writes(self) -> bool:
@@ -126,6 +147,14 @@ class PathPlan:
             if not str(s.path).strip():
                 raise PathConflictError(f"{s.flag} is an empty string; pass a path")
             self.resolved[s] = self._resolve(s.path)
+        self._inputs = ";".join(
+            sorted(f"{s.role}={self.resolved[s]}" for s in self.specs if s.table and not s.writes)
+        )
+
+    def inputs(self) -> str:
+        """The tables this run reads, resolved before Spark starts (``role=path;...``): what a
+        work directory's owner records."""
+        return self._inputs
 
     def _local(self, path: str) -> bool:
         return is_local(path, plain_is_local=self.plain_is_local)
@@ -185,17 +214,15 @@ class PathPlan:
                 )
                 raise PathConflictError(f"{w.shown()} {rel} {other.shown()}: {why}")
 
-    def prepare_local(self, *, overwrite: bool, recover_commits: bool = True) -> list[str]:
-        """Rules 3-5 for local paths, after recovering a killed run's commit.
-
-        Returns:
-            one sentence per interrupted commit recovered or stale file removed (to log).
-        """
-        notes: list[str] = []
+    def prepare_local(self, *, overwrite: bool, recover_commits: bool = True) -> None:
+        """Rules 3-6 for local paths, after recovering a killed run's commit (its actions are
+        logged as they happen, even when a check then fails)."""
         fs = LocalFS()
         local = [s for s in self.specs if self._local(s.path)]
+        for s in local:  # before anything is opened or moved
+            _refuse_special(s, local_path(s.path))
         if recover_commits:
-            notes += self._recover([s for s in local if s.access == WRITE], fs)
+            self._recover([s for s in local if s.access in (WRITE, STATE)], fs)
         for s in local:
             if s.writes:
                 self._check_parent(s)
@@ -203,26 +230,33 @@ class PathPlan:
             elif s.table:
                 probe_local_input(s.path, s.fmt, flag=s.flag)
             elif not os.path.isfile(local_path(s.path)):
-                raise InputContractError(f"{s.shown()} is not a readable file")
-        return notes
+                what = "a directory" if os.path.isdir(local_path(s.path)) else "not a readable file"
+                raise InputContractError(f"{s.shown()} is {what}; pass a file")
 
-    def _recover(self, targets: list[PathSpec], fs: FileSystem) -> list[str]:
-        notes = []
+    def _recover(self, targets: list[PathSpec], fs: FileSystem) -> None:
         for s in targets:
-            done = recover(journal_path(s.path), lambda _p: fs)
-            if done:
-                notes.append(f"{s.shown()}: {done} the commit of an interrupted run")
+            if recover(journal_path(s.path), lambda _p: fs):
+                log.warning("%s: recovered the commit of an interrupted run", s.shown())
         for s in targets:
-            for stale in clean_stale(s.path, fs):
-                notes.append(f"{s.shown()}: removed {stale}, left by an interrupted run")
-        return notes
+            clean_stale(s.path, fs)
+
+    def remove_state(self, device: int) -> None:
+        """Remove the local work directories on filesystem ``device`` (a full disk): they are
+        this job's own (rule 4), and a re-run starts them over."""
+        for s in self.specs:
+            path = local_path(s.path)
+            if s.access == STATE and self._local(s.path) and os.path.isdir(path):
+                if os.stat(path).st_dev == device:
+                    LocalFS().delete(path)
+                    log.warning("%s: removed the work directory from the full disk", s.shown())
 
     def _check_parent(self, s: PathSpec) -> None:
         p = os.path.dirname(os.path.abspath(local_path(s.path).rstrip("/") or "/"))
         while not os.path.lexists(p):
             p = os.path.dirname(p)
         if not os.path.isdir(p):
-            raise PathConflictError(f"{s.shown()}: {p} is a file, not a directory")
+            what = special_kind(p) or "a file"
+            raise PathConflictError(f"{s.shown()}: {p} is {what}, not a directory")
         if not _writable(p):
             raise PathConflictError(f"{s.shown()}: directory {p} is not writable")
 
@@ -233,26 +267,40 @@ class PathPlan:
             raise PathConflictError(f"{s.shown()} is a directory; pass a file path")
         if s.access == STATE and not fs.is_dir(s.path):
             raise PathConflictError(f"{s.shown()} is a file; pass a directory")
+        if s.access == STATE and s.claim is not None:
+            s.claim(fs, s.path, self._inputs)
         if s.access == WRITE and not overwrite:
             raise OutputExistsError(
                 f"{s.shown()} already exists; pass --overwrite to replace it, or choose "
                 "another path"
             )
 
-    def check_with_session(self, spark: SparkSession, *, overwrite: bool) -> list[str]:
+    def check_with_session(self, spark: SparkSession, *, overwrite: bool) -> None:
         """Rules 2-4 for the paths not on the local disk, through Hadoop (classic sessions);
         under Spark Connect only the string comparison of :meth:`check_conflicts` applies."""
         remote = [s for s in self.specs if not self._local(s.path)]
         if not remote or is_connect(spark):
-            return []
+            return
         hadoop = HadoopFS(spark)
         for s in remote:
             self.resolved[s] = _normal_uri(hadoop.qualify(s.path))
         self.check_conflicts()
-        notes = self._recover([s for s in remote if s.access == WRITE], hadoop)
+        self._recover([s for s in remote if s.access in (WRITE, STATE)], hadoop)
         for s in remote:
             if s.writes:
                 self._check_target(s, hadoop, overwrite)
             elif not hadoop.exists(s.path):
                 raise InputContractError(f"{s.shown()} does not exist")
-        return notes
+            elif s.table and hadoop.is_dir(s.path):
+                problem = layout_problem(hadoop.list_files(s.path))
+                if problem:
+                    raise InputContractError(f"{s.shown()}: {problem}")
+
+
+def _refuse_special(s: PathSpec, path: str) -> None:
+    """Rule 5: a named pipe, device or socket is neither read nor written."""
+    kind = special_kind(path)
+    if kind is None:
+        return
+    error = PathConflictError if s.writes else InputContractError
+    raise error(f"{s.shown()} is {kind}; pass a regular file or directory")

@@ -10,10 +10,13 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from typing import Any
 
-from spark_dp.checks import privacy_warnings
+import numpy as np
+
+from spark_dp.checks import check_finite_plan, privacy_warnings
 from spark_dp.config import (
     cli_overrides,
     deprecation_warnings,
@@ -21,7 +24,7 @@ from spark_dp.config import (
     parse_spark_conf_overrides,
     resolve_params,
 )
-from spark_dp.errors import ConfigError
+from spark_dp.errors import ConfigError, ParameterError
 from spark_dp.io.fs import local_path
 from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
@@ -32,6 +35,7 @@ from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 
 __all__ = [
+    "check_spark_conf",
     "check_unsafe_flags",
     "dry_run",
     "load_config",
@@ -61,6 +65,57 @@ def split_spark_conf(run: Run) -> None:
     run.spark_conf.update(parse_spark_conf_overrides(run.args.spark_conf))
 
 
+_MASTER = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|"
+    r"k8s://\S+|sc://\S+)$"
+)
+_SIZE = re.compile(r"^\s*(\d+)\s*(b|kb?|mb?|gb?|tb?|pb?)?\s*$", re.I)
+_UNIT = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+DRIVER_MEMORY_MIN = 512 << 20
+"""The smallest ``spark.driver.memory`` a plain run starts with: Spark reserves 300 MiB of the
+heap and refuses to start with less than 1.5 times that (a JVM's usable heap is a little below
+its ``-Xmx``)."""
+
+
+def check_spark_conf(run: Run) -> None:
+    """Settings Spark would refuse at start-up with a Java trace, refused here in one line:
+    ``--master`` that is no master URL, and (for a plain run, whose driver JVM starts here) a
+    driver or executor memory that is not a size, or a driver memory below
+    :data:`DRIVER_MEMORY_MIN`."""
+    from spark_dp.session import launched_by_spark_submit
+
+    if launched_by_spark_submit():
+        return  # spark-submit has started the driver with its own settings
+    given = set(parse_spark_conf_overrides(run.args.spark_conf))
+
+    def shown(key: str) -> str:
+        value = run.spark_conf[key]
+        if key in given:
+            return f"--spark-conf {key}={value}"
+        return f"{key}: {value} (the config file's spark: section)"
+
+    master = run.args.master if run.args.master is not None else run.spark_conf.get("spark.master")
+    if master is not None and not _MASTER.match(master):
+        shown_master = master or "''"
+        where = f"--master {shown_master}" if run.args.master is not None else shown("spark.master")
+        raise ConfigError(
+            f"{where} is not a Spark master URL; use local[N], local[*], spark://host:port, "
+            "yarn, k8s://https://host:port or sc://host:port"
+        )
+    for key in ("spark.driver.memory", "spark.executor.memory"):
+        if key not in run.spark_conf:
+            continue
+        m = _SIZE.match(run.spark_conf[key])
+        if not m:
+            raise ConfigError(f"{shown(key)} is not a size; write it like 2g or 512m")
+        unit = (m.group(2) or "m")[0].lower()  # Spark reads a bare number as MiB
+        if key == "spark.driver.memory" and int(m.group(1)) * _UNIT[unit] < DRIVER_MEMORY_MIN:
+            raise ConfigError(
+                f"{shown(key)} is too small: Spark needs at least 512m for the driver (it "
+                "reserves 300 MiB and wants 1.5 times that)"
+            )
+
+
 def resolve_run_params(run: Run) -> None:
     """Phase 3: defaults < config file < command line, validated; required values present."""
     spec, args = run.spec, run.args
@@ -84,9 +139,26 @@ def resolve_run_params(run: Run) -> None:
 
 def plan_algorithm(run: Run) -> None:
     """Phase 3b: the job's data-free plan, once, from the checked parameters. The algorithm's
-    own checks (an unknown name, a split it cannot use) fail here, before any path or key."""
-    if run.spec.plan is not None:
-        run.algorithm_plan = run.spec.plan(run.params)
+    own checks (an unknown name, a split it cannot use) fail here, before any path or key; so
+    does an ε so small that a noise scale overflows (refused naming the values given)."""
+    if run.spec.plan is None:
+        return
+    p = run.params
+    given = f"--epsilon {p.epsilon!r}" if getattr(p, "epsilon", None) is not None else ""
+    if getattr(p, "delta", None) is not None:
+        given += f" (with --delta {p.delta!r})"
+    try:
+        with np.errstate(all="ignore"):  # an overflow becomes inf: refused by the check below
+            run.algorithm_plan = run.spec.plan(p)
+            steps = run.algorithm_plan.steps if run.spec.spends_budget else ()
+            reports = [s.to_report() for s in steps]
+    except (ZeroDivisionError, OverflowError) as exc:
+        raise ParameterError(
+            f"{given} is too small: the noise calibration overflows ({type(exc).__name__}); "
+            "choose a larger value (typical ε: 0.1 to 10)"
+        ) from None
+    if reports:
+        check_finite_plan(reports, given)
 
 
 def _flag_of(spec: JobSpec, name: str) -> str:
@@ -158,9 +230,7 @@ def plan_paths(run: Run) -> None:
     run.plan = PathPlan(_path_specs(run), plain_is_local=plain_paths_local_before_spark(run))
     run.plan.check_conflicts()
     args = run.args
-    notes = run.plan.prepare_local(overwrite=args.overwrite, recover_commits=not args.dry_run)
-    for note in notes:
-        run.log.warning("%s", note)
+    run.plan.prepare_local(overwrite=args.overwrite, recover_commits=not args.dry_run)
 
 
 def dry_run(run: Run) -> int:

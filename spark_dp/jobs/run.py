@@ -70,6 +70,7 @@ class Run:
     staging: Staging | None = None
     report: PrivacyReport | None = None
     committed: bool = False
+    failed: BaseException | None = None  # what ended the run, when it failed
     after_commit: list[Any] = field(default_factory=list)
     budget_store: str | None = None  # --budget-store URL (or the config file's budget_store)
     dataset_id: str | None = None  # the privacy unit the release is charged to

@@ -23,18 +23,23 @@ from the data is computed, let alone logged, before the charge is durable. (A st
 reported as "no budget enforced"; when a table is read from a Hadoop URI the session starts
 before the reservation, to list it.)
 
-Exit codes: 0 success; 2 bad arguments, configuration, paths or input (one line says what to
-fix); 3 privacy budget refused; 1 anything else (the traceback is logged).
+Exit codes: 0 success; 2 bad arguments, configuration, settings, paths or input (one line says
+what to fix); 3 privacy budget refused; 1 a failure of the environment (a full disk, an
+unreachable host or Spark master: one line naming the cause and the path or setting), or
+anything else (a bug: the traceback is logged); 130 after SIGINT and 143 after SIGTERM (staged
+files removed: :mod:`.signals`). Every one-line error keeps its trace in the log at DEBUG
+(:mod:`.failures`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
 
-from spark_dp.config import name_flags, params_to_dict
+from spark_dp.config import name_flags, params_to_dict, parse_spark_conf_overrides
 from spark_dp.errors import AlreadyReleased, SparkDPUserError
 from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
@@ -52,8 +57,17 @@ from spark_dp.jobs.budget_hooks import (
 )
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.config_source import read_deferred
+from spark_dp.jobs.failures import (
+    existing_ancestor,
+    fullest,
+    known_failure,
+    no_space,
+    say,
+    session_failure,
+)
 from spark_dp.jobs.monitoring import check_monitoring, monitoring_info, private_spark_conf
 from spark_dp.jobs.phases import (
+    check_spark_conf,
     check_unsafe_flags,
     dry_run,
     load_config,
@@ -64,6 +78,13 @@ from spark_dp.jobs.phases import (
     split_spark_conf,
 )
 from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.signals import (
+    Interrupted,
+    ignored_signals,
+    own_sigint,
+    signals_raise,
+    stop_after_interrupt,
+)
 from spark_dp.jobs.spec import JobContext, JobSpec
 from spark_dp.logs import (
     StageTimer,
@@ -109,7 +130,18 @@ def _start_session(run: Run) -> None:
     from spark_dp.session import get_session
 
     run.created_session = SparkSession.getActiveSession() is None
-    run.spark = get_session(f"spark_dp.{run.spec.name}", run.spark_conf, master=run.args.master)
+    try:
+        spark = get_session(f"spark_dp.{run.spec.name}", run.spark_conf, master=run.args.master)
+        spark.conf.get("spark.sql.shuffle.partitions", None)  # its SQL settings, checked now
+    except Exception as exc:
+        raise session_failure(exc, run.args.master, run.spark_conf, _given(run)) from exc
+    run.spark = spark
+    own_sigint()  # pyspark's SIGINT handler would call Spark through a busy connection
+
+
+def _given(run: Run) -> set[str]:
+    """The Spark settings given with ``--spark-conf`` (the others came from the config file)."""
+    return set(parse_spark_conf_overrides(run.args.spark_conf))
 
 
 def _apply_deferred_config(run: Run) -> None:
@@ -140,15 +172,13 @@ def _new_report(run: Run) -> PrivacyReport:
 def _execute(run: Run) -> str:
     """Phase 7: the job, writing into the staging."""
     assert run.plan is not None and run.randomness is not None
-    notes = run.plan.check_with_session(run.spark, overwrite=run.args.overwrite)
-    for note in notes:
-        run.log.warning("%s", note)
+    run.plan.check_with_session(run.spark, overwrite=run.args.overwrite)
     fs_for = session_filesystems(run.spark)
     plain = plain_paths_local(run.spark)
     direct = is_connect(run.spark) and any(
         not is_local(s.path, plain_is_local=plain) for s in run.plan.committed
     )
-    run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct)
+    run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct, test_moments=True)
     run.report = _new_report(run)
     timer = StageTimer(run.log)
     ctx = JobContext(
@@ -199,8 +229,9 @@ def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | Non
     """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
 
     A run's ``--unsafe-debug-logs`` ends with the run: a notebook or a test that calls a job's
-    ``main`` keeps its own setting afterwards."""
-    with unsafe_debug(unsafe_debug_enabled()):
+    ``main`` keeps its own setting afterwards. SIGTERM ends the run as SIGINT does (in the main
+    thread): the staged files are removed and the exit code is 143 (SIGINT: 130)."""
+    with unsafe_debug(unsafe_debug_enabled()), signals_raise():
         return _run_job(spec, argv, prog)
 
 
@@ -218,6 +249,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         load_config(run)
         split_spark_conf(run)
         private_spark_conf(run)  # --private-spark-ui: UI and event log off
+        check_spark_conf(run)
         split_budget_conf(run)
         if run.config is not None and run.config.deferred:
             _start_session(run)  # the config file is where only Spark can read it
@@ -241,33 +273,54 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
     except AlreadyReleased as exc:
         if exc.exit_code == EXIT_OK:
             return EXIT_OK  # the same request's release is where this run asks for it
-        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr)
+        say(f"{parser.prog}: error: {_one_line(exc)}")
         return exc.exit_code
     except SparkDPUserError as exc:
-        message = name_flags(_one_line(exc), spec.params_cls)
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
-        return int(getattr(exc, "exit_code", EXIT_USAGE))
+        run.failed = exc
+        return _fail(run, parser.prog, exc)
     except BrokenPipeError:
         _silence_stdout()
-        message = "stdout was closed before the report was written"
-        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        say(f"{parser.prog}: error: stdout was closed before the report was written")
         return EXIT_FAILURE
-    except KeyboardInterrupt:
-        run.log.error("interrupted")
-        return EXIT_FAILURE
-    except Exception:
-        run.log.exception("%s failed", spec.name)
-        return EXIT_FAILURE
+    except (KeyboardInterrupt, Interrupted) as exc:
+        interrupt = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
+        run.failed = interrupt
+        what = "after its release was committed" if run.committed else "staged files removed"
+        say(f"{parser.prog}: error: interrupted by {interrupt}: {what}")
+        return interrupt.exit_code
+    except Exception as exc:
+        run.failed = exc
+        known = known_failure(exc, run.plan, run.spark_conf, _given(run))
+        if known is None:
+            run.log.exception("%s failed", spec.name)
+            return EXIT_FAILURE
+        return _fail(run, parser.prog, known)
     finally:
-        _finish(run)
+        with ignored_signals():
+            _finish(run)
+
+
+def _fail(run: Run, prog: str, exc: SparkDPUserError) -> int:
+    """One line on stderr (the trace in the log at DEBUG only); the error's exit code."""
+    run.log.debug("%s failed", run.spec.name, exc_info=True)
+    say(f"{prog}: error: {name_flags(_one_line(exc), run.spec.params_cls)}")
+    return int(getattr(exc, "exit_code", EXIT_USAGE))
 
 
 def _finish(run: Run) -> None:
     if not run.committed and run.staging is not None:
         run.staging.abort()
+    if run.failed is not None and no_space(run.failed) and run.plan is not None:
+        _, path = fullest(run.plan, run.spark_conf)  # its work directories go too
+        run.plan.remove_state(os.stat(existing_ancestor(path)).st_dev)
     budget_end(run)  # freed if no data was read, else charged (failed); closes the store
-    if run.created_session and run.spark is not None:
-        run.spark.stop()
+    if run.spark is not None and isinstance(run.failed, Interrupted):
+        stop_after_interrupt(run.spark, stop=run.created_session)
+    elif run.created_session and run.spark is not None:
+        try:
+            run.spark.stop()
+        except Exception:  # a JVM that is gone already (a signal to the process group)
+            run.log.debug("stopping the Spark session failed", exc_info=True)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,0 +1,123 @@
+"""SIGINT and SIGTERM end a job run cleanly: the staged files removed (a commit in progress
+rolled back, or completed past its commit point), one line on stderr, exit code 130 after SIGINT
+(Ctrl-C, the shell's convention) and 143 after SIGTERM (what schedulers and Airflow send to stop
+a task). See :mod:`spark_dp.jobs.runner`.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = [
+    "Interrupted",
+    "ignored_signals",
+    "own_sigint",
+    "signals_raise",
+    "stop_after_interrupt",
+]
+
+_SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "SIGINT", signal.SIGTERM: "SIGTERM"}
+
+
+class Interrupted(BaseException):
+    """The run received SIGTERM (or SIGINT): it ends with exit code 128 + the signal number."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(_SIGNAL_NAMES.get(signum, f"signal {signum}"))
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+
+def _raise(signum: int, _frame: Any) -> None:
+    _fresh_py4j_connection()
+    raise Interrupted(signum)
+
+
+def _fresh_py4j_connection() -> None:
+    """The py4j calls this thread makes from now on go through a new connection: the signal
+    may have cut a call short in the middle of its answer, and a clean-up on the way out (the
+    job's labels, released caches) would read the rest of that answer as its own. The session
+    stays the thread's active one (a JVM thread's own setting), so that a notebook or a test
+    that called the job keeps its session."""
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        client: Any = SparkContext._gateway._gateway_client  # type: ignore[union-attr]
+    except Exception:  # no gateway yet: nothing to protect
+        return
+    if not hasattr(client, "thread_connection"):  # not pinned-thread mode (ClientServer)
+        return
+    client.thread_connection = threading.local()
+    session: Any = SparkSession._instantiatedSession
+    try:
+        if session is not None and getattr(session, "_jsparkSession", None) is not None:
+            session._jvm.SparkSession.setActiveSession(session._jsparkSession)
+    except Exception:  # a JVM that is gone (a signal to the whole process group)
+        pass
+
+
+@contextmanager
+def signals_raise() -> Iterator[None]:
+    """SIGTERM and SIGINT raise :class:`Interrupted` in the main thread while the block runs, so
+    the run removes its staged files and ends with 143 or 130.
+
+    pyspark installs a SIGINT handler of its own when a SparkContext starts, which cancels the
+    jobs through the very py4j connection the interrupted call is still waiting on (a re-entrant
+    call: a trace, and a connection out of step); :func:`own_sigint` takes SIGINT back. The
+    handler here leaves that connection to the interrupted call and gives the thread a new one,
+    and the run cancels its jobs once its staged files are removed
+    (:func:`stop_after_interrupt`).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, _raise) for s in _SIGNAL_NAMES}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def own_sigint() -> None:
+    """Inside :func:`signals_raise`, after a SparkContext started: SIGINT raises again."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) is _raise:
+        signal.signal(signal.SIGINT, _raise)
+
+
+def stop_after_interrupt(spark: Any, *, stop: bool) -> None:
+    """Cancel the session's jobs (and stop it when ``stop``) from a thread of its own: the
+    interrupted call left this thread's py4j connection waiting for an answer."""
+
+    def cancel() -> None:
+        try:
+            spark.sparkContext.cancelAllJobs()
+            if stop:
+                spark.stop()
+        except Exception:  # a JVM that is gone already (a signal to the process group)
+            pass
+
+    worker = threading.Thread(target=cancel, daemon=True)
+    worker.start()
+    worker.join(30)
+
+
+@contextmanager
+def ignored_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM are ignored while the block runs (the clean-up after a failure must
+    not be cut short by a second signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _SIGNAL_NAMES}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
