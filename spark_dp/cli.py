@@ -121,12 +121,12 @@ def _dispatch(args: list[str]) -> int:
 
 def _calibrate(argv: list[str]) -> int:
     from spark_dp.checks import privacy_warnings
-    from spark_dp.config import (
+    from spark_dp.config import resolve_params
+    from spark_dp.config_flags import (
         add_param_arguments,
         cli_overrides,
         deprecation_warnings,
         name_flags,
-        resolve_params,
     )
     from spark_dp.jobs.cli_args import OneLineParser
     from spark_dp.jobs.failures import say

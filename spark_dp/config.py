@@ -9,11 +9,12 @@ dataclass whose fields are made with :func:`param`; the dataclass's ``__post_ini
 3. the command-line flags the user actually passed,
 
 coerces types, rejects unknown keys (with a "did you mean" hint) and returns a validated
-instance. :func:`add_param_arguments` derives the command-line flags from the same fields, so a
-parameter is declared exactly once.
+instance. :func:`spark_dp.config_flags.add_param_arguments` derives the command-line flags
+from the same fields, so a parameter is declared exactly once.
 
 A field whose values are a registry's algorithm names (``--algorithm``, ``--method``) takes its
-choices and their summaries from the registry the caller hands to :func:`add_param_arguments`:
+choices and their summaries from the registry the caller hands to
+:func:`spark_dp.config_flags.add_param_arguments`:
 a parameter class never imports a registry (the registry sits above it), and an unknown name
 from a config file fails when the plan looks it up.
 
@@ -28,7 +29,6 @@ command line, or within a config file) is an error: neither value silently wins.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import json
@@ -42,18 +42,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from spark_dp.errors import ConfigError
 
 if TYPE_CHECKING:
-    from spark_dp.registry import Registry
+    pass
 
 _log = logging.getLogger("spark_dp.config")
 
 __all__ = [
     "ALIASES_REMOVED_IN",
-    "SpellingAction",
-    "add_param_arguments",
-    "cli_overrides",
-    "deprecation_warnings",
+    "base_type",
+    "flag_of",
     "load_config_file",
-    "name_flags",
     "param",
     "params_to_dict",
     "parse_config_text",
@@ -172,11 +169,11 @@ def _fields(cls: type) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in dataclasses.fields(cls)}
 
 
-def _flag(f: dataclasses.Field) -> str:
+def flag_of(f: dataclasses.Field) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
-def _base_type(tp: Any) -> tuple[Any, bool]:
+def base_type(tp: Any) -> tuple[Any, bool]:
     """Return (inner type, optional?) for ``X`` or ``X | None``."""
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -187,7 +184,7 @@ def _base_type(tp: Any) -> tuple[Any, bool]:
 
 
 def _coerce(name: str, value: Any, tp: Any) -> Any:
-    base, optional = _base_type(tp)
+    base, optional = base_type(tp)
     if value is None:
         if optional:
             return None
@@ -267,7 +264,7 @@ def resolve_params(
                     f"(known: {', '.join(sorted(fields))})"
                 )
             if spelled in deprecated and source == "config file":
-                new = _flag(fields[key]).lstrip("-").replace("-", "_")
+                new = flag_of(fields[key]).lstrip("-").replace("-", "_")
                 _log.warning(
                     "config key %r is deprecated (removed in %s); use %r",
                     raw_key,
@@ -292,7 +289,7 @@ def _config_names(cls: type) -> tuple[dict[str, str], dict[str, str]]:
     deprecated: dict[str, str] = {}
     for f in dataclasses.fields(cls):
         names[f.name] = f.name
-        names[_flag(f).lstrip("-").replace("-", "_")] = f.name
+        names[flag_of(f).lstrip("-").replace("-", "_")] = f.name
         for alias in f.metadata.get("aliases") or ():
             deprecated[alias.lstrip("-").replace("-", "_")] = f.name
     return names, deprecated
@@ -305,124 +302,3 @@ def params_to_dict(params: Any) -> dict[str, Any]:
         v = getattr(params, f.name)
         out[f.name] = list(v) if isinstance(v, tuple) else v
     return out
-
-
-class SpellingAction(argparse.Action):
-    """Stores a value, noting the spelling of the flag that gave it: two spellings of one
-    parameter (its flag and a deprecated alias, or two names of one option) given different
-    values are a usage error (exit code 2), never a silent last-one-wins. With ``new_flag`` it
-    is a deprecated alias, noted in ``deprecated_flags`` for the warning."""
-
-    def __init__(
-        self, option_strings: Sequence[str], dest: str, *, new_flag: str | None = None, **kw: Any
-    ):
-        super().__init__(option_strings, dest, **kw)
-        self.new_flag = new_flag
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        spelling = option_string or self.option_strings[0]
-        given = dict(getattr(namespace, "flag_spellings", None) or {})
-        mine = dict(given.get(self.dest, {}))
-        for other, before in mine.items():
-            if other != spelling and before != values:
-                parser.error(
-                    f"{other} {before} and {spelling} {values} set the same parameter to "
-                    "different values; give it once"
-                )
-        given[self.dest] = {**mine, spelling: values}
-        namespace.flag_spellings = given
-        setattr(namespace, self.dest, values)
-        if self.new_flag is not None:
-            notes = list(getattr(namespace, "deprecated_flags", None) or [])
-            namespace.deprecated_flags = [*notes, (spelling, self.new_flag)]
-
-
-def name_flags(message: str, cls: type) -> str:
-    """``message`` with a leading parameter name spelled as its flag where they differ:
-    ``beta must ...`` becomes ``--truncation-beta (beta) must ...``.
-    """
-    for f in dataclasses.fields(cls):
-        flag = _flag(f)
-        if flag != "--" + f.name.replace("_", "-") and message.startswith(f"{f.name} "):
-            return f"{flag} ({f.name}){message[len(f.name) :]}"
-    return message
-
-
-def deprecation_warnings(args: argparse.Namespace) -> list[str]:
-    """One sentence per deprecated flag the user passed."""
-    return [
-        f"{old} is deprecated and will be removed in {ALIASES_REMOVED_IN}; use {new}"
-        for old, new in getattr(args, "deprecated_flags", None) or []
-    ]
-
-
-def add_param_arguments(
-    parser: argparse.ArgumentParser,
-    cls: type,
-    registries: Mapping[str, Registry[Any, Any]] | None = None,
-) -> None:
-    """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed), and a
-    hidden :class:`SpellingAction` per old name (a deprecated alias).
-
-    ``registries`` maps a field (``algorithm``, ``method``) to the registry whose names are its
-    choices; the help then lists each name with its summary.
-    """
-    registries = registries or {}
-    hints = typing.get_type_hints(cls)
-    group = parser.add_argument_group(f"{cls.__name__} parameters")
-    for f in dataclasses.fields(cls):
-        if not f.metadata.get("cli", True):
-            continue
-        base, _ = _base_type(hints[f.name])
-        default = f.default
-        if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        aliases = tuple(f.metadata.get("aliases") or ())
-        was = f"; replaces {', '.join(aliases)}" if aliases else ""
-        kwargs: dict[str, Any] = {
-            "dest": f.name,
-            "default": None,
-            "help": f"{f.metadata.get('help', '')} (default: {default}{was})",
-        }
-        choices = f.metadata.get("choices")
-        if f.name in registries:
-            choices = registries[f.name].names
-            kwargs["help"] += f"; {registries[f.name].summaries()}"
-        if choices:
-            kwargs["choices"] = list(choices)
-            kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
-        if base is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif aliases:
-            kwargs["action"] = SpellingAction
-            kwargs["type"] = base if base in (int, float, str) else str
-            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
-        elif base in (int, float, str):
-            kwargs["type"] = base
-            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
-        else:  # lists: comma separated
-            kwargs["type"] = str
-            kwargs["metavar"] = "A,B,..."
-        group.add_argument(_flag(f), **kwargs)
-        for alias in aliases:
-            extra = {k: v for k, v in kwargs.items() if k in ("type", "choices", "metavar")}
-            group.add_argument(
-                alias,
-                dest=f.name,
-                default=None,
-                help=argparse.SUPPRESS,
-                action=SpellingAction,
-                new_flag=_flag(f),
-                **extra,
-            )
-
-
-def cli_overrides(args: argparse.Namespace, cls: type) -> dict[str, Any]:
-    """The parameter values present in ``args`` (``None`` where the flag was not given)."""
-    return {f.name: getattr(args, f.name, None) for f in dataclasses.fields(cls)}

@@ -195,7 +195,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("ps-bound-alias-and-name", ps("--max-contributions", "5", "--max-items-per-user", "6"),
      ["--max-contributions 5", "--max-items-per-user 6", "different values"]),
     ("dc-bound-alias-and-name-config", dc("--config", "twice.yaml"),
-     ["sets max_contribution twice", "'max_contribution': 5", "'max_contributions': 6"]),
+     ["sets max_contributions twice", "'max_contribution': 5", "'max_contributions': 6"]),
     ("ps-delta-subnormal", ps("--delta", "5e-324"), ["delta", "got 5e-324"]),
     ("ps-epsilon-subnormal", ps(eps="5e-324"), ["epsilon", "got 5e-324"]),
     ("dc-epsilon-overflow", dc(eps="1e-300"), ["epsilon 1e-300 is too small"]),

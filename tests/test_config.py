@@ -10,6 +10,7 @@ import pytest
 
 from spark_dp import checks as K
 from spark_dp import config as C
+from spark_dp import config_flags as F
 from spark_dp.errors import ConfigError, ParameterError
 
 
@@ -66,9 +67,9 @@ def test_bad_values_name_the_parameter(values, error, message):
 
 def test_cli_flags_are_generated_from_fields():
     ap = argparse.ArgumentParser()
-    C.add_param_arguments(ap, DemoParams)
+    F.add_param_arguments(ap, DemoParams)
     args = ap.parse_args(["--max-items", "7", "--split", "0.5,0.5", "--flag", "--mode", "b"])
-    p = C.resolve_params(DemoParams, {}, C.cli_overrides(args, DemoParams))
+    p = C.resolve_params(DemoParams, {}, F.cli_overrides(args, DemoParams))
     assert (p.max_items, p.split, p.flag, p.mode) == (7, (0.5, 0.5), True, "b")
     with pytest.raises(SystemExit):
         ap.parse_args(["--mode", "z"])
@@ -111,7 +112,7 @@ def test_params_to_dict_is_json_ready():
 
 def test_the_budget_bounds_in_conf_files_and_readme_are_the_code_s():
     """Issue 39: the code's bounds (spark_dp.checks) are the one source; the comments of
-    conf/*.yaml and the README's flag table state the same numbers."""
+    conf/*.yaml and the flag table of docs/operations/configuration.md state the same numbers."""
     import re
     from pathlib import Path
 
@@ -129,9 +130,9 @@ def test_the_budget_bounds_in_conf_files_and_readme_are_the_code_s():
             assert (float(m[1]), float(m[2])) == (most, warn), (conf.name, name, m.groups())
             seen.add(name)
     assert seen == set(stated)
-    readme = (root / "README.md").read_text()
+    page = (root / "docs" / "operations" / "configuration.md").read_text()
     for name, (most, warn) in stated.items():
-        row = re.search(rf"^\| `--{name}` \|.*$", readme, re.M)
-        assert row, f"the README's flag table has no --{name} row"
+        row = re.search(rf"^\| `--{name}` \|.*$", page, re.M)
+        assert row, f"the flag table of docs/operations/configuration.md has no --{name} row"
         m = re.search(r"at most ([\d.e+-]+); a warning above ([\d.e+-]+)", row[0])
         assert m and (float(m[1]), float(m[2])) == (most, warn), row[0]

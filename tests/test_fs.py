@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_dp.io.fs import ArrowFS, HadoopFS, LocalFS, filesystem, local_path, parent_and_name
+from spark_dp.io.arrow_fs import ArrowFS
+from spark_dp.io.fs import HadoopFS, LocalFS, filesystem, local_path, parent_and_name
 from spark_dp.io.staging import Staging
 
 

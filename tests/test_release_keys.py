@@ -225,24 +225,23 @@ def test_the_key_scan_finds_a_leaked_key(tmp_path, key_files):
     )
 
 
-def test_the_noise_depends_on_the_key_only(spark, data, key_files, twice, tmp_path):
-    """Same key: the same items from reordered input in 7 files and 5 shuffle partitions.
-    Other keys (two fresh entropy keys) give other items, and differ from each other."""
-    from pyspark.sql import functions as F
-
+def test_the_noise_depends_on_the_request_not_the_layout(spark, data, key_files, twice,
+                                                         tmp_path):  # fmt: skip
+    """Same request (key, input, arguments): the same items when Spark splits the input into
+    many read partitions and shuffles into 5 (a layout is not part of the release). Other keys
+    (two fresh entropy keys) give other items, and differ from each other."""
     reference = [i for (i,) in twice["partition_selection"]["runs"][0]["items"]]
-    shuffled = tmp_path / "data"
-    pairs = spark.read.parquet(str(data / "pairs"))
-    pairs.orderBy(F.sha2(F.concat_ws("/", "user_id", "item"), 256)).repartition(7).write.parquet(
-        str(shuffled / "pairs")
-    )
-    previous = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "5")
+    layout = {"spark.sql.shuffle.partitions": "5", "spark.sql.files.maxPartitionBytes": "4096"}
+    previous = {k: spark.conf.get(k) for k in layout}
+    for k, v in layout.items():
+        spark.conf.set(k, v)
     try:
-        run("partition_selection", argv("partition_selection", shuffled, tmp_path / "same",
+        assert spark.read.parquet(str(data / "pairs")).rdd.getNumPartitions() > 1
+        run("partition_selection", argv("partition_selection", data, tmp_path / "same",
                                         "--noise-key-file", str(key_files[0])))  # fmt: skip
     finally:
-        spark.conf.set("spark.sql.shuffle.partitions", previous)
+        for k, v in previous.items():
+            spark.conf.set(k, v)
     assert items(spark, tmp_path / "same") == reference
     fresh = []
     for name in ("e1", "e2"):  # two runs without a key file: two fresh keys from OS entropy

@@ -23,7 +23,7 @@ from spark_dp.audit.report import markdown_table, plot_results, write_json, writ
 from spark_dp.audit.runner import AuditResult
 from spark_dp.audit.targets import MECHANISMS
 from spark_dp.checks import check_int_at_least, check_probability
-from spark_dp.config import SpellingAction, deprecation_warnings
+from spark_dp.config_flags import SpellingAction, deprecation_warnings
 from spark_dp.errors import SparkDPUserError
 from spark_dp.jobs.cli_args import OneLineParser
 from spark_dp.jobs.failures import say

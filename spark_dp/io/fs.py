@@ -8,9 +8,9 @@ Three backends behind one small interface (:class:`FileSystem`), chosen per path
   and under Spark Connect (where the client and a local server share the disk).
 * :class:`HadoopFS`: any other URI (``hdfs://``, ``s3a://``, ``abfss://``, ...) and cluster paths
   without a scheme, through the Hadoop ``FileSystem`` of a **classic** session's JVM gateway.
-* :class:`ArrowFS`: other URIs under **Spark Connect** (no JVM on the client), through
-  ``pyarrow.fs`` (``s3://``, ``gs://``, ``hdfs://``; ``s3a://`` and ``s3n://`` are read as
-  ``s3://``). The runner uses it only for small files (the report, the commit journal).
+* :class:`spark_dp.io.arrow_fs.ArrowFS`: other URIs under **Spark Connect** (no JVM on the
+  client), through ``pyarrow.fs`` (``s3://``, ``gs://``, ``hdfs://``; ``s3a://`` and ``s3n://``
+  are read as ``s3://``). The runner uses it only for small files (the report, the commit journal).
 
 Renames are atomic on local disks and HDFS (and the commit protocol of
 :mod:`spark_dp.io.staging` relies on that); on object stores a rename of a directory is a copy,
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
-    "ArrowFS",
     "FileSystem",
     "HadoopFS",
     "LocalFS",
@@ -315,71 +314,6 @@ class HadoopFS:
         return out
 
 
-class ArrowFS:
-    """``pyarrow.fs`` for URIs under Spark Connect (small files only)."""
-
-    def __init__(self, uri: str) -> None:
-        from pyarrow import fs as pafs
-
-        self._pafs = pafs
-        try:
-            self._fs, _ = pafs.FileSystem.from_uri(self._arrow_uri(uri))
-        except Exception as exc:  # unknown scheme, missing library, bad authority
-            raise ConfigError(
-                f"{uri!r}: under Spark Connect spark_dp writes the report itself and cannot "
-                f"reach this filesystem ({str(exc).splitlines()[0][:120]}); pass a local --report"
-            ) from None
-
-    @staticmethod
-    def _arrow_uri(uri: str) -> str:
-        return re.sub(r"^s3[an]://", "s3://", str(uri), flags=re.I)
-
-    def _p(self, path: str) -> str:
-        return str(self._pafs.FileSystem.from_uri(self._arrow_uri(path))[1])
-
-    def _info(self, path: str) -> Any:
-        return self._fs.get_file_info(self._p(path))
-
-    def exists(self, path: str) -> bool:
-        return bool(self._info(path).type != self._pafs.FileType.NotFound)
-
-    def is_dir(self, path: str) -> bool:
-        return bool(self._info(path).type == self._pafs.FileType.Directory)
-
-    def mkdirs(self, path: str) -> None:
-        self._fs.create_dir(self._p(path), recursive=True)
-
-    def rename(self, src: str, dst: str) -> None:
-        self._fs.move(self._p(src), self._p(dst))
-
-    def delete(self, path: str) -> None:
-        info = self._info(path)
-        if info.type == self._pafs.FileType.Directory:
-            self._fs.delete_dir(self._p(path))
-        elif info.type != self._pafs.FileType.NotFound:
-            self._fs.delete_file(self._p(path))
-
-    def list_names(self, directory: str) -> list[str]:
-        selector = self._pafs.FileSelector(self._p(directory), allow_not_found=True)
-        return [posixpath.basename(i.path) for i in self._fs.get_file_info(selector)]
-
-    def write_text(self, path: str, text: str, *, private: bool = False) -> None:
-        # object stores have no POSIX modes: who may read a confidential file there is the
-        # bucket's access policy (docs/privacy/spark-monitoring.md)
-        with self._fs.open_output_stream(self._p(path)) as out:
-            out.write(text.encode("utf-8"))
-
-    def read_text(self, path: str) -> str:
-        with self._fs.open_input_stream(self._p(path)) as stream:
-            return bytes(stream.read()).decode("utf-8")
-
-    def make_private(self, path: str) -> None:
-        """Object stores keep no POSIX modes: who may read is the bucket's access policy."""
-
-    def identity(self, path: str) -> str | None:
-        return None
-
-
 def read_json(fs: FileSystem, path: str) -> dict[str, Any] | None:
     """The JSON object at ``path``; ``None`` if absent, unreadable or half written."""
     try:
@@ -405,5 +339,7 @@ def filesystem(
     if spark is None:
         raise ConfigError(f"{path!r} is not a local path and no Spark session is running")
     if is_connect(spark):
+        from spark_dp.io.arrow_fs import ArrowFS
+
         return ArrowFS(path)
     return HadoopFS(spark)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, NoReturn
 
-from spark_dp.config import add_param_arguments
+from spark_dp.config_flags import add_param_arguments
 from spark_dp.io import ITEM, RECORD_ID, USER_ID
 from spark_dp.jobs.failures import say
 

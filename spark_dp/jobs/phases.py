@@ -17,13 +17,8 @@ from typing import Any
 import numpy as np
 
 from spark_dp.checks import check_finite_plan, privacy_warnings
-from spark_dp.config import (
-    cli_overrides,
-    deprecation_warnings,
-    params_to_dict,
-    parse_spark_conf_overrides,
-    resolve_params,
-)
+from spark_dp.config import params_to_dict, parse_spark_conf_overrides, resolve_params
+from spark_dp.config_flags import cli_overrides, deprecation_warnings
 from spark_dp.errors import ConfigError, ParameterError
 from spark_dp.io.fs import local_path
 from spark_dp.io.write import plain_paths_local

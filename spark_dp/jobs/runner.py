@@ -39,7 +39,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from spark_dp.config import name_flags, params_to_dict, parse_spark_conf_overrides
+from spark_dp.config import params_to_dict, parse_spark_conf_overrides
+from spark_dp.config_flags import name_flags
 from spark_dp.errors import AlreadyReleased, SparkDPUserError
 from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging

@@ -253,7 +253,16 @@ for job, line in (("ps", ps), ("dc", dc)):
         ("inside-input", line("--budget-store", "sqlite:///words/b.db"), 2,
          ("--budget-store words/b.db", "--input")),
         ("empty", line("--budget-store", ""), 2, ("--budget-store", "empty")),
+        ("not-a-database", line("--budget-store", "sqlite:///notadb.db"), 2,
+         ("--budget-store", "not a")),
     ])  # fmt: skip
+    table("store-files", f"key-{job}", [
+        ("is-input", line("--noise-key-file", "words/part-00000.parquet"), 2,
+         ("--noise-key-file",)),
+    ])  # fmt: skip
+    add(f"key-{job}-inside-input", "store-files",
+        line("--noise-key-file", "words/.key"), 2, "--noise-key-file", "words/.key",
+        setup=(("keyfile", "words/.key"),))  # fmt: skip
 
 # --------------------------------------------------------------------------- audit
 table("audit", "audit", [

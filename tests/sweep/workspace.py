@@ -152,6 +152,8 @@ def build_template(root: Path) -> Path:
     _corrupt(root / "corrupt" / "part-0.parquet", _pairs())
     _corrupt(root / "gcorrupt" / "part-0.parquet", _graph())
     (root / "key32").write_bytes(bytes(range(32)))
+    (root / "key32").chmod(0o600)  # a key file readable by its owner only (issue 34)
+    (root / "notadb.db").write_text("a text file, not a database\n")
     (root / "good.yaml").write_text("epsilon: 1.0\n")
     (root / "twice.yaml").write_text("max_items_per_user: 5\nmax_contributions: 6\n")
     (root / "twice_cb.yaml").write_text("capacity: 2\nmax_contributions: 3\n")
@@ -194,6 +196,9 @@ def apply(root: Path, op: tuple[str, ...]) -> str | None:
         os.symlink(op[2], path)
     elif kind == "mkdir":
         path.mkdir(parents=True)
+    elif kind == "keyfile":  # a good key (32 bytes, 0600) at a place that is refused
+        path.write_bytes(bytes(range(7, 39)))
+        path.chmod(0o600)
     elif kind == "tmpfs":
         return _full_tmpfs(path, int(op[2]))
     else:
