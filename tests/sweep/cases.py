@@ -121,7 +121,9 @@ SLOTS: list[tuple[str, Callable[[str], tuple[str, ...]], str, str]] = [
     ("ps-report", lambda p: ps("--report", p), "sp", "--report sp"),
     ("ps-report-overwrite", lambda p: ps("--report", p, "--overwrite"), "sp", "--report sp"),
     ("dc-report-overwrite", lambda p: dc("--report", p, "--overwrite"), "sp", "--report sp"),
-    ("cb-report-overwrite", lambda p: cb("--report", p, "--overwrite"), "sp", "--report sp"),
+    # a confidential report is named *.confidential.json (a plain --report sp is written beside sp)
+    ("cb-report-overwrite", lambda p: cb("--report", f"{p}.confidential.json", "--overwrite"),
+     "sp.confidential.json", "--report sp.confidential.json"),
     ("cb-user-state", lambda p: cb("--user-state", p, "--overwrite"), "sp", "--user-state sp"),
     ("cb-work-dir", lambda p: cb("--work-dir", p), "sp", "--work-dir sp"),
     ("ps-config", lambda p: ps("--config", p), "sp", "--config sp"),
@@ -166,7 +168,7 @@ for layout in ("hive", "hive2", "hidden_ok"):
 add("layout-dc-hive2-read", "layouts", dc("--seed", "1", "--report", "c.json", inp="wl_hive2"), 0,
     kind="warm", outputs=("c.json",))  # fmt: skip
 add("layout-cb-hive-read", "layouts", cb("--seed", "1", inp="gl_hive"), 0, kind="warm",
-    outputs=("o.report.json",))  # fmt: skip
+    outputs=("o.report.confidential.json",))  # fmt: skip
 
 # --------------------------------------------------------------------------- work directories
 NOT_OURS, OTHER = "not a spark_dp work directory", "another run"
@@ -190,7 +192,7 @@ table("work-dirs", "workdir", [
 CASES.append(Case("workdir-own-state-resumes", "work-dirs", kind="warm", job="cb", steps=(
     Step(cb("--seed", "4"), -9, ((KILL, "KILL@0"),)),
     Step(cb("--seed", "4"), 0),
-), outputs=("o.report.json",)))  # fmt: skip
+), outputs=("o.report.confidential.json",)))  # fmt: skip
 
 # --------------------------------------------------------------------------- remote URIs
 NO_FS, FAR = "no file system for this URI", "cannot reach its host"
@@ -319,7 +321,7 @@ for case_id, argv, report in [
     ("dc", dc("--user-col", "user.id", "--item-col", "note s", "--report", "c.json",
               inp="cols_odd"), "c.json"),
     ("cb", cb("--record-col", "record id", "--user-col", "user`s.id", inp="gcols_odd"),
-     "o.report.json"),
+     "o.report.confidential.json"),
 ]:  # fmt: skip
     add(f"columns-{case_id}-odd-names", "columns-and-types", argv, 0, kind="warm",
         outputs=(report,))  # fmt: skip

@@ -43,7 +43,8 @@ for k in (0, 2, 4, 5, 6, 7, 8, 10):
              out="out2"), plain)  # fmt: skip
 for k in (0, 4, 6, 8, 9, 11, 12, 16):
     _kill("cb", k, "output", cb("--seed", "2", "--overwrite", out="out"),
-          cb("--seed", "3", "--report", "out.report.json", "--overwrite", out="out2"),
+          cb("--seed", "3", "--report", "out.report.confidential.json", "--overwrite",
+             out="out2"),
           cb("--seed", "1", out="out"))  # fmt: skip
 DEBUG = ("--debug-report", "d.json", "--allow-unsafe-debug")
 for k in (0, 2, 4, 5, 6, 7, 8, 10):  # the debug file's path is shared by the later release

@@ -222,6 +222,12 @@ def _release_problems(root: Path, report: str) -> list[str]:
     return problems
 
 
+def _default_report(job: str | None) -> str:
+    """The report of the signal and kill cases' release (bounding's is confidential)."""
+    reports = {"dc": "count.json", "cb": "out.report.confidential.json"}
+    return reports.get(job or "", "out.report.json")
+
+
 def _check(case: Case, result: dict[str, Any], before: dict[str, str], root: Path) -> list[str]:
     if not case.steps:
         problems = _one_run(result, case.code, case.words, case.submit)
@@ -229,9 +235,7 @@ def _check(case: Case, result: dict[str, Any], before: dict[str, str], root: Pat
         problems += _inputs_unchanged(files, before)
         if case.copy_from:  # a signal: the earlier release, or the new one complete
             problems += [f"stray files {_stray(files, before)}" for _ in _stray(files, before)[:1]]
-            problems += _release_problems(
-                root, "count.json" if case.job == "dc" else "out.report.json"
-            )
+            problems += _release_problems(root, _default_report(case.job))
         elif case.code != 0 and files != before:
             new = sorted(set(files) - set(before))
             gone = sorted(set(before) - set(files))
@@ -258,7 +262,7 @@ def _check(case: Case, result: dict[str, Any], before: dict[str, str], root: Pat
         if changed:
             problems.append(f"the plain re-run changed {changed}")
         later = [a for a in case.steps[1].argv if a.endswith(".json") and "NONPRIVATE" not in a]
-        problems += _release_problems(root, later[0] if later else "out.report.json")
+        problems += _release_problems(root, later[0] if later else _default_report(case.job))
     else:
         problems += [p for r in case.outputs for p in _release_problems(root, r)]
     return problems
