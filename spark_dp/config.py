@@ -9,8 +9,7 @@ dataclass whose fields are made with :func:`param`; the dataclass's ``__post_ini
 3. the command-line flags the user actually passed,
 
 coerces types, rejects unknown keys (with a "did you mean" hint) and returns a validated
-instance. :func:`add_param_arguments` derives the command-line flags from the same fields, so a
-parameter is declared exactly once.
+instance. :func:`add_param_arguments` derives the flags from the same fields (declared once).
 
 A field whose values are a registry's algorithm names (``--algorithm``, ``--method``) takes its
 choices and their summaries from the registry the caller hands to :func:`add_param_arguments`:
@@ -19,10 +18,9 @@ from a config file fails when the plan looks it up.
 
 A field's flag may differ from its name (``flag=``: the command line shares one vocabulary
 across jobs, e.g. ``--max-contributions`` for every per-user bound) and may keep deprecated
-aliases (``aliases=``: the old flags, accepted with a warning until
-:data:`ALIASES_REMOVED_IN`). Config
-files accept the field name, the flag's name (``max_contributions``) and, with the same
-warning, an alias's.
+aliases (``aliases=``: the old flags, accepted with a warning until :data:`ALIASES_REMOVED_IN`).
+Config files accept the field name, the flag's name and, with the same warning, an alias's. A
+field typed ``int | str`` takes an integer or a word its own check accepts (``auto``).
 """
 
 from __future__ import annotations
@@ -130,19 +128,14 @@ def parse_config_text(name: str, text: str) -> dict[str, Any]:
         ConfigError: unknown extension, unparsable, or not a mapping.
     """
     suffix = Path(name).suffix.lower()
+    if suffix not in (".yaml", ".yml", ".json"):
+        raise ConfigError(
+            f"config file {name!r}: unknown extension {suffix!r}; use .yaml, .yml or .json"
+        )
     try:
-        if suffix in (".yaml", ".yml"):
-            import yaml
+        import yaml
 
-            data = yaml.safe_load(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise ConfigError(
-                f"config file {name!r}: unknown extension {suffix!r}; use .yaml, .yml or .json"
-            )
-    except ConfigError:
-        raise
+        data = json.loads(text) if suffix == ".json" else yaml.safe_load(text)
     except Exception as exc:  # yaml/json parse errors carry line numbers
         msg = " ".join(str(exc).split())
         raise ConfigError(f"config file {name!r} cannot be parsed: {msg}") from None
@@ -185,6 +178,13 @@ def _base_type(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
+def _is_int_or_word(tp: Any) -> bool:
+    """``int | str``: an integer, or a word the field's own check accepts (``auto``)."""
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and set(
+        typing.get_args(tp)
+    ) == {int, str}
+
+
 def _coerce(name: str, value: Any, tp: Any) -> Any:
     base, optional = _base_type(tp)
     if value is None:
@@ -193,6 +193,9 @@ def _coerce(name: str, value: Any, tp: Any) -> Any:
         raise ConfigError(f"parameter {name!r} may not be null")
     origin = typing.get_origin(base)
     try:
+        if _is_int_or_word(base):  # ``max_contributions``: an integer or a word (``auto``)
+            word = isinstance(value, str) and not value.strip().lstrip("+-").isdigit()
+            return value.strip() if word else _coerce(name, value, int)
         if base is bool:
             if isinstance(value, str):
                 low = value.strip().lower()
@@ -205,12 +208,8 @@ def _coerce(name: str, value: Any, tp: Any) -> Any:
                 return bool(value)
             raise ValueError(value)
         if base is int:
-            if isinstance(value, bool):
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                 raise ValueError(value)
-            if isinstance(value, float):
-                if not value.is_integer():
-                    raise ValueError(value)
-                return int(value)
             return int(value)
         if base is float:
             if isinstance(value, bool):
@@ -375,9 +374,10 @@ def add_param_arguments(
             kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
-        elif base in (int, float, str):
-            kwargs["type"] = base
-            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
+        elif base in (int, float, str) or _is_int_or_word(base):  # int | str: resolve_params
+            kind = base if base in (int, float, str) else str  # coerces it
+            kwargs["type"] = kind
+            kwargs.setdefault("metavar", f.metadata.get("metavar") or kind.__name__.upper())
         else:  # lists: comma separated
             kwargs["type"] = str
             kwargs["metavar"] = "A,B,..."
