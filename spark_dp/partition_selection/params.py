@@ -27,7 +27,14 @@ from spark_dp.config import param
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection.mad_constants import check_bias_bounds
 
-__all__ = ["AUTO", "MAX_CONTRIBUTIONS_LIMIT", "TUNING_CANDIDATES", "PartitionSelectionParams"]
+__all__ = [
+    "AUTO",
+    "MAX_CONTRIBUTIONS_LIMIT",
+    "PREVIEWED",
+    "TUNING_CANDIDATES",
+    "PartitionSelectionParams",
+    "PreviewParams",
+]
 
 MAX_CONTRIBUTIONS_LIMIT = 1_000_000
 """Largest Δ0: the calibrations hold arrays of Δ0 floats (memory and time grow linearly with
@@ -38,6 +45,9 @@ AUTO = "auto"
 
 TUNING_CANDIDATES = (1, 3, 10, 30, 100, 300, 1000)
 """The default grid of Δ0 the private choice picks from: half-decades from 1 to 1000."""
+
+PREVIEWED = ("basic", "dp-sips", "mad", "mad2r")
+"""The algorithms ``spark-dp preview`` predicts (docs/design/tuning.md#preview-models)."""
 
 
 @dataclass(frozen=True)
@@ -104,18 +114,13 @@ class PartitionSelectionParams:
         if isinstance(self.max_contributions, str):
             if self.max_contributions != AUTO:
                 raise ParameterError(
-                    f"max_contributions must be an integer >= 1 or {AUTO!r}, got "
-                    f"{self.max_contributions!r}"
+                    f"max_contributions (--max-contributions) must be an integer >= 1 or "
+                    f"{AUTO!r}, got {self.max_contributions!r}"
                 )
         else:
             _check_bound("max_contributions", self.max_contributions)
         check_probability("tuning_share", self.tuning_share)
-        candidates = tuple(self.tuning_candidates)
-        if not candidates:
-            raise ParameterError("tuning_candidates must list at least one Δ0, e.g. 1,10,100")
-        for c in candidates:
-            _check_bound("tuning_candidates", c)
-        object.__setattr__(self, "tuning_candidates", tuple(sorted(set(candidates))))
+        object.__setattr__(self, "tuning_candidates", _candidates(self.tuning_candidates))
         check_int_at_least("max_adaptive_degree", self.max_adaptive_degree, 4)
         check_nonnegative("beta", self.beta)
         split = check_fractions("split", self.split)
@@ -145,6 +150,16 @@ class PartitionSelectionParams:
         return self.max_contributions
 
 
+def _candidates(values: tuple[int, ...]) -> tuple[int, ...]:
+    """A grid of Δ0: at least one, each a valid bound; returned sorted, without repeats."""
+    candidates = tuple(values)
+    if not candidates:
+        raise ParameterError("tuning_candidates must list at least one Δ0, e.g. 1,10,100")
+    for c in candidates:
+        _check_bound("tuning_candidates", c)
+    return tuple(sorted(set(candidates)))
+
+
 def _check_bound(name: str, value: int) -> None:
     check_int_at_least(name, value, 1)
     check_at_most(
@@ -153,3 +168,36 @@ def _check_bound(name: str, value: int) -> None:
         MAX_CONTRIBUTIONS_LIMIT,
         "the calibration would hold arrays of that many floats",
     )
+
+
+@dataclass(frozen=True)
+class PreviewParams:
+    """Parameters of ``spark-dp preview``: what the preview spends and the release it previews.
+
+    The preview is a release of its own (charged to the budget store like any other): its
+    (ε, δ) are ``epsilon`` and δ = 0. The predictions are for a release at
+    (``release_epsilon``, ``release_delta``) with the algorithms' default parameters
+    (docs/design/tuning.md#preview).
+    """
+
+    epsilon: float = param(0.2, "ε the preview spends (pure ε-DP, charged like a release)")
+    release_epsilon: float = param(1.0, "ε of the release the preview predicts")
+    release_delta: float = param(1e-5, "δ of the release the preview predicts")
+    tuning_candidates: tuple[int, ...] = param(
+        TUNING_CANDIDATES, "the Δ0 values the preview predicts for"
+    )
+    algorithms: tuple[str, ...] = param(
+        PREVIEWED, f"algorithms to predict ({', '.join(PREVIEWED)})"
+    )
+
+    def __post_init__(self) -> None:
+        check_release_epsilon(self.epsilon)
+        check_release_epsilon(self.release_epsilon, "release_epsilon")
+        check_release_delta(self.release_delta, "release_delta")
+        object.__setattr__(self, "tuning_candidates", _candidates(self.tuning_candidates))
+        algorithms = tuple(self.algorithms)
+        if not algorithms or any(a not in PREVIEWED for a in algorithms):
+            raise ParameterError(
+                f"algorithms must be among {', '.join(PREVIEWED)}, got {', '.join(algorithms)}"
+            )
+        object.__setattr__(self, "algorithms", tuple(dict.fromkeys(algorithms)))

@@ -23,7 +23,13 @@ from spark_dp.partition_selection.auto import AutoPlan, plan_auto
 from spark_dp.partition_selection.capping import ranked_input
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.layout import sized_for
-from spark_dp.partition_selection.params import PartitionSelectionParams
+from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
+from spark_dp.partition_selection.preview import (
+    Preview,
+    PreviewPlan,
+    plan_preview,
+    preview_statistics,
+)
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.tuning import choose_max_items
@@ -31,7 +37,13 @@ from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
 from spark_dp.tracking import labels
 
-__all__ = ["calibration_rows", "calibration_table", "plan_selection", "select_partitions"]
+__all__ = [
+    "calibration_rows",
+    "calibration_table",
+    "plan_selection",
+    "preview_partitions",
+    "select_partitions",
+]
 
 
 def plan_selection(params: PartitionSelectionParams) -> SelectionPlan | AutoPlan:
@@ -117,21 +129,12 @@ def select_partitions(
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     algorithm = algorithm or REGISTRY[plan.algorithm]
     with labels(pairs.sparkSession, family="partition_selection", algorithm=plan.algorithm):
-        checked, digests = pairs, digests_of(digest)
-        if validate:
-            gate = None if randomness.bound else ReadGate.keyed_by(randomness)
-            checked, summary = validate_edges(
-                pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False, gate=gate
-            )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
-            summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
-            input_rows, digests = summary.rows_read, digests_of(summary)
-        randomness = bind_release(
+        checked, randomness, input_rows = _bound_input(
+            pairs,
             randomness,
-            family="partition_selection",
-            algorithm=algorithm.name,
-            parameters={"rounds": plan.to_report(), "options": dict(plan.options)},
-            digests=digests,
-            tables=["pairs"],
+            (validate, input_rows, user_col, item_col, digest),
+            algorithm.name,
+            {"rounds": plan.to_report(), "options": dict(plan.options)},
         )
         cache = CacheScope()
         try:
@@ -145,6 +148,72 @@ def select_partitions(
             raise
         cache.retain(*(r.items for r in selection.rounds))  # only the released items stay cached
     return selection
+
+
+def _bound_input(
+    pairs: DataFrame,
+    randomness: Randomness,
+    read: tuple[bool, int | None, str, str, InputSummary | ContentDigest | None],
+    name: str,
+    parameters: dict[str, Any],
+) -> tuple[DataFrame, Randomness, int | None]:
+    """The pairs validated and digested (when ``validate``), the key bound to the release of
+    (``name``, ``parameters``, their digest), and the input's row count (private)."""
+    validate, input_rows, user_col, item_col, digest = read
+    checked, digests = pairs, digests_of(digest)
+    if validate:
+        gate = None if randomness.bound else ReadGate.keyed_by(randomness)
+        checked, summary = validate_edges(
+            pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False, gate=gate
+        )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
+        summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
+        input_rows, digests = summary.rows_read, digests_of(summary)
+    bound = bind_release(
+        randomness,
+        family="partition_selection",
+        algorithm=name,
+        parameters=parameters,
+        digests=digests,
+        tables=["pairs"],
+    )
+    return checked, bound, input_rows
+
+
+def preview_partitions(
+    pairs: DataFrame,
+    plan: PreviewPlan | PreviewParams,
+    randomness: Randomness,
+    *,
+    timer: StageTimer | None = None,
+    validate: bool = True,
+    input_rows: int | None = None,
+    user_col: str = USER_ID,
+    item_col: str = ITEM,
+    digest: InputSummary | ContentDigest | None = None,
+) -> Preview:
+    """Predicted released items per algorithm and Δ0 from pure ε_p-DP statistics
+    (``spark-dp preview``; docs/design/tuning.md#preview).
+
+    Arguments as :func:`select_partitions` (the key is bound to the preview's own release);
+    ``plan`` is :func:`~.preview.plan_preview` of the parameters, or the parameters.
+
+    Returns:
+        the :class:`~.preview.Preview`: ``table()``, ``to_dict()``, ``recommended`` and
+        ``fill_report``. It holds released values only.
+    """
+    if not isinstance(plan, PreviewPlan):
+        plan = plan_preview(plan)
+    timer = timer or StageTimer(get_logger("spark_dp.partition_selection"))
+    with labels(pairs.sparkSession, family="partition_selection", algorithm="preview"):
+        checked, randomness, input_rows = _bound_input(
+            pairs,
+            randomness,
+            (validate, input_rows, user_col, item_col, digest),
+            "preview",
+            {"statistics": plan.to_report(), "algorithms": list(plan.algorithms)},
+        )
+        with sized_for(input_rows):  # private: only how many tasks share the work
+            return preview_statistics(checked, plan, randomness, timer=timer)
 
 
 def _run_auto(

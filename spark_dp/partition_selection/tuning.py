@@ -19,6 +19,7 @@ weights are private.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ from spark_dp.report import Step
 if TYPE_CHECKING:
     from spark_dp.caching import CacheScope
     from spark_dp.logs import StageTimer
+    from spark_dp.partition_selection.calibration import WeightAndThreshold
     from spark_dp.randomness import Randomness
 
 __all__ = ["CHOICE_LABEL", "Tuning", "candidate_weights", "choose_max_items", "score_totals"]
@@ -101,15 +103,15 @@ def candidate_weights(ranked: DataFrame, candidates: tuple[int, ...]) -> DataFra
     return per_core(ranked).groupBy(ITEM).agg(*sums)
 
 
-def score_totals(weights: DataFrame, choice: DeltaChoice) -> list[int]:
+def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> list[int]:
     """Σ_i ⌊2^32·g_c(W_i(c)/2^32)⌋ per candidate (private), summed exactly in Spark.
 
-    One pandas UDF per candidate, each its own constants (σ, ρ(c)); Spark evaluates them in one
-    Python pass over the item weights (one task per core, :func:`~.layout.aggregated_per_core`).
+    One pandas UDF per candidate, each its own constants (σ, ρ(c) of ``scores``, one Basic
+    calibration per candidate); Spark evaluates them in one Python pass over the item weights
+    (one task per core, :func:`~.layout.aggregated_per_core`).
     """
     terms = [
-        _term(float(c.sigma), float(c.rho))(F.col(_weight_column(c.max_items)))
-        for c in choice.scores
+        _term(float(c.sigma), float(c.rho))(F.col(_weight_column(c.max_items))) for c in scores
     ]
     spread = aggregated_per_core(weights)  # one Python task per core
     totals = spread.select(*[F.sum(t).alias(f"_s{k}") for k, t in enumerate(terms)]).collect()
@@ -152,7 +154,7 @@ def choose_max_items(
     with timer.stage("rank for the choice of Δ0", max_items=bound):
         ranked = keep(ranked_cap(pairs, bound, randomness.child("capping", 1)), cache)
     with timer.stage(CHOICE_LABEL) as info:
-        totals = score_totals(candidate_weights(ranked, choice.candidates), choice)
+        totals = score_totals(candidate_weights(ranked, choice.candidates), choice.scores)
         chosen = choice.choose(totals, randomness.child("tuning").driver())
         info.public(max_contributions=chosen)
     return Tuning(choice, chosen), ranked

@@ -72,7 +72,7 @@ def test_the_one_pass_scores_are_the_reference_scores(spark):
     stream = Randomness.create(6).bind("test").child("capping", 1)
     ranked = ranked_cap(pairs, max(candidates), stream)
     choice = _choice(candidates)
-    totals = score_totals(candidate_weights(ranked, candidates), choice)
+    totals = score_totals(candidate_weights(ranked, candidates), choice.scores)
     sigma, rhos = choice.scores[0].sigma, [s.rho for s in choice.scores]
     expected = ref.tuning_totals(_ranked_lists(ranked), candidates, sigma, rhos)
     n_items = ranked.select(ITEM).distinct().count()
@@ -86,7 +86,7 @@ def test_an_exact_small_case(spark):
     sets = {"u1": ["a", "b"], "u2": ["a"], "u3": ["a", "c"], "u4": ["c"]}
     choice = _choice((2, 3), epsilon=20.0, delta=0.1)
     ranked = ranked_cap(_pairs(spark, sets), 3, Randomness.create(1).bind("t").child("x"))
-    totals = score_totals(candidate_weights(ranked, (2, 3)), choice)
+    totals = score_totals(candidate_weights(ranked, (2, 3)), choice.scores)
     half = math.floor(2**32 / math.sqrt(2))
     weights = {"a": 2 * half + 2**32, "b": half, "c": half + 2**32}
     for got, calibration in zip(totals, choice.scores, strict=True):
@@ -108,7 +108,7 @@ def test_adding_a_user_moves_the_spark_scores_within_their_sensitivity(spark):
     scores = []
     for data in (sets, bigger):
         ranked = ranked_cap(_pairs(spark, data), max(candidates), stream)
-        scores.append(score_totals(candidate_weights(ranked, candidates), choice))
+        scores.append(score_totals(candidate_weights(ranked, candidates), choice.scores))
     for c, sigma, a, b in zip(candidates, [choice.scores[0].sigma] * 4, *scores, strict=True):
         assert 0 <= (b - a) / TERM_SCALE <= score_sensitivity(c, sigma)
 

@@ -198,7 +198,10 @@ def test_a_candidate_whose_event_differs_is_left_to_basic_composition():
 @pytest.mark.parametrize(
     ("values", "match"),
     [
-        ({"max_contributions": "automatic"}, "integer >= 1 or 'auto'"),
+        (
+            {"max_contributions": "automatic"},
+            r"--max-contributions\) must be an integer >= 1 or 'auto'",
+        ),
         ({"max_contributions": "auto", "tuning_share": 1.0}, "tuning_share"),
         ({"max_contributions": "auto", "tuning_share": 0.0}, "tuning_share"),
         ({"max_contributions": "auto", "tuning_candidates": ()}, "tuning_candidates"),
