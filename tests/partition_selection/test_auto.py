@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from chispa import assert_df_equality
 
+from spark_dp.caching import CacheScope
 from spark_dp.calibration import Budget
+from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection, select_partitions
 from spark_dp.partition_selection.auto import AutoPlan
 from spark_dp.partition_selection.capping import cap_user_items, nested_cap, ranked_cap
 from spark_dp.partition_selection.columns import CAP_RANK, ITEM, USER_ID
-from spark_dp.partition_selection.tuning import candidate_weights, score_totals
+from spark_dp.partition_selection.tuning import candidate_weights, choose_max_items, score_totals
 from spark_dp.partition_selection.tuning_calibration import (
     TERM_SCALE,
     DeltaChoice,
@@ -137,3 +139,33 @@ def test_an_auto_release_is_the_algorithm_at_the_chosen_bound(spark, algorithm):
     assert first["sensitivities"] == list(plan.choice.sensitivities)
     assert report.parameters["max_contributions_chosen"] == chosen
     assert str(chosen) in report.mechanism["max_contributions"]
+
+
+@pytest.mark.slow
+def test_auto_lands_within_one_grid_step_of_the_known_best_bound(spark):
+    # 2,800 users with exactly 10 of 400 items each: at Δ0 ≥ 10 every item keeps its whole
+    # weight (≈ 70/√10 ≈ 22, at the threshold), below it weights shrink, above it ρ grows, so the
+    # best fixed Δ0 of the grid is 10 (checked below from the exact expected counts at the whole
+    # ε). A choice that picked at random among the 7 candidates would land in {3, 10, 30} with
+    # probability 3/7, and fail this test with probability above 0.99.
+    rng = np.random.default_rng(1)
+    sets = {f"u{u}": [f"i{x}" for x in rng.choice(400, 10, replace=False)] for u in range(2800)}
+    grid = (1, 3, 10, 30, 100, 300, 1000)
+    full = DeltaChoice.for_budget(0.1, Budget(1.0, 1e-5), grid)  # Basic at the whole ε
+    expected = ref.tuning_totals(sets, grid, full.scores[0].sigma, [s.rho for s in full.scores])
+    best = grid[int(np.argmax(expected))]
+    assert best == 10
+    pairs = _pairs(spark, sets).cache()
+    plan = plan_selection(PartitionSelectionParams(algorithm="basic", max_contributions="auto"))
+    assert isinstance(plan, AutoPlan)
+    near = {grid[grid.index(best) + k] for k in (-1, 0, 1)}
+    chosen = []
+    for key in range(20):
+        randomness = Randomness.create(100 + key).bind(f"utility-{key}")
+        with CacheScope() as cache:
+            tuning, _ = choose_max_items(
+                pairs, plan.choice, randomness, timer=StageTimer(get_logger("test")), cache=cache
+            )
+        chosen.append(tuning.max_items)
+    pairs.unpersist()
+    assert sum(c in near for c in chosen) >= 16, chosen  # ≥ 80% of the keys
