@@ -30,6 +30,7 @@ def _detail() -> dict:
     return {
         "dataset": "toy",
         "grid": list(GRID),
+        "keys": 2,
         "fixed": {
             "basic": {str(c): [n - 1, n + 1] for c, n in basic.items()},
             "mad2r": {str(c): [n] for c, n in mad2r.items()},
@@ -46,6 +47,7 @@ def test_report_states_each_goal_from_the_means(tmp_path):
     (tmp_path / "toy.json").write_text(json.dumps(_detail()))
     (tmp_path / "other.json").write_text(json.dumps({"no": "tuning detail"}))
     text = report(tmp_path)
+    assert "(Basic's sweep and the auto runs; MAD2R's sweep): toy 2/1." in text
     # Basic: best 200 at 30, 100 gives 150 (not within 10%), auto mean 180 -> 0.900, beats 150.
     assert "| toy | basic | 200 at 30 | 150 | 180 (30,100) | 0.900 | True |" in text
     # MAD2R: best 180 at 30, 100 gives 175 (within 10%), auto mean 165 -> 0.917.

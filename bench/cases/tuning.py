@@ -17,7 +17,8 @@ On each dataset, at ε = 1, δ = 1e-5 and the grid {1, 3, 10, 30, 100, 300, 1000
 Goals (issue 36): auto ≥ 0.9 × the best fixed Δ0 in hindsight (mean over keys) for Basic and
 MAD2R, and more than the default Δ0 = 100 wherever 100 is not within 10% of the best; the
 preview within ±20% of the mean actual release; auto adds at most one pass. Each case writes
-its detail to ``bench/results/tuning/<dataset>.json``. The pairs are validated once per
+its detail to ``bench/results/tuning/<dataset>.json`` (quick scale:
+``bench/results/tuning-quick/``). The pairs are validated once per
 dataset and cached; seeds are fixed so runs repeat (not production keys).
 """
 
@@ -44,6 +45,16 @@ DEGREE_2_5 = Dataset("degree-2-5", "degree-range", {"n_users": 300_000, "min_ite
                                                      "max_items": 5})  # fmt: skip
 DEGREE_1000 = Dataset("degree-1000", "degree-range", {"n_users": 1_500, "min_items": 1_000,
                                                       "max_items": 1_400})  # fmt: skip
+# Quick scale (about 0.05-0.16M pairs each, 2 keys, 1 for MAD2R's sweep): the same kinds of
+# data, small enough for a loaded machine; results in bench/results/tuning-quick/.
+LINES_160K = Dataset("lines-160k", "zipf-replicated", {**REPLICATED_BASE, "n_users": 3_600,
+                                                       "copies": 1})  # fmt: skip
+DEGREE_2_5_SMALL = Dataset(
+    "degree-2-5-small", "degree-range", {"n_users": 30_000, "min_items": 2, "max_items": 5}
+)
+DEGREE_1000_SMALL = Dataset(
+    "degree-1000-small", "degree-range", {"n_users": 100, "min_items": 1_000, "max_items": 1_400}
+)
 
 
 def _mean(values: list[float]) -> float:
@@ -171,7 +182,7 @@ def _summary(detail: dict[str, Any]) -> dict[str, Any]:
     return figures
 
 
-def _tuning_case(label: str, keys: int, keys_mad2r: int):
+def _tuning_case(label: str, keys: int, keys_mad2r: int, folder: str):
     def run(spark, data_path: str, work_dir: str) -> dict:
         from spark_dp.io import load_pairs
 
@@ -184,7 +195,7 @@ def _tuning_case(label: str, keys: int, keys_mad2r: int):
         detail["auto"] = {a: _auto_runs(pairs, a, keys, label) for a in ALGORITHMS}
         detail["preview"] = _previews(pairs, label)
         pairs.unpersist()
-        out = RESULTS_DIR / "tuning"
+        out = RESULTS_DIR / folder
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{label}.json").write_text(json.dumps(detail, indent=2, default=str) + "\n")
         Path(work_dir).mkdir(parents=True, exist_ok=True)
@@ -194,7 +205,10 @@ def _tuning_case(label: str, keys: int, keys_mad2r: int):
 
 
 for _ds in (ZIPF_1M, LINES_1M6, HEAVY_LIGHT, DEGREE_2_5, DEGREE_1000):
-    register(f"tuning/{_ds.name}", "partition_selection", _ds)(_tuning_case(_ds.name, 5, 3))
-register("tuning/zipf-100k", "partition_selection", ZIPF_SMALL, ("quick",))(
-    _tuning_case("zipf-100k", 2, 1)
-)
+    register(f"tuning/{_ds.name}", "partition_selection", _ds)(
+        _tuning_case(_ds.name, 5, 3, "tuning")
+    )
+for _ds in (ZIPF_SMALL, LINES_160K, HEAVY_LIGHT, DEGREE_2_5_SMALL, DEGREE_1000_SMALL):
+    register(f"tuning-quick/{_ds.name}", "partition_selection", _ds, ("quick",))(
+        _tuning_case(_ds.name, 2, 1, "tuning-quick")
+    )
