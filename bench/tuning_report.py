@@ -47,11 +47,12 @@ def _goal_rows(detail: dict[str, Any]) -> list[str]:
         auto = _mean(runs["items"])
         default_ok = fixed[100] >= 0.9 * fixed[best]
         beats_default = "n/a (100 within 10%)" if default_ok else f"{auto > fixed[100]}"
+        ratio = f"{auto / fixed[best]:.3f}" if fixed[best] else "– (none released)"
         extra = _mean(runs["auto_seconds"]) - _mean(runs["fixed_seconds_at_chosen"])
         rows.append(
             f"| {detail['dataset']} | {algorithm} | {fixed[best]:.0f} at {best} | "
             f"{fixed[100]:.0f} | {auto:.0f} ({','.join(map(str, runs['chosen']))}) | "
-            f"{auto / fixed[best]:.3f} | {beats_default} | "
+            f"{ratio} | {beats_default} | "
             f"{_mean(runs['fixed_seconds_at_chosen']):.1f} / {_mean(runs['auto_seconds']):.1f} "
             f"({extra:+.1f}; choice stage {_mean(runs['choice_stage_seconds']):.1f}) |"
         )
