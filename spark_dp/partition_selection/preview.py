@@ -81,7 +81,7 @@ MODELS: Mapping[str, Model] = {
 """The preview's model of each algorithm, relative to Basic's expected items at the same Δ0
 and the release's (ε, δ): Basic exactly; MAD ≥ Basic in distribution on the same capped data
 (Chen et al. 2025, Thm. C.1); DP-SIPS and MAD2R from their measured ratios
-(bench/results/tuning/)."""
+(docs/design/tuning.md#measured)."""
 
 
 @dataclass(frozen=True)
