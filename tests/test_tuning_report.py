@@ -55,11 +55,15 @@ def test_report_states_each_goal_from_the_means(tmp_path):
     text = report(tmp_path)
     assert "(Basic's sweep and the auto runs; MAD2R's sweep): toy 2/1, void 2/1." in text
     # Basic: best 200 at 30, 100 gives 150 (not within 10%), auto mean 180 -> 0.900, beats 150.
-    assert "| toy | basic | 200 at 30 | 150 | 180 (30,100) | 0.900 | True |" in text
-    # MAD2R: best 180 at 30, 100 gives 175 (within 10%), auto mean 165 -> 0.917.
-    assert "| toy | mad2r | 180 at 30 | 175 | 165 (30,100) | 0.917 | n/a (100 within 10%) |" in text
+    assert "| toy | basic | 200 at 30 | 150 | 180 (30,100) | 0.900 | 0.875 | True |" in text
+    # MAD2R: best 180 at 30, 100 gives 175 (within 10%), auto mean 165 -> 0.917; the chosen
+    # 30 and 100 give (180 + 175)/2 / 180 = 0.986 at the whole ε (Basic: 175 / 200 = 0.875).
+    assert (
+        "| toy | mad2r | 180 at 30 | 175 | 165 (30,100) | 0.917 | 0.986 | n/a (100 within 10%) |"
+        in text
+    )
     assert "2.0 / 4.0 (+2.0; choice stage 1.0)" in text
-    assert "| void | basic | 0 at 1 | 0 | 0 (30,100) | – (none released) | n/a" in text
+    assert "| void | basic | 0 at 1 | 0 | 0 (30,100) | – (none released) | – | n/a" in text
     # Preview: Basic +10% everywhere with >= 20 items and inside its interval at every Δ0;
     # MAD2R's predictions are Basic's figures with intervals that miss every actual mean.
     assert "| toy | 0.2 | basic | 3: +10%; 10: +10%; 30: +10%; 100: +10%; 300: +10%; " in text
