@@ -145,6 +145,8 @@ bench: setup bench-setup bench-lines ## full benchmark, about 2 h 15 here (bench
 	    --out bench/results/distinct_count $(ARGS)
 	$(PY) -m bench --scale full --only contribution_bounding/ \
 	    --out bench/results/contribution_bounding $(ARGS)
+	$(PY) -m bench --scale full --only tuning/ --out bench/results/tuning $(ARGS)
+	$(PY) -m bench.tuning_report bench/results/tuning
 
 # Issue 18's suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
 # the bench), floors A and B beside every case, PipelineDP and Tumult in the same run.

@@ -51,7 +51,8 @@ class Dataset:
 
     Attributes:
         name: directory name under bench/data.
-        kind: ``zipf``, ``heavy-light``, ``regular``, ``skewed`` or ``zipf-replicated``.
+        kind: ``zipf``, ``heavy-light``, ``regular``, ``skewed``, ``zipf-replicated`` or
+            ``degree-range`` (:func:`bench.datasets.degree_range_frame`).
         params: generator parameters (see spark_dp.generators.spark_frames); for
             ``zipf-replicated``, a Zipf vocabulary's parameters plus ``copies``
             (:func:`bench.datasets.replicated_frame`).
@@ -66,7 +67,8 @@ class Dataset:
 
     @property
     def key(self) -> str:
-        return "item" if self.kind in ("zipf", "heavy-light", "zipf-replicated") else "user_id"
+        pairs = ("zipf", "heavy-light", "zipf-replicated", "degree-range")
+        return "item" if self.kind in pairs else "user_id"
 
 
 @dataclass
@@ -142,6 +144,10 @@ def ensure_dataset(spark, ds: Dataset) -> tuple[str, int]:
         from bench.datasets import replicated_frame
 
         df = replicated_frame(spark, seed=ds.seed, **ds.params)
+    elif ds.kind == "degree-range":
+        from bench.datasets import degree_range_frame
+
+        df = degree_range_frame(spark, seed=ds.seed, **ds.params)
     elif ds.kind in ("regular", "skewed"):
         df, _ = hypergraph_frame(spark, ds.kind, seed=ds.seed, **ds.params)
     else:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Calibration",
+    "PureDp",
     "RoundCalibration",
     "basic_only_event",
     "gaussian_event",
@@ -102,6 +103,28 @@ class RoundCalibration(Calibration, Protocol):
     def release_probability(self, weight: float) -> float:
         """P[an item of weight (or user count) ``weight`` is released] in this round."""
         ...
+
+
+class PureDp:
+    """What every pure ε-DP step states alike (GEM's choices): δ = δ_noise = 0 and the event
+    of :func:`pure_dp_event` at its ``epsilon``. Mix it into a calibration dataclass that has
+    an ``epsilon`` field."""
+
+    epsilon: float
+
+    @property
+    def delta(self) -> float:
+        """0: the step is pure ε-DP."""
+        return 0.0
+
+    @property
+    def delta_noise(self) -> float:
+        """0: pure ε-DP."""
+        return 0.0
+
+    def dp_event(self) -> DpEvent:
+        """The event that dominates every ε-DP mechanism (:func:`pure_dp_event`)."""
+        return pure_dp_event(self.epsilon)
 
 
 def gaussian_event(sigma: float, l2_sensitivity: float) -> DpEvent:

@@ -4,6 +4,7 @@
     spark-dp partition-selection --input data/zipf --output out/items --algorithm mad2r
     spark-dp contribution-bounding --input data/graph --output out/records --max-contributions 4
     spark-dp distinct-count --input data/zipf --epsilon 1 --report out/count.json
+    spark-dp preview --input data/zipf --epsilon 0.2
     spark-dp calibrate --epsilon 1 --delta 1e-5 --max-contributions 100
     spark-dp budget set-cap --store sqlite:///var/spark_dp/budget.db --dataset words --epsilon 4
     spark-dp budget --store sqlite:///var/spark_dp/budget.db
@@ -43,6 +44,10 @@ JOBS: dict[str, tuple[str, str]] = {
     "distinct-count": (
         "distinct_count",
         "person-level ε-DP lower bound on the number of distinct items",
+    ),
+    "preview": (
+        "preview",
+        "predicted released items per algorithm and Δ0 from a small DP release",
     ),
 }
 

@@ -24,7 +24,8 @@ aliases (``aliases=``: the old flags, accepted with a warning until
 :data:`ALIASES_REMOVED_IN`). Config
 files accept the field name, the flag's name (``max_contributions``) and, with the same
 warning, an alias's. One parameter given under two of its names with different values (on the
-command line, or within a config file) is an error: neither value silently wins.
+command line, or within a config file) is an error: neither value silently wins. A field typed
+``int | str`` takes an integer or a word its own check accepts (``auto``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ __all__ = [
     "ALIASES_REMOVED_IN",
     "base_type",
     "flag_of",
+    "is_int_or_word",
     "load_config_file",
     "param",
     "params_to_dict",
@@ -183,6 +185,13 @@ def base_type(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
+def is_int_or_word(tp: Any) -> bool:
+    """``int | str``: an integer, or a word the field's own check accepts (``auto``)."""
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and set(
+        typing.get_args(tp)
+    ) == {int, str}
+
+
 def _coerce(name: str, value: Any, tp: Any) -> Any:
     base, optional = base_type(tp)
     if value is None:
@@ -191,6 +200,9 @@ def _coerce(name: str, value: Any, tp: Any) -> Any:
         raise ConfigError(f"parameter {name!r} may not be null")
     origin = typing.get_origin(base)
     try:
+        if is_int_or_word(base):  # ``max_contributions``: an integer or a word (``auto``)
+            word = isinstance(value, str) and not value.strip().lstrip("+-").isdigit()
+            return value.strip() if word else _coerce(name, value, int)
         if base is bool:
             if isinstance(value, str):
                 low = value.strip().lower()

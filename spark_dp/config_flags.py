@@ -14,7 +14,7 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.config import ALIASES_REMOVED_IN, base_type, flag_of
+from spark_dp.config import ALIASES_REMOVED_IN, base_type, flag_of, is_int_or_word
 
 if TYPE_CHECKING:
     from spark_dp.registry import Registry
@@ -120,13 +120,12 @@ def add_param_arguments(
             kwargs["metavar"] = "{" + ",".join(map(str, choices)) + "}"
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
-        elif aliases:
-            kwargs["action"] = SpellingAction
-            kwargs["type"] = base if base in (int, float, str) else str
-            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
-        elif base in (int, float, str):
-            kwargs["type"] = base
-            kwargs.setdefault("metavar", f.metadata.get("metavar") or base.__name__.upper())
+        elif aliases or base in (int, float, str) or is_int_or_word(base):
+            kind = base if base in (int, float, str) else str  # int | str: resolve_params coerces
+            kwargs["type"] = kind
+            kwargs.setdefault("metavar", f.metadata.get("metavar") or kind.__name__.upper())
+            if aliases:
+                kwargs["action"] = SpellingAction
         else:  # lists: comma separated
             kwargs["type"] = str
             kwargs["metavar"] = "A,B,..."

@@ -46,6 +46,7 @@ __all__ = [
     "PrivacyReport",
     "Release",
     "Step",
+    "StepTotals",
     "software_versions",
 ]
 
@@ -91,6 +92,25 @@ class Plan(Protocol):
 
     @property
     def steps(self) -> Sequence[Step[Calibration]]: ...
+
+
+class _HasSteps(Protocol):
+    @property
+    def steps(self) -> Sequence[Step[Calibration]]: ...
+
+
+class StepTotals:
+    """Mixin of a plan with ``steps``: its total (ε, δ) by basic composition over them."""
+
+    @property
+    def epsilon(self: _HasSteps) -> float:
+        """Total ε (basic composition over the steps)."""
+        return sum(s.epsilon for s in self.steps)
+
+    @property
+    def delta(self: _HasSteps) -> float:
+        """Total δ (basic composition over the steps)."""
+        return sum(s.delta for s in self.steps)
 
 
 class Release(Protocol):

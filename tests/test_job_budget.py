@@ -57,6 +57,18 @@ def _selection(words: Path, out: Path, url: str | None, *extra: str) -> list[str
     ]
 
 
+def _without_a_jvm(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+    """``spark-dp partition-selection argv`` where no JVM can start: exit 3 (not 1) proves the
+    run was refused before Spark started, let alone read data."""
+    return subprocess.run(
+        [sys.executable, "-m", "spark_dp", "partition-selection", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, JAVA_HOME=str(tmp_path / "no-java")),
+    )
+
+
 def test_second_release_over_the_cap_is_refused_before_spark_starts(words, store, tmp_path):
     dataset = default_dataset_id(str(words))
     _set_cap(store, dataset, 1.0)
@@ -84,14 +96,7 @@ def test_second_release_over_the_cap_is_refused_before_spark_starts(words, store
 
     # A fresh key is a new release: 0.6 + 0.6 > 1. The run gets a JAVA_HOME where no JVM can
     # start, so exit 3 (not 1) proves it was refused before Spark started, let alone read data.
-    argv = _selection(words, tmp_path / "b", store)
-    done = subprocess.run(
-        [sys.executable, "-m", "spark_dp", "partition-selection", *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, JAVA_HOME=str(tmp_path / "no-java")),
-    )
+    done = _without_a_jvm(_selection(words, tmp_path / "b", store), tmp_path)
     assert done.returncode == 3, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "budget refused" in lines[0]
@@ -193,3 +198,33 @@ def test_without_a_store_the_report_says_nothing_was_enforced(words, tmp_path):
     assert partition_selection.main(_selection(words, tmp_path / "o", None)) == 0
     budget = json.loads((tmp_path / "o.report.json").read_text())["budget"]
     assert budget["enforced"] is False and "--budget-store" in budget["note"]
+
+
+def test_an_auto_release_is_one_charge_and_is_refused_over_the_cap_before_any_read(
+    words, store, tmp_path
+):
+    # the choice of Δ0 and the selection are one release: one run, the whole (ε, δ), reserved
+    # before the data is read (docs/design/tuning.md#reservation)
+    dataset = "auto-words"
+    _set_cap(store, dataset, 1.5)
+    auto = ("--max-contributions", "auto", "--dataset-id", dataset)
+    argv = _selection(words, tmp_path / "a", store, *auto, "--noise-key-file", _key(tmp_path))
+    assert partition_selection.main(argv) == 0
+    report = json.loads((tmp_path / "a.report.json").read_text())
+    assert report["budget"]["epsilon"] == pytest.approx(0.6) and report["budget"]["charged"]
+    choice, round_ = report["privacy"]["steps"]
+    assert choice["label"] == "private choice of Δ0" and choice["epsilon"] == pytest.approx(0.06)
+    assert round_["epsilon"] == pytest.approx(0.54)
+    assert report["parameters"]["max_contributions"] == "auto"
+    assert report["parameters"]["max_contributions_chosen"] in choice["candidates"]
+    with BudgetStore.open(store) as s:
+        assert len(s.runs(dataset)) == 1
+    spent = _budget(store, dataset)
+    assert spent["releases"] == 1 and spent["spent_epsilon"] == pytest.approx(0.6)
+    # 0.6 + 1.0 > 1.5: refused with exit 3 where no JVM can start, so before any read
+    over = _selection(words, tmp_path / "b", store, *auto)
+    over[over.index("--epsilon") + 1] = "1.0"
+    done = _without_a_jvm(over, tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert "budget refused" in done.stderr and "Traceback" not in done.stderr
+    assert _budget(store, dataset)["spent_epsilon"] == pytest.approx(0.6)

@@ -90,16 +90,30 @@ def pairs(spark):
     return spark.createDataFrame(ROWS_DATA, "user_id string, item string").cache()
 
 
-def _partition_selection(algorithm: str) -> Callable[..., set[int]]:
+GRID = (1, 10, MAX_ITEMS)  # the candidates of --max-contributions auto (public constants)
+
+
+def _partition_selection(algorithm: str, auto: bool = False) -> Callable[..., set[int]]:
     def run(pairs) -> set[int]:
         from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
 
-        params = PartitionSelectionParams(algorithm=algorithm, max_contributions=MAX_ITEMS)
+        bound = "auto" if auto else MAX_ITEMS
+        params = PartitionSelectionParams(
+            algorithm=algorithm, max_contributions=bound, tuning_candidates=GRID
+        )
         with select_partitions(pairs, params, Randomness.create(3)) as selection:
-            released = {r.output_items for r in selection.rounds}
+            released = {r.output_items for r in selection.rounds} | {selection.max_items}
             return released | {selection.items.count()}  # released sizes are public
 
     return run
+
+
+def _preview(pairs) -> set[int]:
+    from spark_dp.partition_selection import PreviewParams, preview_partitions
+
+    params = PreviewParams(epsilon=0.5, tuning_candidates=GRID)
+    preview_partitions(pairs, params, Randomness.create(3))
+    return set()  # the estimates are released as numbers with a fraction, never as counts
 
 
 def _distinct_count(method: str) -> Callable[..., set[int]]:
@@ -131,6 +145,7 @@ def _contribution_bounding(algorithm: str, **extra: object) -> Callable[..., set
 
 RUNS = {
     "partition_selection/mad2r": _partition_selection("mad2r"),
+    "partition_selection/basic-auto": _partition_selection("basic", auto=True),
     "partition_selection/dp-sips": _partition_selection("dp-sips"),
     "distinct_count/exact": _distinct_count("exact"),
     "contribution_bounding/proposal": _contribution_bounding(
@@ -149,6 +164,8 @@ SLOW_RUNS = {
             "gaussian-thresholding",
         )
     },
+    "partition_selection/mad2r-auto": _partition_selection("mad2r", auto=True),
+    "partition_selection/preview": _preview,
     "distinct_count/greedy": _distinct_count("greedy"),
     "contribution_bounding/greedy": _contribution_bounding("greedy"),
     "contribution_bounding/ilp": _contribution_bounding("ilp"),

@@ -31,9 +31,10 @@ def test_quickstart_notebook_runs_and_draws_its_plots(tmp_path, monkeypatch):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 2  # output size vs ε; DC curve with ℓ̂
+    assert len(images) == 3  # output size vs ε; predicted vs actual items; DC curve with ℓ̂
     text = "".join(o.get("text", "") for o in outputs)
     assert "ℓ̂ =" in text and "kept" in text
+    assert "recommended: --algorithm" in text and "auto chose Δ0 =" in text
     table = next(o for o in outputs if "text/html" in o.get("data", {}))  # the sizes table
     for algorithm in ("basic", "dp-sips", "mad", "mad2r"):
         assert algorithm in table["data"]["text/html"]

@@ -22,7 +22,13 @@ from typing import Any
 import pytest
 
 from spark_dp.io import ContentDigest
-from spark_dp.jobs import contribution_bounding, distinct_count, generate, partition_selection
+from spark_dp.jobs import (
+    contribution_bounding,
+    distinct_count,
+    generate,
+    partition_selection,
+    preview,
+)
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.phases import load_config, resolve_run_params, split_spark_conf
 from spark_dp.jobs.release_args import NOT_IN_RELEASE, release_arguments
@@ -42,6 +48,7 @@ JOBS = {
         ["--input", "in", "--output", "o", "--max-contributions", "2"],
     ),
     "generate": (generate, ["--output", "o"]),
+    "preview": (preview, ["--input", "in", "--epsilon", "0.2"]),
 }
 KEY = "0" * 32
 DIGEST = ContentDigest("input", KEY, "d" * 32)
@@ -103,6 +110,8 @@ def _candidates(action: argparse.Action, value: Any) -> list[list[str]]:
         options = [base * 2, base + 1, base / 2, base - 1, 1, 2, 0.5, 3]
         cast = action.type
         return [[flag, str(cast(v))] for v in options if cast(v) != value and cast(v) == v]
+    if isinstance(value, (tuple, list)) and value and isinstance(value[0], str):
+        return [[flag, value[0]]]  # a list of names (the preview's --algorithms): one of them
     text = "" if value is None else str(value)
     if "," in text or flag == "--split":
         return [[flag, s] for s in ("0.2,0.8", "0.5,0.5", "1") if s != text]

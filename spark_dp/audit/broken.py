@@ -15,6 +15,7 @@ broken-sigma-2eps            Basic's σ calibrated for 2ε (ρ follows from it) 
 broken-no-cap                Basic without the Δ0 cap (ρ still for Δ0 items)      novel test
 broken-greedy-update-prefix  GreedyUpdate noising every item, zero weights too    novel test
 broken-distinct-count-4eps   distinct count's noise calibrated for 4·ε_count      ε test
+broken-auto-noiseless        Δ0 chosen as the argmax of the noiseless scores      ε test
 ===========================  ===================================================  ==========
 
 Nothing here is ever registered: the job, ``calibrate`` and the bench cannot reach it.
@@ -31,6 +32,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_dp.audit.choice import ChoiceTarget
 from spark_dp.audit.targets import (
     CountTarget,
     OracleSelection,
@@ -50,8 +52,9 @@ from spark_dp.partition_selection.oracles import (
     laplace_release,
 )
 from spark_dp.partition_selection.result import SelectionPlan
+from spark_dp.partition_selection.tuning_calibration import DeltaChoice
 from spark_dp.partition_selection.weighting import basic_weights
-from spark_dp.randomness import Randomness
+from spark_dp.randomness import DriverNoise, Randomness
 from spark_dp.registry import Algorithm
 from spark_dp.report import Step
 
@@ -167,6 +170,16 @@ def _greedy_prefix(target: OracleSelection) -> OracleSelection:
     return replace(target, run=greedy_update_prefix)
 
 
+def argmax_choice(choice: DeltaChoice, totals: list[int], noise: DriverNoise) -> int:
+    """Δ0 from the noiseless scores: the argmax of s(c), no GEM (the noise is not drawn)."""
+    best = max(range(len(totals)), key=lambda k: (totals[k], -k))
+    return choice.candidates[best]
+
+
+def _noiseless_choice(target: ChoiceTarget) -> ChoiceTarget:
+    return replace(target, choose=argmax_choice)
+
+
 def _count_four_epsilon(target: CountTarget) -> CountTarget:
     plan = target.plan
     count = DiscreteLaplaceRelease(4.0 * plan.count.epsilon, plan.count.beta)
@@ -215,6 +228,13 @@ _VARIANTS = (
         "noise on every item of the union, zero weights too (before issue 14)",
         "novel-item test",
         _greedy_prefix,
+    ),
+    BrokenVariant(
+        "broken-auto-noiseless",
+        "auto-choice",
+        "Δ0 chosen as the argmax of the noiseless scores (no GEM)",
+        "ε test",
+        _noiseless_choice,
     ),
     BrokenVariant(
         "broken-distinct-count-4eps",

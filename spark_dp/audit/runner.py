@@ -19,17 +19,19 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.audit.choice import ChoiceTarget
 from spark_dp.audit.placement import place_count_event, place_epsilon_item
 from spark_dp.audit.scenario import (
     EPSILON_ITEM,
     NOVEL_PREFIX,
     Copies,
     Scenario,
+    choice_datasets,
     distinct_count_datasets,
     split_by_copy,
 )
-from spark_dp.audit.statistics import Confidence, EventCounts, clopper_pearson
-from spark_dp.audit.targets import Claim, CountTarget, Target
+from spark_dp.audit.statistics import Claim, Confidence, EventCounts, clopper_pearson
+from spark_dp.audit.targets import CountTarget, Target
 from spark_dp.logs import get_logger
 from spark_dp.randomness import Randomness
 
@@ -226,6 +228,8 @@ def run_audit(
     start = time.perf_counter()
     if isinstance(target, CountTarget):
         novel, epsilon, scenario = _count_audit(target, runs, randomness, confidence, spark)
+    elif isinstance(target, ChoiceTarget):
+        novel, epsilon, scenario = _choice_audit(target, runs, randomness, confidence, spark)
     else:
         novel, epsilon, scenario = _selection_audit(target, runs, randomness, confidence, spark)
     seconds = time.perf_counter() - start
@@ -350,5 +354,39 @@ def _count_audit(
         "canary_items": target.plan.ell_max,
         "canary": "one person whose items nobody else holds, raising c(D; ℓ) by ℓ",
         "event": event.describe(),
+    }
+    return None, epsilon, scenario
+
+
+def _choice_audit(
+    target: ChoiceTarget,
+    runs: int,
+    randomness: Randomness,
+    confidence: Confidence,
+    spark: SparkSession,
+) -> tuple[None, EpsilonTest, dict[str, Any]]:
+    """The choice of Δ0 on D and D' = D + a canary of maximal degree: the scores once per
+    dataset (the release's Spark pass, one ranking key), the choice ``runs`` times each."""
+    choice = target.choice
+    low, top = choice.scores[0], choice.scores[-1]
+    base, neighbour = choice_datasets(low.sigma, low.rho, top.rho, top.max_items)
+    ranking = randomness.child("audit", "ranking")
+    hits = {}
+    for label, sets in (("D", base), ("D'", neighbour)):
+        totals = target.scores(sets, ranking, spark)
+        stream = randomness.child("audit", label)
+        draws = (
+            target.choose(choice, totals, stream.child("run", i).driver()) for i in range(runs)
+        )
+        hits[label] = sum(c == top.max_items for c in draws)
+    event = f"Δ0 = {top.max_items} chosen"
+    comparisons = two_ways(event, hits["D'"], hits["D"], runs)
+    epsilon = EpsilonTest(target.claim.epsilon, 0.0, comparisons, confidence.per_bound)
+    scenario = {
+        "users_in_D": len(base),
+        "canary_items": top.max_items,
+        "canary": "one user holding the largest candidate's number of items, each held by "
+        "users of degree 1 at the weight where the canary moves the score most",
+        "event": event,
     }
     return None, epsilon, scenario

@@ -20,6 +20,10 @@ its name: so one run on the disjoint union of R copies gives, copy by copy, what
 copies alone would give with the same key (``tests/audit/test_union.py`` checks this item by
 item), and the copies' outcomes are independent because their names differ.
 
+The private choice of Δ0 (``--max-contributions auto``) is audited on D (users of degree 1
+only, so no ranking of anyone's items matters) and D' = D + a **canary of maximal degree**, who
+holds the largest candidate's number of items (:func:`choice_datasets`).
+
 Distinct count is audited on D (a few persons sharing items) and D' = D + a person holding
 ℓ_max items nobody else holds, which raises c(D; ℓ) by ℓ for every ℓ: the largest change the
 sensitivity allows.
@@ -27,6 +31,7 @@ sensitivity allows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,11 +40,13 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "CHOICE_CANARY",
     "EPSILON_ITEM",
     "NOVEL_PREFIX",
     "SEPARATOR",
     "Copies",
     "Scenario",
+    "choice_datasets",
     "copy_of",
     "disjoint_union",
     "distinct_count_datasets",
@@ -176,4 +183,55 @@ def distinct_count_datasets(ell_max: int) -> tuple[dict[str, list[str]], dict[st
     }
     neighbour = dict(base)
     neighbour["canary"] = [f"{NOVEL_PREFIX}{k}" for k in range(ell_max)]
+    return base, neighbour
+
+
+CHOICE_CANARY = "canary-max-degree"
+
+
+def choice_datasets(
+    sigma: float, rho_low: float, rho_top: float, top: int
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(D, D') of the audit of the choice of Δ0 between a small candidate and ``top``.
+
+    D holds only users of degree 1, so every candidate sees the same weights (the thresholds
+    ρ differ): ``top`` target items held by n users each, n the integer nearest
+    ρ(top) − 1/(2√top), where the canary's 1/√top moves a term of the score at Δ0 = top most;
+    and K saturated items (held by enough users that their terms are 1 − Φ(−ρ/σ), which favour
+    the larger ρ a little). The canary holds the ``top`` targets: it raises s(top) by about
+    its sensitivity and s(small) much less. K is the smallest number that brings the score gap
+    s_D(small) − s_D(top) below half the canary's shift, so the noiseless argmax differs
+    between D and D' (docs/design/tuning.md#audit). Public synthetic data: the scores are
+    computed here exactly as the release computes them.
+    """
+    import numpy as np
+
+    from spark_dp.partition_selection.tuning_calibration import (
+        WEIGHT_SCALE,
+        fixed_point_weight,
+        quantized_terms,
+    )
+
+    n = max(1, round(rho_top - 0.5 / math.sqrt(top)))
+    saturated = math.ceil(rho_top + 12 * sigma)
+
+    def score(rho: float, counts: list[int], extra: int = 0, lifted: int = 0) -> int:
+        w = np.array(counts, dtype=np.int64) * WEIGHT_SCALE
+        w[:lifted] += extra
+        return int(quantized_terms(w, sigma, rho).sum())
+
+    targets = [n] * top
+    gap = score(rho_low, targets) - score(rho_top, targets)
+    one, quarter = WEIGHT_SCALE, int(fixed_point_weight(top))
+    shift = score(rho_top, targets, quarter, top) - score(rho_top, targets)
+    shift -= score(rho_low, targets, one, 1) - score(rho_low, targets)
+    step = score(rho_top, [saturated]) - score(rho_low, [saturated])
+    k = max(0, math.ceil((gap - shift / 2) / step)) if step > 0 else 0
+    base: dict[str, list[str]] = {}
+    for j in range(top):
+        base.update({f"t{j}-{u}": [f"target{j}"] for u in range(n)})
+    for j in range(k):
+        base.update({f"s{j}-{u}": [f"saturated{j}"] for u in range(saturated)})
+    neighbour = dict(base)
+    neighbour[CHOICE_CANARY] = [f"target{j}" for j in range(top)]
     return base, neighbour

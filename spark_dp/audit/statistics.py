@@ -33,6 +33,7 @@ from scipy import stats
 
 __all__ = [
     "TESTS_PER_AUDIT",
+    "Claim",
     "Confidence",
     "EventCounts",
     "clopper_pearson",
@@ -44,6 +45,24 @@ __all__ = [
 
 TESTS_PER_AUDIT = 5
 """Comparisons per audit: one novel-item test and four ε comparisons (E and not-E, both ways)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The guarantee a mechanism's calibration claims, as the audit tests it.
+
+    Attributes:
+        epsilon: total ε.
+        delta: total δ.
+        delta_novel: bound on P[some item of a new user that nobody else holds is released]
+            (None for the distinct count, which has no such event).
+        delta_event: δ share of an event on one item that other users also hold.
+    """
+
+    epsilon: float
+    delta: float
+    delta_novel: float | None
+    delta_event: float
 
 
 @dataclass(frozen=True)

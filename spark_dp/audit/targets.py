@@ -26,14 +26,21 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from spark_dp.audit.choice import ChoiceTarget
 from spark_dp.audit.scenario import Copies
+from spark_dp.audit.statistics import Claim
 from spark_dp.calibration import Budget
 from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.plan import DistinctCountPlan
 from spark_dp.distinct_count.registry import CurveMethod, curve_method
 from spark_dp.distinct_count.release import DPResult, release_curve
-from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+from spark_dp.partition_selection import (
+    PartitionSelectionParams,
+    plan_selection,
+    select_partitions,
+)
+from spark_dp.partition_selection.auto import AutoPlan
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.classic_calibration import LaplaceThresholding
 from spark_dp.partition_selection.columns import ITEM, USER_ID
@@ -47,10 +54,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "AUTO_CHOICE",
     "FAST_PARAMETERS",
     "MECHANISMS",
     "NOVEL_CAP_FACTOR",
-    "Claim",
     "CountTarget",
     "OracleSelection",
     "SparkSelection",
@@ -63,7 +70,8 @@ NOVEL_CAP_FACTOR = 10
 
 ORACLES = ("policy-gaussian", "greedy-update")
 DISTINCT_COUNT = "distinct-count"
-MECHANISMS: tuple[str, ...] = (*REGISTRY.names, *ORACLES, DISTINCT_COUNT)
+AUTO_CHOICE = "auto-choice"
+MECHANISMS: tuple[str, ...] = (*REGISTRY.names, *ORACLES, DISTINCT_COUNT, AUTO_CHOICE)
 """Every real mechanism the audit knows, in report order."""
 
 _WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 2}
@@ -76,27 +84,16 @@ FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     "policy-gaussian": _WEIGHTED,
     "greedy-update": {"epsilon": 1.0, "delta": 0.2},
     DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contributions": 4},
+    AUTO_CHOICE: {
+        "epsilon": 8.0,
+        "delta": 0.2,
+        "max_contributions": "auto",
+        "tuning_share": 0.5,
+        "tuning_candidates": (1, 4),
+    },
 }
 """``--fast``: a large δ and small Δ0 make the claimed δ shares measurable in a few thousand
 runs (count thresholding uses k = 1 so that one canary item carries the whole ε)."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The guarantee a mechanism's calibration claims, as the audit tests it.
-
-    Attributes:
-        epsilon: total ε.
-        delta: total δ.
-        delta_novel: bound on P[some item of a new user that nobody else holds is released]
-            (None for the distinct count, which has no such event).
-        delta_event: δ share of an event on one item that other users also hold.
-    """
-
-    epsilon: float
-    delta: float
-    delta_novel: float | None
-    delta_event: float
 
 
 # --------------------------------------------------------------------------- selection
@@ -286,7 +283,7 @@ class CountTarget:
         return release_curve(curve, self.plan, randomness)
 
 
-Target = SparkSelection | OracleSelection | CountTarget
+Target = SparkSelection | OracleSelection | CountTarget | ChoiceTarget
 
 
 # --------------------------------------------------------------------------- catalogue
@@ -328,9 +325,15 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
             cap = int(values.get("max_contributions", 100))
             return policy_gaussian_target(eps, delta, cap, beta)
         return greedy_update_target(eps, delta, beta)
-    entry = REGISTRY[name]
     fields = set(PartitionSelectionParams.__dataclass_fields__)
-    params = PartitionSelectionParams(
-        algorithm=name, **{k: v for k, v in values.items() if k in fields and k != "algorithm"}
-    )
+    given = {k: v for k, v in values.items() if k in fields and k != "algorithm"}
+    if name == AUTO_CHOICE:
+        params = PartitionSelectionParams(
+            algorithm="basic", **{**given, "max_contributions": "auto"}
+        )
+        plan = plan_selection(params)
+        assert isinstance(plan, AutoPlan)
+        return ChoiceTarget(name, params, plan.choice)
+    entry = REGISTRY[name]
+    params = PartitionSelectionParams(algorithm=name, **given)
     return SparkSelection(name, entry, params, entry.plan(params))

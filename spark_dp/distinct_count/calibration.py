@@ -35,9 +35,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from spark_dp.calibration import Budget, laplace_scale
-from spark_dp.calibration_protocol import Calibration, laplace_event, pure_dp_event
+from spark_dp.calibration_protocol import Calibration, PureDp, laplace_event
 from spark_dp.checks import check_int_at_least
-from spark_dp.distinct_count.gem import gem_probabilities, gem_select, gem_threshold
+from spark_dp.gem import gem_probabilities, gem_select, gem_threshold
 from spark_dp.randomness import DriverNoise
 
 if TYPE_CHECKING:
@@ -60,9 +60,10 @@ def lower_bound_shift(ell: ArrayLike, epsilon_count: float, beta: float) -> NDAr
 
 
 @dataclass(frozen=True)
-class GemSelection:
+class GemSelection(PureDp):
     """The GEM choice of the contribution bound ℓ̂ ∈ {1, …, ℓ_max} (Algorithm 3;
-    docs/design/counting.md#gem).
+    docs/design/counting.md#gem): pure ε_select-DP for any t and β (Theorem 3.4), so δ = 0
+    and the pure ε_select event (:class:`~spark_dp.calibration_protocol.PureDp`).
 
     Attributes:
         epsilon: ε_select, the budget of the choice.
@@ -73,20 +74,6 @@ class GemSelection:
     epsilon: float
     beta: float
     ell_max: int
-
-    @property
-    def delta(self) -> float:
-        """0: GEM is pure ε_select-DP for any t and β (Theorem 3.4)."""
-        return 0.0
-
-    @property
-    def delta_noise(self) -> float:
-        """0: pure ε_select-DP."""
-        return 0.0
-
-    def dp_event(self) -> DpEvent:
-        """GEM is ε_select-DP: the event that dominates every ε_select-DP mechanism."""
-        return pure_dp_event(self.epsilon)
 
     @property
     def sensitivities(self) -> NDArray[np.float64]:
@@ -140,9 +127,9 @@ class CountCalibration(Calibration, Protocol):
 
 
 @dataclass(frozen=True)
-class LaplaceRelease:
+class LaplaceRelease(PureDp):
     """The Laplace release of c(D; ℓ̂) shifted down to a 1 − β lower bound
-    (docs/design/counting.md#release).
+    (docs/design/counting.md#release); pure ε_count-DP (δ = 0), its event the Laplace one.
 
     Sensitivity ℓ̂ (ℓ̂ is fixed by the earlier GEM step), scale ℓ̂/ε_count, shift
     (ℓ̂/ε_count)·ln(1/(2β)): the paper's full shift, not the half that the authors' public code
@@ -159,16 +146,6 @@ class LaplaceRelease:
     ell: int | None = None
 
     mechanism: ClassVar[str] = "Laplace"
-
-    @property
-    def delta(self) -> float:
-        """0: the Laplace mechanism is pure ε_count-DP."""
-        return 0.0
-
-    @property
-    def delta_noise(self) -> float:
-        """0: pure ε_count-DP."""
-        return 0.0
 
     def dp_event(self) -> DpEvent:
         """Laplace(ℓ̂/ε_count) on c(D; ℓ̂) of ℓ1 sensitivity ℓ̂: ``LaplaceDpEvent(1/ε_count)``
@@ -236,14 +213,16 @@ def discrete_lower_bound_shift(scale: float, beta: float) -> int:
 
 
 @dataclass(frozen=True)
-class DiscreteLaplaceRelease:
+class DiscreteLaplaceRelease(PureDp):
     """The exact discrete-Laplace release of c(D; ℓ̂) as a 1 − β lower bound
     (docs/design/counting.md#discrete-laplace).
 
     Sensitivity ℓ̂ (an integer query; ℓ̂ is fixed by the earlier GEM step), noise
     P[X = x] ∝ exp(−|x|·ε_count/ℓ̂) drawn exactly, and the integer shift of
     :func:`discrete_lower_bound_shift`, so ν̂ = c(D; ℓ̂) + X − shift ≤ DC(D) with probability
-    ≥ 1 − β. Pure ε_count-DP.
+    ≥ 1 − β. Pure ε_count-DP for every ℓ̂ GEM chooses: δ = 0 and the event that dominates
+    every ε_count-DP mechanism (the discrete Laplace at sensitivity ℓ̂ = 1 is that event itself;
+    :class:`~spark_dp.calibration_protocol.PureDp`).
 
     Attributes:
         epsilon: ε_count, the budget of the release.
@@ -256,21 +235,6 @@ class DiscreteLaplaceRelease:
     ell: int | None = None
 
     mechanism: ClassVar[str] = "discrete Laplace"
-
-    @property
-    def delta(self) -> float:
-        """0: the discrete Laplace mechanism is pure ε_count-DP."""
-        return 0.0
-
-    @property
-    def delta_noise(self) -> float:
-        """0: pure ε_count-DP."""
-        return 0.0
-
-    def dp_event(self) -> DpEvent:
-        """ε_count-DP for every ℓ̂ GEM chooses: the event that dominates every ε_count-DP
-        mechanism (the discrete Laplace at sensitivity ℓ̂ = 1 is that event itself)."""
-        return pure_dp_event(self.epsilon)
 
     def exact_scale(self, ell: int) -> Fraction:
         """b = ℓ/ε_count as an exact rational (the float ε_count is a dyadic rational)."""

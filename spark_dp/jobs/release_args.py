@@ -53,6 +53,7 @@ NOT_IN_RELEASE: dict[str, str] = {
     "unsafe_debug_logs": "private counts in the log; the release is the same",
     "allow_unsafe_debug": "confirms an unsafe debugging flag",
     "dry_run": "prints the plan; no release",
+    "json": "how the preview prints its predictions; the release is the same",
     # the budget: where the release is charged, not what it is
     "budget_store": "where the release is charged",
     "dataset_id": "which budget the release is charged to",

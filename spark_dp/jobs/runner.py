@@ -216,8 +216,9 @@ def _commit(run: Run) -> None:
     budget_commit(run)  # first: a crash before the move leaves a charge, never a free release
     run.staging.commit(path, text, private_report=run.spec.confidential)
     run.committed = True
-    if path is None:
-        sys.stdout.write(run.report.to_json())
+    if path is None or run.spec.stdout is not None:
+        printed = run.spec.stdout or (lambda report, _: report.to_json())
+        sys.stdout.write(printed(run.report, run.args))
         sys.stdout.flush()
     for hook in run.after_commit:
         hook()

@@ -62,6 +62,8 @@ class JobSpec:
         describe: ``describe(plan) -> dict``: the calibration shown by ``--dry-run``.
         unsafe_flags: (dest, flag) of job flags that expose private data: refused without
             ``--allow-unsafe-debug`` (like ``--unsafe-debug-logs``).
+        stdout: ``stdout(report, args) -> text``: what a job without ``--report`` prints
+            instead of its report's JSON (the preview's table); None prints the report.
         confidential: everything the job writes holds private values (contribution bounding:
             the selection, the user state and the report's counts reveal the hypergraph): the
             report is named ``*.confidential.json`` and created with mode 0600, the Parquet
@@ -88,6 +90,7 @@ class JobSpec:
     plan: Callable[[Any], Plan] | None = None
     registries: Mapping[str, Registry[Any, Any]] = field(default_factory=dict)
     confidential: bool = False
+    stdout: Callable[[PrivacyReport, argparse.Namespace], str] | None = None
 
     def __post_init__(self) -> None:
         if self.spends_budget and self.plan is None:

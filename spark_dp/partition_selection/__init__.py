@@ -19,16 +19,19 @@ Modules (one concept each):
 * :mod:`.basic`, :mod:`.dp_sips`, :mod:`.mad2r`: the weight-and-threshold mechanisms.
 * :mod:`.classic`: count thresholding as Google's DP library / PipelineDP offer it.
 * :mod:`.oracles`: sequential in-memory PolicyGaussian and GreedyUpdate (NOT scalable).
+* :mod:`.auto`, :mod:`.tuning_calibration`, :mod:`.tuning`: ``max_contributions='auto'``, Δ0
+  chosen privately (docs/design/tuning.md); :mod:`.preview`: :func:`preview_partitions`.
 """
 
 from spark_dp.partition_selection.oracles import greedy_update, policy_gaussian
-from spark_dp.partition_selection.params import PartitionSelectionParams
+from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
 from spark_dp.partition_selection.registry import ALGORITHMS, REGISTRY
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
 from spark_dp.partition_selection.select import (
     calibration_rows,
     calibration_table,
     plan_selection,
+    preview_partitions,
     select_partitions,
 )
 
@@ -36,6 +39,7 @@ __all__ = [
     "ALGORITHMS",
     "REGISTRY",
     "PartitionSelectionParams",
+    "PreviewParams",
     "RoundResult",
     "Selection",
     "SelectionPlan",
@@ -44,5 +48,6 @@ __all__ = [
     "greedy_update",
     "plan_selection",
     "policy_gaussian",
+    "preview_partitions",
     "select_partitions",
 ]

@@ -32,7 +32,7 @@ __all__ = ["plan", "plan_laplace", "run", "run_laplace"]
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic: σ for (ε, δ/2) with Δ2 = 1, ρ for δ/2 with h(t) = 1/√t (Thm. 3.3)."""
     calibration = WeightAndThreshold.for_budget(
-        Budget(params.epsilon, params.delta), params.max_contributions
+        Budget(params.epsilon, params.delta), params.max_items
     )
     return SelectionPlan(
         "basic",
@@ -83,7 +83,7 @@ def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic-Laplace: scale 1/ε (Δ1 = 1) and ρ_Lap with the whole δ
     (docs/design/selection.md#basic)."""
     calibration = LaplaceWeightAndThreshold.for_budget(
-        Budget(params.epsilon, params.delta), params.max_contributions
+        Budget(params.epsilon, params.delta), params.max_items
     )
     return SelectionPlan(
         "basic-laplace",

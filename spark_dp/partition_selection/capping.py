@@ -10,14 +10,48 @@ the number of novel items t ≤ Δ0 that the threshold ρ is calibrated for.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
+from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM, USER_ID
 from spark_dp.partition_selection.layout import by_user
 from spark_dp.randomness import Randomness, hash_column
 
-__all__ = ["cap_user_items", "with_degree"]
+__all__ = ["cap_user_items", "nested_cap", "ranked_cap", "ranked_input", "with_degree"]
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    source: DataFrame
+    ranked: DataFrame
+    bound: int
+    randomness: Randomness
+
+
+_RANKED: ContextVar[_Ranked | None] = ContextVar("spark_dp_ranked_input", default=None)
+
+
+@contextmanager
+def ranked_input(
+    source: DataFrame, ranked: DataFrame, bound: int, randomness: Randomness
+) -> Iterator[None]:
+    """Inside the block, capping ``source`` at Δ0 ≤ ``bound`` with the stream ``randomness``
+    reads ``ranked`` (:func:`ranked_cap` of ``source`` at ``bound`` with that stream, kept)
+    instead of ranking ``source`` again: the cap is then a filter (:func:`nested_cap`), with no
+    shuffle and no sort. The result is the same rows: the Δ0 lowest keyed ranks of each user
+    are the Δ0 lowest of its ``bound`` lowest. ``--max-contributions auto`` ranks once for its
+    score and the algorithm's cap (docs/design/tuning.md#one-pass). Any other table, stream or
+    Δ0 is capped as usual."""
+    token = _RANKED.set(_Ranked(source, ranked, bound, randomness))
+    try:
+        yield
+    finally:
+        _RANKED.reset(token)
 
 
 def cap_user_items(
@@ -53,6 +87,22 @@ def cap_user_items(
         (user_id, item, degree), one row per kept distinct pair, with
         degree = min(|S_u|, Δ0) after capping; hash-partitioned by user and sorted by user.
     """
+    known = _RANKED.get()
+    if known is not None and pairs is known.source and randomness == known.randomness:
+        if max_items <= known.bound:
+            return nested_cap(known.ranked, max_items)
+    return ranked_cap(pairs, max_items, randomness, shuffle=shuffle).drop(CAP_RANK)
+
+
+def ranked_cap(
+    pairs: DataFrame, max_items: int, randomness: Randomness, *, shuffle: bool = True
+) -> DataFrame:
+    """:func:`cap_user_items` with each kept pair's keyed rank among its user's distinct items.
+
+    Returns:
+        (user_id, item, cap_rank, degree): ranks 1..min(|S_u|, Δ0) per user, degree =
+        min(|S_u|, Δ0); hash-partitioned by user and sorted by user.
+    """
     rank_key = hash_column(randomness, F.col(USER_ID), F.col(ITEM), purpose="capping")
     by_rank = Window.partitionBy(USER_ID).orderBy(F.col("_h"), F.col(ITEM))  # item breaks ties
     pairs = pairs.select(USER_ID, ITEM)
@@ -65,9 +115,23 @@ def cap_user_items(
         F.coalesce(F.lag(ITEM).over(by_rank) == F.col(ITEM), F.lit(False)).alias("_repeat"),
     )
     # -> (user_id, item, _rank, _repeat): _rank numbers the user's distinct items
-    kept = ranked.where(~F.col("_repeat") & (F.col("_rank") <= max_items)).select(USER_ID, ITEM)
-    # -> (user_id, item): min(|S_u|, Δ0) rows per user, still sorted by user
-    return with_degree(kept)  # -> (user_id, item, degree)
+    kept = ranked.where(~F.col("_repeat") & (F.col("_rank") <= max_items)).select(
+        USER_ID, ITEM, F.col("_rank").alias(CAP_RANK)
+    )
+    # -> (user_id, item, cap_rank): min(|S_u|, Δ0) rows per user, still sorted by user
+    return with_degree(kept)  # -> (user_id, item, cap_rank, degree)
+
+
+def nested_cap(ranked: DataFrame, max_items: int) -> DataFrame:
+    """The cap at Δ0 of pairs ranked and capped at a larger bound (:func:`ranked_cap`, same
+    stream): the pairs of rank ≤ Δ0, degree min(d, Δ0). A filter: the layout is kept.
+
+    Returns:
+        (user_id, item, degree), as :func:`cap_user_items` at Δ0.
+    """
+    degree = F.least(F.col(DEGREE), F.lit(int(max_items)))
+    # -> (user_id, item, degree)
+    return ranked.where(F.col(CAP_RANK) <= max_items).select(USER_ID, ITEM, degree.alias(DEGREE))
 
 
 def with_degree(pairs: DataFrame) -> DataFrame:

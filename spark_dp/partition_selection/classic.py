@@ -88,9 +88,7 @@ def planner(
     name = _NAMES[strategy]
 
     def plan(params: PartitionSelectionParams) -> SelectionPlan:
-        calibration = strategy.for_budget(
-            Budget(params.epsilon, params.delta), params.max_contributions
-        )
+        calibration = strategy.for_budget(Budget(params.epsilon, params.delta), params.max_items)
         return SelectionPlan(
             name,
             (Step("round 1", calibration),),

@@ -11,6 +11,7 @@ from spark_dp.io import ITEM, USER_ID
 
 __all__ = [
     "BIAS",
+    "CAP_RANK",
     "DEGREE",
     "ITEM",
     "NEEDS_LOOP",
@@ -20,6 +21,9 @@ __all__ = [
     "USER_WEIGHT",
     "WEIGHT",
 ]
+
+CAP_RANK = "cap_rank"
+"""A pair's keyed rank among its user's distinct items (1 = kept first by every cap)."""
 
 DEGREE = "degree"
 """d_u, the user's number of items after capping (and after removals in later rounds)."""

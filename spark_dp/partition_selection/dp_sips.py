@@ -43,7 +43,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     p = params
     budget = Budget(p.epsilon, p.delta)
     steps = tuple(
-        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_contributions))
+        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_items))
         for r, f in enumerate(p.split, start=1)
     )
     return SelectionPlan(

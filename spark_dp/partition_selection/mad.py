@@ -127,7 +127,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Single-round unbiased MAD: Basic's σ and ρ (Corollary B.2), τ = ρ + β·σ and α."""
     round_ = MadRound.for_budget(
         Budget(params.epsilon, params.delta),
-        params.max_contributions,
+        params.max_items,
         beta=params.beta,
         d_max=params.max_adaptive_degree,
     )

@@ -130,7 +130,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
             f"{list(p.split)}; e.g. --split 0.1,0.9"
         )
     f1, f2 = p.split
-    cap, beta, d_max = p.max_contributions, p.beta, p.max_adaptive_degree
+    cap, beta, d_max = p.max_items, p.beta, p.max_adaptive_degree
     budget = Budget(p.epsilon, p.delta)
     round1 = MadRound.for_budget(budget.scaled(f1), cap, beta=beta, d_max=d_max)
     round2 = MadRound.for_budget(

@@ -17,9 +17,10 @@ from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope, HoldsCache
 from spark_dp.calibration_protocol import RoundCalibration
-from spark_dp.report import Step
+from spark_dp.report import Step, StepTotals
 
 if TYPE_CHECKING:
+    from spark_dp.partition_selection.tuning import Tuning
     from spark_dp.report import PrivacyReport
 
 __all__ = ["RoundResult", "Selection", "SelectionPlan"]
@@ -28,8 +29,9 @@ C = TypeVar("C")
 
 
 @dataclass(frozen=True)
-class SelectionPlan:
-    """The data-free calibration of one partition-selection run.
+class SelectionPlan(StepTotals):
+    """The data-free calibration of one partition-selection run (its total (ε, δ): the sum over
+    the rounds, :class:`~spark_dp.report.StepTotals`).
 
     Attributes:
         algorithm: registry name (``mad2r``, ...).
@@ -57,16 +59,6 @@ class SelectionPlan:
         """Δ0, the per-user cap the run applies (k of the classic strategies): the one every
         round's calibration is built for."""
         return self.steps[0].calibration.max_items
-
-    @property
-    def epsilon(self) -> float:
-        """Total ε (basic composition over the rounds)."""
-        return sum(s.epsilon for s in self.steps)
-
-    @property
-    def delta(self) -> float:
-        """Total δ (basic composition over the rounds)."""
-        return sum(s.delta for s in self.steps)
 
     def calibration(self, index: int, kind: type[C]) -> C:
         """The calibration of round ``index`` (0-based), checked to be a ``kind``."""
@@ -146,6 +138,8 @@ class Selection(HoldsCache):
         rounds: one entry per round, in order.
         notes: plain sentences for the privacy report.
         cache: what the run cached.
+        tuning: with ``max_contributions='auto'``, the private choice of Δ0 that ran first
+            (its budget is part of the release's; :attr:`plan` is the plan at the chosen Δ0).
     """
 
     plan: SelectionPlan
@@ -153,6 +147,7 @@ class Selection(HoldsCache):
     rounds: list[RoundResult]
     notes: list[str] = field(default_factory=list)
     cache: CacheScope = field(default_factory=CacheScope, repr=False)
+    tuning: Tuning | None = None
 
     @property
     def algorithm(self) -> str:
@@ -170,19 +165,28 @@ class Selection(HoldsCache):
         return sum(r.output_items for r in self.rounds)
 
     @property
+    def max_items(self) -> int:
+        """The Δ0 the run capped at (the chosen one with ``auto``; released either way)."""
+        return self.plan.max_items
+
+    @property
     def epsilon(self) -> float:
-        """Total ε (basic composition over the rounds)."""
-        return sum(r.epsilon for r in self.rounds)
+        """Total ε (basic composition over the choice of Δ0, if any, and the rounds)."""
+        return sum(s.epsilon for s in self._steps())
 
     @property
     def delta(self) -> float:
-        """Total δ (basic composition over the rounds)."""
-        return sum(r.delta for r in self.rounds)
+        """Total δ (basic composition over the choice of Δ0, if any, and the rounds)."""
+        return sum(s.delta for s in self._steps())
+
+    def _steps(self) -> list[Step[Any]]:
+        first = [] if self.tuning is None else [self.tuning.step]
+        return first + [r.step for r in self.rounds]
 
     def report_info(self) -> dict[str, Any]:
         """Public account: algorithm, per-round calibration and budget, released item counts.
         Never weights, counts per item, or the union."""
-        return {
+        out = {
             "algorithm": self.algorithm,
             "mechanism": self.mechanism,
             "epsilon": self.epsilon,
@@ -191,11 +195,22 @@ class Selection(HoldsCache):
             "output_items": self.output_items,
             "notes": list(self.notes),
         }
+        if self.tuning is not None:
+            out["max_contributions_choice"] = self.tuning.to_report()
+        return out
 
     def fill_report(self, report: PrivacyReport) -> None:
-        """Book every round's budget and constants, the mechanism and the released count."""
+        """Book the choice of Δ0 (with ``auto``), every round's budget and constants, the
+        mechanism and the released count."""
         report.algorithm = self.algorithm
         report.mechanism = self.mechanism
+        if self.tuning is not None:
+            report.spend_step(self.tuning.step, chosen_max_contributions=self.max_items)
+            report.parameters["max_contributions_chosen"] = self.max_items
+            report.mechanism["max_contributions"] = (
+                f"chosen privately: {self.max_items} among {list(self.tuning.choice.candidates)}"
+                " (docs/design/tuning.md)"
+            )
         for r in self.rounds:
             report.spend_step(r.step, output_items=r.output_items)
         report.outputs["output_items"] = self.output_items

@@ -18,37 +18,55 @@ from spark_dp.caching import CacheScope
 from spark_dp.checks import check_int_at_least
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
+from spark_dp.partition_selection.auto import AutoPlan, plan_auto
+from spark_dp.partition_selection.capping import ranked_input
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.layout import sized_for
-from spark_dp.partition_selection.params import PartitionSelectionParams
+from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
+from spark_dp.partition_selection.preview import (
+    Preview,
+    PreviewPlan,
+    plan_preview,
+    preview_statistics,
+)
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
+from spark_dp.partition_selection.tuning import choose_max_items
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
 from spark_dp.release_ids import bind_release, digests_of
 from spark_dp.tracking import labels
 
-__all__ = ["calibration_rows", "calibration_table", "plan_selection", "select_partitions"]
+__all__ = [
+    "calibration_rows",
+    "calibration_table",
+    "plan_selection",
+    "preview_partitions",
+    "select_partitions",
+]
 
 
-def plan_selection(params: PartitionSelectionParams) -> SelectionPlan:
+def plan_selection(params: PartitionSelectionParams) -> SelectionPlan | AutoPlan:
     """The data-free calibration of ``params.algorithm`` (every round's σ, ρ, τ, α, (ε, δ)).
 
     Gaussian rounds spend (f·ε, f·δ) of their split share f: σ for (f·ε, f·δ/2) and Δ2 = 1, ρ
     for f·δ/2 and h(t) = h_scale/√t (Chen et al. 2025 Thm. 3.3; docs/design/selection.md#sigma). MAD
     rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (docs/design/selection.md#mad-constants);
     MAD2R's second round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap
-    (docs/design/selection.md#basic-laplace).
+    (docs/design/selection.md#basic-laplace). With ``max_contributions='auto'``, an
+    :class:`~.auto.AutoPlan`: the private choice of Δ0 and the algorithm's plan at every
+    candidate Δ0 with the rest of the budget (docs/design/tuning.md).
 
     Raises:
         ParameterError: an unknown algorithm, or parameters it cannot use.
     """
-    return REGISTRY[params.algorithm].plan(params)
+    entry = REGISTRY[params.algorithm]
+    return plan_auto(params, entry.plan) if params.auto else entry.plan(params)
 
 
 def select_partitions(
     pairs: DataFrame,
-    plan: SelectionPlan | PartitionSelectionParams,
+    plan: SelectionPlan | AutoPlan | PartitionSelectionParams,
     randomness: Randomness,
     *,
     timer: StageTimer | None = None,
@@ -65,7 +83,8 @@ def select_partitions(
         pairs: user-item pairs.
         plan: the data-free plan (:func:`plan_selection`; the job computes it once, before
             the budget reservation), or the parameters, planned here once before any data is
-            touched.
+            touched. An :class:`~.auto.AutoPlan` first chooses Δ0 privately
+            (:func:`~.tuning.choose_max_items`), then runs the algorithm's plan at ĉ.
         randomness: ``Randomness.create()`` (OS entropy) in production, or
             ``Randomness.from_key_file(path)``; seeded for tests. An unbound one is bound here
             to the release of (algorithm, the plan, the content digest of ``pairs``, key): see
@@ -103,39 +122,118 @@ def select_partitions(
         ParameterError: ``input_rows`` is not a non-negative integer, or parameters the
             algorithm cannot use.
     """
-    if not isinstance(plan, SelectionPlan):
+    if isinstance(plan, PartitionSelectionParams):
         plan = plan_selection(plan)
     if input_rows is not None:  # a row count is private: the error never shows it
         hint = "pass the input's row count, load_pairs(...)[1].rows_read, or None"
         check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     algorithm = algorithm or REGISTRY[plan.algorithm]
     with labels(pairs.sparkSession, family="partition_selection", algorithm=plan.algorithm):
-        checked, digests = pairs, digests_of(digest)
-        if validate:
-            gate = None if randomness.bound else ReadGate.keyed_by(randomness)
-            checked, summary = validate_edges(
-                pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False, gate=gate
-            )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
-            summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
-            input_rows, digests = summary.rows_read, digests_of(summary)
-        randomness = bind_release(
+        checked, randomness, input_rows = _bound_input(
+            pairs,
             randomness,
-            family="partition_selection",
-            algorithm=algorithm.name,
-            parameters={"rounds": plan.to_report(), "options": dict(plan.options)},
-            digests=digests,
-            tables=["pairs"],
+            (validate, input_rows, user_col, item_col, digest),
+            algorithm.name,
+            {"rounds": plan.to_report(), "options": dict(plan.options)},
         )
         cache = CacheScope()
         try:
             with sized_for(input_rows):  # private: only how many tasks share the work
-                selection: Selection = algorithm.run(
-                    checked, plan, randomness, timer=timer, cache=cache
-                )
+                if isinstance(plan, AutoPlan):
+                    selection = _run_auto(checked, plan, randomness, algorithm, timer, cache)
+                else:
+                    selection = algorithm.run(checked, plan, randomness, timer=timer, cache=cache)
         except BaseException:
             cache.release()
             raise
         cache.retain(*(r.items for r in selection.rounds))  # only the released items stay cached
+    return selection
+
+
+def _bound_input(
+    pairs: DataFrame,
+    randomness: Randomness,
+    read: tuple[bool, int | None, str, str, InputSummary | ContentDigest | None],
+    name: str,
+    parameters: dict[str, Any],
+) -> tuple[DataFrame, Randomness, int | None]:
+    """The pairs validated and digested (when ``validate``), the key bound to the release of
+    (``name``, ``parameters``, their digest), and the input's row count (private)."""
+    validate, input_rows, user_col, item_col, digest = read
+    checked, digests = pairs, digests_of(digest)
+    if validate:
+        gate = None if randomness.bound else ReadGate.keyed_by(randomness)
+        checked, summary = validate_edges(
+            pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False, gate=gate
+        )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
+        summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
+        input_rows, digests = summary.rows_read, digests_of(summary)
+    bound = bind_release(
+        randomness,
+        family="partition_selection",
+        algorithm=name,
+        parameters=parameters,
+        digests=digests,
+        tables=["pairs"],
+    )
+    return checked, bound, input_rows
+
+
+def preview_partitions(
+    pairs: DataFrame,
+    plan: PreviewPlan | PreviewParams,
+    randomness: Randomness,
+    *,
+    timer: StageTimer | None = None,
+    validate: bool = True,
+    input_rows: int | None = None,
+    user_col: str = USER_ID,
+    item_col: str = ITEM,
+    digest: InputSummary | ContentDigest | None = None,
+) -> Preview:
+    """Predicted released items per algorithm and Δ0 from pure ε_p-DP statistics
+    (``spark-dp preview``; docs/design/tuning.md#preview).
+
+    Arguments as :func:`select_partitions` (the key is bound to the preview's own release);
+    ``plan`` is :func:`~.preview.plan_preview` of the parameters, or the parameters.
+
+    Returns:
+        the :class:`~.preview.Preview`: ``table()``, ``to_dict()``, ``recommended`` and
+        ``fill_report``. It holds released values only.
+    """
+    if not isinstance(plan, PreviewPlan):
+        plan = plan_preview(plan)
+    timer = timer or StageTimer(get_logger("spark_dp.partition_selection"))
+    with labels(pairs.sparkSession, family="partition_selection", algorithm="preview"):
+        checked, randomness, input_rows = _bound_input(
+            pairs,
+            randomness,
+            (validate, input_rows, user_col, item_col, digest),
+            "preview",
+            {"statistics": plan.to_report(), "algorithms": list(plan.algorithms)},
+        )
+        with sized_for(input_rows):  # private: only how many tasks share the work
+            return preview_statistics(checked, plan, randomness, timer=timer)
+
+
+def _run_auto(
+    pairs: DataFrame,
+    plan: AutoPlan,
+    randomness: Randomness,
+    algorithm: Algorithm[PartitionSelectionParams, SelectionPlan],
+    timer: StageTimer | None,
+    cache: CacheScope,
+) -> Selection:
+    """Choose ĉ privately, then run the algorithm's plan at ĉ on the same ranked pairs."""
+    timer = timer or StageTimer(get_logger("spark_dp.partition_selection"))
+    tuning, ranked = choose_max_items(pairs, plan.choice, randomness, timer=timer, cache=cache)
+    capping = randomness.child("capping", 1)
+    with ranked_input(pairs, ranked, max(plan.candidates), capping):
+        selection: Selection = algorithm.run(
+            pairs, plan.plan_for(tuning.max_items), randomness, timer=timer, cache=cache
+        )
+    cache.drop(ranked)  # the selected items are computed and cached (counted) by now
+    selection.tuning = tuning
     return selection
 
 
@@ -155,16 +253,31 @@ def calibration_table(
     """
     rows = []
     for name in algorithms or REGISTRY.names:
-        algorithm = REGISTRY[name]
         split = params.split
         if name == "mad2r" and len(split) != 2:
             split = (0.1, 0.9)
-        rows += calibration_rows(algorithm.plan(replace(params, algorithm=name, split=split)))
+        rows += calibration_rows(plan_selection(replace(params, algorithm=name, split=split)))
     return rows
 
 
-def calibration_rows(plan: SelectionPlan) -> list[dict[str, Any]]:
-    """One row per round of ``plan`` with the constants an operator checks before a run."""
+def calibration_rows(plan: SelectionPlan | AutoPlan) -> list[dict[str, Any]]:
+    """One row per round of ``plan`` with the constants an operator checks before a run; for
+    an auto plan, the choice's row, then every candidate's rounds (with their Δ0)."""
+    if isinstance(plan, AutoPlan):
+        choice = plan.steps[0]
+        rows = [
+            {
+                "algorithm": plan.algorithm,
+                "round": choice.label,
+                "epsilon": choice.epsilon,
+                "delta": choice.delta,
+                "candidates": list(plan.candidates),
+                "sensitivities": list(plan.choice.sensitivities),
+            }
+        ]
+        for candidate in plan.plans:
+            rows += [{**r, "max_items": candidate.max_items} for r in calibration_rows(candidate)]
+        return rows
     keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
     keys += ("alpha", "crossover_1", "crossover_2")
     rows = []

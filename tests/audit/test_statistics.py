@@ -36,7 +36,7 @@ from spark_dp.audit.placement import (
     place_count_event,
     place_epsilon_item,
 )
-from spark_dp.audit.scenario import distinct_count_datasets
+from spark_dp.audit.scenario import choice_datasets, distinct_count_datasets
 from spark_dp.audit.statistics import (
     Confidence,
     EventCounts,
@@ -49,6 +49,7 @@ from spark_dp.audit.targets import MECHANISMS, SparkSelection, build_target
 from spark_dp.distinct_count import exact_curve_local
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.mad_constants import MadRound
+from spark_dp.partition_selection.tuning_calibration import fixed_point_weight, quantized_terms
 
 ALPHA = Confidence().alpha
 
@@ -173,6 +174,36 @@ def count_4eps_power() -> float:
     return best_comparison_power(p, q, 0.0, target.claim.epsilon, runs)
 
 
+def noiseless_choice_power() -> float:
+    # the noiseless argmax on the audit's datasets: Δ0 = top on D' always, on D never
+    target = build_broken("broken-auto-noiseless")
+    choice = target.choice
+    low, top = choice.scores[0], choice.scores[-1]
+    totals = []
+    for sets in choice_datasets(low.sigma, low.rho, top.rho, top.max_items):
+        totals.append(local_choice_totals(sets, choice))
+    picks = [target.choose(choice, t, None) for t in totals]
+    p = float(picks[1] == top.max_items)
+    q = float(picks[0] == top.max_items)
+    return best_comparison_power(p, q, 0.0, target.claim.epsilon, default_runs(target.name))
+
+
+def local_choice_totals(sets: dict, choice) -> list[int]:
+    """The exact score totals on the driver (every user keeps its first c items: the audit's
+    users hold one item, or the canary's targets, all alike)."""
+    out = []
+    for score in choice.scores:
+        c = score.max_items
+        weights: dict = {}
+        for items in sets.values():
+            share = int(fixed_point_weight(min(len(items), c)))
+            for i in items[:c]:
+                weights[i] = weights.get(i, 0) + share
+        w = np.fromiter(weights.values(), dtype=np.int64, count=len(weights))
+        out.append(int(quantized_terms(w, score.sigma, score.rho).sum()))
+    return out
+
+
 def test_power_table():
     c = Confidence()
     rows = []
@@ -183,6 +214,8 @@ def test_power_table():
             rows.append((name, f"rate {rate:.3f} vs share {share:g}", power))
         elif name == "broken-sigma-2eps":
             rows.append((name, "ε test", sigma_2eps_power()))
+        elif name == "broken-auto-noiseless":
+            rows.append((name, "ε test", noiseless_choice_power()))
         else:
             rows.append((name, "ε test", count_4eps_power()))
     for name, what, power in rows:
@@ -192,7 +225,9 @@ def test_power_table():
         assert power >= 0.95, name
 
 
-SINGLE_ROUND = [m for m in MECHANISMS if m not in ("dp-sips", "mad2r", "distinct-count")]
+SINGLE_ROUND = [
+    m for m in MECHANISMS if m not in ("dp-sips", "mad2r", "distinct-count", "auto-choice")
+]
 
 
 @pytest.mark.parametrize("name", SINGLE_ROUND)

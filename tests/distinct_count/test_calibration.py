@@ -16,9 +16,9 @@ from spark_dp.distinct_count.calibration import (
     discrete_lower_bound_shift,
     lower_bound_shift,
 )
-from spark_dp.distinct_count.gem import gem_probabilities
 from spark_dp.distinct_count.plan import SELECT_FRACTION, plan_release, require_epsilon
 from spark_dp.errors import ParameterError
+from spark_dp.gem import gem_probabilities
 from spark_dp.randomness import Randomness
 from tests.distinct_count.helpers import FASHION
 

@@ -80,12 +80,17 @@ def heavy_tailed(spark):
     return spark.createDataFrame(rows, "user_id string, item string").cache()
 
 
+AUTO = {"max_contributions": "auto", "tuning_candidates": (1, 5, 20)}  # the choice's pass too
+
+
 @pytest.mark.parametrize(
     ("algorithm", "extra"),
-    [(a.name, {}) for a in REGISTRY] + [("dp-sips", {"recap_each_round": False})],
+    [(a.name, {}) for a in REGISTRY]
+    + [("dp-sips", {"recap_each_round": False}), ("basic", AUTO), ("mad2r", AUTO)],
 )
 def test_no_coalesced_task_holds_an_aggregation(spark, heavy_tailed, algorithm, extra):
-    params = PartitionSelectionParams(algorithm=algorithm, max_contributions=5, delta=0.05, **extra)
+    values = {"algorithm": algorithm, "max_contributions": 5, "delta": 0.05, **extra}
+    params = PartitionSelectionParams(**values)
 
     def run() -> None:
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
@@ -122,12 +127,17 @@ def _arguments(description: str, node: str) -> str:
     return args.group(1) if args else ""
 
 
-@pytest.mark.parametrize("algorithm", ["basic", "dp-sips", "mad", "mad2r"])
-def test_noise_runs_in_one_python_task_per_core(spark, heavy_tailed, algorithm):
-    """The noise UDF reads a round-robin shuffle into one partition per core, never the item
-    sums' hash partitions (Spark 3.5 ran it in 200 Python tasks per round; and a threshold
-    filter pushed below the shuffle would take the UDF with it)."""
-    params = PartitionSelectionParams(algorithm=algorithm, max_contributions=5, delta=0.05)
+@pytest.mark.parametrize(
+    ("algorithm", "extra"),
+    [(a, {}) for a in ("basic", "dp-sips", "mad", "mad2r")] + [("basic", AUTO)],
+)
+def test_noise_runs_in_one_python_task_per_core(spark, heavy_tailed, algorithm, extra):
+    """The noise UDF (and the choice's score UDF) reads a round-robin shuffle into one
+    partition per core, never the item sums' hash partitions (Spark 3.5 ran it in 200 Python
+    tasks per round; and a threshold filter pushed below the shuffle would take the UDF with
+    it)."""
+    values = {"algorithm": algorithm, "max_contributions": 5, "delta": 0.05, **extra}
+    params = PartitionSelectionParams(**values)
 
     def run() -> None:
         with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:

@@ -109,3 +109,29 @@ def l2_change(before: dict, after: dict) -> float:
     """‖w' − w‖₂ with both vectors zero-extended."""
     keys = set(before) | set(after)
     return math.sqrt(sum((after.get(i, 0.0) - before.get(i, 0.0)) ** 2 for i in keys))
+
+
+def phi(x: float) -> float:
+    """Φ(x), the standard normal CDF (from math.erfc)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def tuning_totals(ranked: dict, candidates, sigma: float, rhos) -> list:
+    """The exact scores of the choice of Δ0, times 2^32 (docs/design/tuning.md#exact-sums).
+
+    ``ranked`` is ``{user: [items in the order of its keyed ranking]}``; at candidate c every
+    user keeps its first min(d, c) items, each pair contributes ⌊2^32/√min(d, c)⌋, and the
+    score is Σ_i ⌊2^32·(Φ((W_i/2^32 − ρ)/σ) − Φ(−ρ/σ))⌋ (terms clipped to [0, 1]).
+    """
+    out = []
+    for c, rho in zip(candidates, rhos, strict=True):
+        weights: dict = {}
+        for items in ranked.values():
+            k = min(len(items), c)
+            share = math.floor(2**32 / math.sqrt(k))
+            for i in items[:k]:
+                weights[i] = weights.get(i, 0) + share
+        base = phi(-rho / sigma)
+        terms = (phi((w / 2**32 - rho) / sigma) - base for w in weights.values())
+        out.append(sum(math.floor(min(1.0, max(0.0, t)) * 2**32) for t in terms))
+    return out

@@ -1,7 +1,8 @@
 """Generalized exponential mechanism (GEM) of Raskhodnikova & Smith, on the driver.
 
 Knop & Steinke 2023, Algorithm 3 and Theorem 3.4 (after [RS15, Thm 1.4]); the O(m log m)
-scores of App. B; docs/design/counting.md#gem, #release.
+scores of App. B; docs/design/counting.md#gem, #release. Shared by the distinct count's choice
+of ℓ and partition selection's choice of Δ0 (docs/design/tuning.md#gem).
 
 Given scores q_1..q_m whose sensitivities are Δ_1..Δ_m > 0, privacy parameter ε_g and β:
 

@@ -1,0 +1,337 @@
+"""``spark-dp preview``: predicted released items per algorithm and Δ0, from DP statistics only.
+
+docs/design/tuning.md#preview. The preview is a release of its own, pure ε_p-DP and charged
+like any other. For every candidate c it releases one statistic: Basic's expected number of
+released items at the previewed release's calibration (σ, ρ(c) of Basic at (ε_R, δ_R) and
+Δ0 = c), the score of the private choice of Δ0 (:mod:`.tuning_calibration`), computed by the
+same one pass (:mod:`.tuning`) and released as
+
+    Ŝ(c) = (⌊Q·s(c)⌋ + X_c)/Q,   X_c ~ discrete Laplace of scale ⌈Q·Δ(c) + 1⌉/ε_c (exact sampler),
+
+with Q = :data:`QUANTUM` units per item and ε_c ∝ ⌈Q·Δ(c)⌉ + 1, so that every candidate's noise
+has the same scale in items, about Σ_j Δ(j)/ε_p. The predictions are post-processing of the
+Ŝ(c) and public constants: Basic's is Ŝ(c) itself (its expectation, up to Φ(−ρ/σ) per item);
+the other algorithms' are Ŝ(c) times a factor measured on the benchmark datasets
+(:data:`MODELS`, docs/design/tuning.md#preview-models). The intervals add the DP noise's 95%
+quantile, the release's own randomness (±2√Ŝ) and, for a modelled algorithm, the factor's
+measured range.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from spark_dp.calibration import Budget
+from spark_dp.calibration_protocol import PureDp
+from spark_dp.partition_selection.calibration import WeightAndThreshold
+from spark_dp.partition_selection.capping import ranked_cap
+from spark_dp.partition_selection.tuning import candidate_weights, score_totals
+from spark_dp.partition_selection.tuning_calibration import TERM_SCALE, score_sensitivity
+from spark_dp.report import Step, StepTotals
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from spark_dp.logs import StageTimer
+    from spark_dp.partition_selection.params import PreviewParams
+    from spark_dp.randomness import DriverNoise, Randomness
+    from spark_dp.report import PrivacyReport
+
+__all__ = [
+    "MODELS",
+    "QUANTUM",
+    "Model",
+    "Prediction",
+    "Preview",
+    "PreviewPlan",
+    "PreviewStatistic",
+    "plan_preview",
+    "predict",
+    "preview_statistics",
+    "preview_table",
+]
+
+QUANTUM = 64
+"""Q: the statistics are released in units of 1/64 item (integers, so the noise is exact)."""
+
+ALPHA = 0.05
+"""Each interval covers the DP noise with probability at least 1 − α."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """Predicted items of an algorithm = ``factor``·Ŝ(c), the factor measured on the benchmark
+    datasets, between ``low`` and ``high`` there (docs/design/tuning.md#preview-models)."""
+
+    factor: float
+    low: float
+    high: float
+
+
+MODELS: Mapping[str, Model] = {
+    "basic": Model(1.0, 1.0, 1.0),
+    "mad": Model(1.04, 1.0, 1.1),
+    "dp-sips": Model(1.5, 1.25, 1.6),
+    "mad2r": Model(1.5, 1.3, 1.7),
+}
+"""The preview's model of each algorithm, relative to Basic's expected items at the same Δ0
+and the release's (ε, δ): Basic exactly; MAD ≥ Basic in distribution on the same capped data
+(Chen et al. 2025, Thm. C.1); DP-SIPS and MAD2R from their measured ratios
+(docs/design/tuning.md#measured)."""
+
+
+@dataclass(frozen=True)
+class PreviewStatistic(PureDp):
+    """Basic's expected released items at one candidate Δ0, released with exact discrete
+    Laplace noise (pure ε_c-DP: :class:`~spark_dp.calibration_protocol.PureDp`).
+
+    Attributes:
+        epsilon: ε_c, this statistic's share of the preview's ε.
+        basic: Basic's calibration of the previewed release at Δ0 = c (its σ and ρ(c)).
+    """
+
+    epsilon: float
+    basic: WeightAndThreshold
+
+    @property
+    def max_items(self) -> int:
+        """The candidate Δ0."""
+        return self.basic.max_items
+
+    @property
+    def sensitivity(self) -> float:
+        """Δ(c) of s(c), in items (docs/design/tuning.md#sensitivity)."""
+        return score_sensitivity(self.max_items, self.basic.sigma)
+
+    @property
+    def sensitivity_units(self) -> int:
+        """⌈Q·Δ(c)⌉ + 1: the sensitivity of ⌊Q·s(c)⌋ (the floor adds at most one unit)."""
+        return math.ceil(QUANTUM * self.sensitivity) + 1
+
+    @property
+    def scale(self) -> float:
+        """The noise scale, in items."""
+        return self.sensitivity_units / (QUANTUM * self.epsilon)
+
+    def release(self, total: int, noise: DriverNoise) -> float:
+        """Ŝ(c) from the exact score total (Σ of 2^32-scaled terms), with its noise."""
+        units = total * QUANTUM // TERM_SCALE
+        scale = Fraction(self.sensitivity_units) / Fraction(self.epsilon)
+        return (units + noise.discrete_laplace(scale)) / QUANTUM
+
+    def noise_bound(self) -> float:
+        """x with P[|noise| ≥ x] ≤ α: the discrete Laplace tail is 2·e^(−x/b)/(1 + e^(−1/b))."""
+        return self.scale * math.log(2.0 / ALPHA)
+
+    def to_report(self) -> dict[str, Any]:
+        """Public description: the statistic, its sensitivity and its noise."""
+        return {
+            "mechanism": "discrete Laplace (exact sampler)",
+            "statistic": "Basic's expected released items at Δ0 = c: Σ_i Φ((w_i(c) − ρ(c))/σ) "
+            "− Φ(−ρ(c)/σ), in units of 1/64 item",
+            "max_items": self.max_items,
+            "score_sigma": self.basic.sigma,
+            "score_rho": self.basic.rho,
+            "sensitivity": self.sensitivity,
+            "scale_items": self.scale,
+        }
+
+
+@dataclass(frozen=True)
+class PreviewPlan(StepTotals):
+    """The data-free plan of a preview: one statistic per candidate, ε split ∝ Δ(c).
+
+    Attributes:
+        statistics: one per candidate, in grid order.
+        algorithms: the algorithms predicted.
+        release: the previewed release's (ε, δ).
+    """
+
+    statistics: tuple[PreviewStatistic, ...]
+    algorithms: tuple[str, ...]
+    release: Budget
+
+    @property
+    def algorithm(self) -> str:
+        """What the release is named after."""
+        return "preview"
+
+    @property
+    def candidates(self) -> tuple[int, ...]:
+        """The grid of Δ0."""
+        return tuple(s.max_items for s in self.statistics)
+
+    @property
+    def steps(self) -> tuple[Step[PreviewStatistic], ...]:
+        """One pure ε_c-DP statistic per candidate."""
+        return tuple(
+            Step(f"Basic's expected items at Δ0 = {s.max_items}", s) for s in self.statistics
+        )
+
+    def to_report(self) -> list[dict[str, Any]]:
+        """One row per statistic."""
+        return [s.to_report() for s in self.steps]
+
+
+def plan_preview(params: PreviewParams) -> PreviewPlan:
+    """ε_c = ε_p·U_c/Σ_j U_j with U_c = ⌈Q·Δ(c)⌉ + 1 (the sensitivity in units): every
+    candidate's estimate gets the same noise scale, Σ_j U_j/(Q·ε_p) items."""
+    release = Budget(params.release_epsilon, params.release_delta)
+    basics = [WeightAndThreshold.for_budget(release, c) for c in params.tuning_candidates]
+    units = [PreviewStatistic(params.epsilon, b).sensitivity_units for b in basics]
+    statistics = tuple(
+        PreviewStatistic(params.epsilon * u / sum(units), b)
+        for u, b in zip(units, basics, strict=True)
+    )
+    return PreviewPlan(statistics, params.algorithms, release)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted released items of one (algorithm, Δ0), with its interval."""
+
+    algorithm: str
+    max_contributions: int
+    items: float
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (released values and public constants only)."""
+        return {
+            "algorithm": self.algorithm,
+            "max_contributions": self.max_contributions,
+            "predicted_items": round(self.items, 1),
+            "interval": [round(self.low, 1), round(self.high, 1)],
+        }
+
+
+def predict(plan: PreviewPlan, estimates: tuple[float, ...]) -> list[Prediction]:
+    """The predictions: post-processing of the released Ŝ(c) and public constants."""
+    out = []
+    for algorithm in plan.algorithms:
+        model = MODELS[algorithm]
+        for stat, s in zip(plan.statistics, estimates, strict=True):
+            point = max(0.0, s)
+            spread = stat.noise_bound() + 2.0 * math.sqrt(max(point, 1.0))
+            low, high = max(0.0, point - spread), point + spread
+            out.append(
+                Prediction(
+                    algorithm,
+                    stat.max_items,
+                    model.factor * point,
+                    model.low * low,
+                    model.high * high,
+                )
+            )
+    return out
+
+
+@dataclass
+class Preview:
+    """A preview that ran: its plan, the released estimates and the predictions.
+
+    Attributes:
+        plan: the preview's plan.
+        estimates: Ŝ(c) per candidate (released).
+        predictions: one per (algorithm, candidate).
+    """
+
+    plan: PreviewPlan
+    estimates: tuple[float, ...]
+    predictions: list[Prediction] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.predictions:
+            self.predictions = predict(self.plan, self.estimates)
+
+    @property
+    def recommended(self) -> Prediction:
+        """The (algorithm, Δ0) with the most predicted items."""
+        return max(self.predictions, key=lambda p: p.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preview's output (released values and public constants)."""
+        best = self.recommended
+        release = self.plan.release
+        return {
+            "release": {"epsilon": release.epsilon, "delta": release.delta},
+            "preview_epsilon": self.plan.epsilon,
+            "estimates": {
+                str(c): round(s, 2)
+                for c, s in zip(self.plan.candidates, self.estimates, strict=True)
+            },
+            "predictions": [p.to_dict() for p in self.predictions],
+            "recommended": {
+                "algorithm": best.algorithm,
+                "max_contributions": best.max_contributions,
+            },
+            "model": "docs/design/tuning.md#preview-models",
+        }
+
+    def table(self) -> str:
+        """The predictions as a text table, the recommendation last (:func:`preview_table`)."""
+        return preview_table(self.to_dict())
+
+    def fill_report(self, report: PrivacyReport) -> None:
+        """Book every statistic's budget and the released preview."""
+        report.algorithm = "preview"
+        report.mechanism = {
+            "algorithm": "preview",
+            "statistics": "Basic's expected released items per candidate Δ0 (exact discrete "
+            "Laplace); predictions are post-processing",
+            "reference": "docs/design/tuning.md#preview",
+        }
+        for step, estimate in zip(self.plan.steps, self.estimates, strict=True):
+            report.spend_step(step, released_estimate=round(estimate, 2))
+        report.outputs["preview"] = self.to_dict()
+
+
+def preview_table(doc: Mapping[str, Any]) -> str:
+    """The text table of a preview's output (:meth:`Preview.to_dict`, as in its report)."""
+    release = doc["release"]
+    lines = [
+        f"predicted released items at ε={release['epsilon']:g}, δ={release['delta']:g} (the "
+        f"preview spent ε={doc['preview_epsilon']:g}; intervals: the DP noise at 95%, the "
+        "release's own randomness and the model's measured range)",
+        f"{'algorithm':10s} {'Δ0':>6s} {'items':>9s}  interval",
+    ]
+    for p in doc["predictions"]:
+        low, high = p["interval"]
+        lines.append(
+            f"{p['algorithm']:10s} {p['max_contributions']:6d} {p['predicted_items']:9.0f}  "
+            f"[{low:.0f}, {high:.0f}]"
+        )
+    best = doc["recommended"]
+    lines.append(
+        f"recommended: --algorithm {best['algorithm']} --max-contributions "
+        f"{best['max_contributions']}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def preview_statistics(
+    pairs: DataFrame, plan: PreviewPlan, randomness: Randomness, *, timer: StageTimer
+) -> Preview:
+    """Rank and cap the pairs once, score every candidate in one pass, release the estimates.
+
+    Args:
+        pairs: (user_id, item); a repeated pair counts once.
+        plan: the preview's plan.
+        randomness: the preview's bound randomness (ranking: child("capping", 1), as a
+            release's cap; noise: child("preview")).
+        timer: stage logger (names and seconds only).
+    """
+    candidates = plan.candidates
+    with timer.stage("preview statistics", candidates=len(candidates)):
+        ranked = ranked_cap(pairs, max(candidates), randomness.child("capping", 1))
+        totals = score_totals(
+            candidate_weights(ranked, candidates), [s.basic for s in plan.statistics]
+        )
+        noise = randomness.child("preview").driver()
+        estimates = tuple(s.release(t, noise) for s, t in zip(plan.statistics, totals, strict=True))
+    return Preview(plan, estimates)

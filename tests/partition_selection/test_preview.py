@@ -1,0 +1,169 @@
+"""``spark-dp preview``: its plan, its statistics against exact small cases, their noise, the
+predictions and the job's one charge (docs/design/tuning.md#preview)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spark_dp.budget import BudgetStore, noise_steps
+from spark_dp.errors import ParameterError
+from spark_dp.jobs import preview as preview_job
+from spark_dp.partition_selection import PreviewParams, preview_partitions
+from spark_dp.partition_selection.capping import ranked_cap
+from spark_dp.partition_selection.columns import CAP_RANK, ITEM, USER_ID
+from spark_dp.partition_selection.preview import (
+    MODELS,
+    QUANTUM,
+    Preview,
+    plan_preview,
+)
+from spark_dp.partition_selection.tuning_calibration import TERM_SCALE, score_sensitivity
+from spark_dp.randomness import Randomness
+from tests.reference import partition_selection as ref
+
+
+def test_the_plan_splits_epsilon_by_sensitivity():
+    plan = plan_preview(PreviewParams(epsilon=0.3, tuning_candidates=(1, 10, 100)))
+    stats = plan.statistics
+    assert plan.epsilon == pytest.approx(0.3) and plan.delta == 0.0
+    sens = [score_sensitivity(s.max_items, s.basic.sigma) for s in stats]
+    units = [math.ceil(QUANTUM * d) + 1 for d in sens]
+    assert [s.sensitivity_units for s in stats] == units
+    assert [s.epsilon for s in stats] == pytest.approx([0.3 * u / sum(units) for u in units])
+    assert len({round(s.scale, 9) for s in stats}) == 1  # the same noise scale in items
+    assert [n.kind for n in noise_steps(plan.steps)] == ["discrete_laplace"] * 3
+    assert stats[1].basic.sigma == pytest.approx(3.8838, rel=1e-4)  # Basic at (1, 1e-5)
+
+
+def test_the_released_statistic_has_its_stated_noise():
+    # exact discrete Laplace of scale ⌈QΔ⌉+1 / ε_c units: its variance is 2p/(1 − p)², p = e^(−1/b)
+    (stat,) = plan_preview(PreviewParams(epsilon=0.05, tuning_candidates=(30,))).statistics
+    root = Randomness.create(3).bind("test-preview")
+    total = 500 * TERM_SCALE
+    draws = np.array([stat.release(total, root.child("n", k).driver()) for k in range(4000)])
+    b = stat.sensitivity_units / stat.epsilon
+    p = math.exp(-1.0 / b)
+    variance = 2 * p / (1 - p) ** 2 / QUANTUM**2
+    assert abs(draws.mean() - 500) < 4 * math.sqrt(variance / 4000)
+    assert draws.var() == pytest.approx(variance, rel=0.15)  # a noise off by 2x fails
+    assert (np.abs(draws - 500) >= stat.noise_bound()).mean() <= 0.05 + 0.01
+
+
+def _pairs(spark, sets: dict):
+    rows = [(u, i) for u, items in sets.items() for i in items]
+    return spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
+
+
+def test_the_estimates_are_the_expected_counts_of_a_small_exact_case(spark):
+    rng = np.random.default_rng(5)
+    pool = [f"p{k}" for k in range(6)] + [f"r{k}" for k in range(30)]
+    sets = {f"u{u}": list(rng.choice(pool, int(rng.integers(1, 8)), False)) for u in range(400)}
+    pairs = _pairs(spark, sets)
+    params = PreviewParams(epsilon=100.0, release_epsilon=8.0, release_delta=1e-3)
+    plan = plan_preview(params)
+    randomness = Randomness.create(9).bind("test-preview")
+    result = preview_partitions(pairs, plan, randomness, validate=False)
+    ranked = ranked_cap(pairs, max(plan.candidates), randomness.child("capping", 1))
+    lists: dict = {}
+    for r in sorted(ranked.collect(), key=lambda r: (r[USER_ID], r[CAP_RANK])):
+        lists.setdefault(r[USER_ID], []).append(r[ITEM])
+    stats = plan.statistics
+    want = ref.tuning_totals(
+        lists, plan.candidates, stats[0].basic.sigma, [s.basic.rho for s in stats]
+    )
+    for got, total, stat in zip(result.estimates, want, stats, strict=True):
+        exact = total / TERM_SCALE
+        assert abs(got - exact) <= 40 / QUANTUM + 8 * stat.scale  # ±36 terms of 2^−32, noise
+    assert result.estimates[-1] > 5  # the case releases items: the comparison means something
+    # Basic's estimate is its expected number of released items (up to Φ(−ρ/σ) per item)
+    doc = result.to_dict()
+    assert [p["algorithm"] for p in doc["predictions"]][:1] == ["basic"]
+    assert doc["recommended"]["max_contributions"] in plan.candidates
+
+
+def test_predictions_are_the_models_of_the_estimates():
+    plan = plan_preview(PreviewParams(epsilon=0.5, tuning_candidates=(3, 30)))
+    result = Preview(plan, (100.0, 400.0))
+    by = {(p.algorithm, p.max_contributions): p for p in result.predictions}
+    assert by[("basic", 30)].items == 400.0
+    assert by[("mad2r", 30)].items == pytest.approx(MODELS["mad2r"].factor * 400.0)
+    for p in result.predictions:
+        assert p.low <= p.items <= p.high
+    basic = by[("basic", 3)]
+    half = plan.statistics[0].noise_bound() + 2 * math.sqrt(100.0)
+    assert (basic.low, basic.high) == pytest.approx((100 - half, 100 + half))
+    best = result.recommended
+    assert best.items == max(p.items for p in result.predictions) and best.max_contributions == 30
+    assert f"recommended: --algorithm {best.algorithm} --max-contributions 30" in result.table()
+
+
+@pytest.mark.parametrize(
+    ("values", "match"),
+    [
+        ({"algorithms": ("basic", "truncated-geometric")}, "algorithms"),
+        ({"tuning_candidates": ()}, "tuning_candidates"),
+        ({"release_delta": 0.9}, "release_delta"),
+        ({"epsilon": 0.0}, "epsilon"),
+    ],
+)
+def test_bad_preview_parameters_name_the_problem(values, match):
+    with pytest.raises(ParameterError, match=match):
+        PreviewParams(**values)
+
+
+@pytest.fixture(scope="module")
+def words(spark, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("preview_job")
+    rows = [(f"u{u}", f"w{(u * 7 + k) % 40}") for u in range(300) for k in range(3)]
+    spark.createDataFrame(rows, "user_id string, item string").write.parquet(str(root / "words"))
+    return root / "words"
+
+
+def test_the_preview_job_prints_its_table_and_json_and_is_charged_once(words, tmp_path, capsys):
+    store = f"sqlite:///{tmp_path / 'budget.db'}"
+    with BudgetStore.open(store) as s:
+        s.set_cap("words", 0.5, 1e-3)
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    argv = ["--input", str(words), "--epsilon", "0.3", "--budget-store", store]
+    argv += ["--dataset-id", "words", "--log-level", "WARNING"]
+    report = tmp_path / "preview.json"
+    assert preview_job.main([*argv, "--noise-key-file", str(key), "--report", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("predicted released items at ε=1, δ=1e-05")
+    assert "recommended: --algorithm" in out
+    doc = json.loads(report.read_text())
+    assert doc["budget"]["charged"] and doc["budget"]["epsilon"] == pytest.approx(0.3)
+    assert doc["privacy"]["epsilon_spent"] == pytest.approx(0.3)
+    assert len(doc["privacy"]["steps"]) == 7 and doc["outputs"]["preview"]["predictions"]
+    with BudgetStore.open(store) as s:
+        assert len(s.runs("words")) == 1
+    # 0.3 + 0.3 > 0.5: refused with exit 3 where no JVM can start, so before any read
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_dp", "preview", *argv, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, JAVA_HOME=str(tmp_path / "no-java")),
+    )
+    assert done.returncode == 3 and "budget refused" in done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+
+
+def test_the_preview_job_prints_json_for_scripts(words, capsys):
+    argv = ["--input", str(words), "--epsilon", "0.3", "--json", "--seed", "4"]
+    assert preview_job.main([*argv, "--log-level", "WARNING"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"estimates", "predictions", "recommended", "release"}
+    assert {p["algorithm"] for p in doc["predictions"]} == set(MODELS)
+    assert Fraction(doc["preview_epsilon"]).limit_denominator(1000) == Fraction(3, 10)
