@@ -262,6 +262,9 @@ SPARK_CASES: list[tuple[str, str, list[str], bool, list[str]]] = [
         "nullweights")[1:], False, ["<private> weights are null"]),
     ("spark-ps-s3a-without-jars", "partition_selection", ps(inp="s3a://bucket/words")[1:], False,
      ["--input s3a://bucket/words", "no file system for this URI"]),
+    # --- issue 38: the suite's session has no GraphFrames jar
+    ("spark-dc-graphframes-without-jar", "distinct_count", dc("--components", "graphframes")[1:],
+     False, ["components='graphframes' cannot run", "--packages io.graphframes"]),
 ]  # fmt: skip
 
 # (id, job module, argv, words): failures of the environment, exit code 1 and one line.
