@@ -47,6 +47,7 @@ __all__ = [
     "graphframes_available",
     "graphframes_missing",
     "is_classic",
+    "jvm_class_present",
     "launched_by_spark_submit",
     "spark_info",
     "sql_defaults",
@@ -275,12 +276,20 @@ def graphframes_missing(spark: SparkSession) -> str | None:
         import graphframes  # noqa: F401
     except Exception:  # not installed, or a release that does not import on this pyspark
         return "the graphframes Python package is not installed (pip install graphframes-py)"
-    try:
-        jvm: Any = spark.sparkContext._jvm
-        jvm.java.lang.Class.forName(GRAPHFRAMES_CLASS)
-    except Exception:
+    if not jvm_class_present(spark, GRAPHFRAMES_CLASS):
         return f"the GraphFrames jar is not on the JVM classpath (no class {GRAPHFRAMES_CLASS})"
     return None
+
+
+def jvm_class_present(spark: SparkSession, name: str) -> bool:
+    """Whether the driver's JVM loads class ``name`` (a classic session), through Spark's own
+    class loader, which also sees the jars of ``spark.jars`` and ``--packages``."""
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        jvm.org.apache.spark.util.Utils.classForName(name, False, False)
+        return True
+    except Exception:
+        return False
 
 
 def graphframes_available(spark: SparkSession) -> bool:

@@ -25,6 +25,7 @@ from spark_dp.config import (
     resolve_params,
 )
 from spark_dp.errors import ConfigError, ParameterError
+from spark_dp.io.delta import DELTA_EXTENSION, DELTA_SESSION_CONF
 from spark_dp.io.fs import local_path
 from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
@@ -37,6 +38,8 @@ from spark_dp.randomness import Randomness
 __all__ = [
     "check_spark_conf",
     "check_unsafe_flags",
+    "delta_flag",
+    "delta_spark_conf",
     "dry_run",
     "load_config",
     "make_key",
@@ -75,6 +78,35 @@ DRIVER_MEMORY_MIN = 512 << 20
 """The smallest ``spark.driver.memory`` a plain run starts with: Spark reserves 300 MiB of the
 heap and refuses to start with less than 1.5 times that (a JVM's usable heap is a little below
 its ``-Xmx``)."""
+
+
+def delta_flag(args: argparse.Namespace) -> str | None:
+    """The flag that makes this run read or write Delta Lake, or None."""
+    if getattr(args, "input_format", None) == "delta":
+        return "--input-format delta"
+    if getattr(args, "output_format", None) == "delta":
+        return "--output-format delta"
+    return None
+
+
+def delta_spark_conf(run: Run) -> None:
+    """A run that reads or writes Delta starts its session with Delta's extension and catalog
+    (:data:`~spark_dp.io.delta.DELTA_SESSION_CONF`), unless given: an extension list given
+    gets Delta's appended. ``--input-version`` without a Delta input is refused."""
+    args = run.args
+    if getattr(args, "input_version", None) is not None and args.input_format != "delta":
+        raise ConfigError(
+            "--input-version reads a version of a Delta table: add --input-format delta, or "
+            "drop --input-version"
+        )
+    if delta_flag(args) is None:
+        return
+    for key, value in DELTA_SESSION_CONF.items():
+        given = run.spark_conf.get(key)
+        if not given:
+            run.spark_conf[key] = value
+        elif key == "spark.sql.extensions" and DELTA_EXTENSION not in given:
+            run.spark_conf[key] = f"{given},{value}"
 
 
 def check_spark_conf(run: Run) -> None:
