@@ -5,7 +5,9 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --input PATH          Parquet file or directory (or CSV with --input-format csv)
     --input-format F      parquet | csv | delta (default: from the file name)
     --input-version N     with delta: the version read (default: the latest at the start)
+    --input-table NAME    instead of --input: a table of the session's catalog
     --output PATH         the job's Parquet result (staged, moved into place at the commit)
+    --output-table NAME   instead of --output: a table of the session's catalog
     --output-format F     parquet | delta (a Delta table, one commit, moved into place)
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace existing outputs (never a path the job also reads)
@@ -131,8 +133,13 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
     """Input, output, report, overwrite and the job's id columns."""
     files = parser.add_argument_group("input and output")
     if spec.needs_input:
-        files.add_argument(
-            "--input", required=True, metavar="PATH", help="input Parquet (or CSV, or Delta)"
+        source = files.add_mutually_exclusive_group(required=True)
+        source.add_argument("--input", metavar="PATH", help="input Parquet (or CSV, or Delta)")
+        source.add_argument(
+            "--input-table",
+            metavar="NAME",
+            help="instead of --input: a table of the session's catalog ([DATABASE.]TABLE, "
+            "Parquet, or Delta with --input-format delta), read at its location",
         )
         files.add_argument(
             "--input-format",
@@ -150,11 +157,18 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
             "default: its latest version when the run starts)",
         )
     if spec.output != "none":
-        files.add_argument(
+        target = files.add_mutually_exclusive_group(required=spec.output == "required")
+        target.add_argument(
             "--output",
-            required=spec.output == "required",
             metavar="PATH",
             help="output Parquet path (staged, moved into place with the report)",
+        )
+        target.add_argument(
+            "--output-table",
+            metavar="NAME",
+            help="instead of --output: a table of the session's catalog ([DATABASE.]TABLE), "
+            "written at its location (staged, moved into place with the report, then "
+            "registered)",
         )
         files.add_argument(
             "--output-format",

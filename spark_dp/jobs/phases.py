@@ -25,6 +25,7 @@ from spark_dp.config import (
     resolve_params,
 )
 from spark_dp.errors import ConfigError, ParameterError
+from spark_dp.io.catalog import register_output, resolve_input, resolve_output
 from spark_dp.io.delta import DELTA_EXTENSION, DELTA_SESSION_CONF
 from spark_dp.io.fs import local_path
 from spark_dp.io.write import plain_paths_local
@@ -46,8 +47,11 @@ __all__ = [
     "plain_paths_local_before_spark",
     "plan_algorithm",
     "plan_paths",
+    "register_tables",
     "resolve_run_params",
+    "resolve_tables",
     "split_spark_conf",
+    "uses_tables",
 ]
 
 
@@ -107,6 +111,33 @@ def delta_spark_conf(run: Run) -> None:
             run.spark_conf[key] = value
         elif key == "spark.sql.extensions" and DELTA_EXTENSION not in given:
             run.spark_conf[key] = f"{given},{value}"
+
+
+def uses_tables(args: argparse.Namespace) -> bool:
+    """Whether the run reads or writes a table of the session's catalog."""
+    return bool(getattr(args, "input_table", None) or getattr(args, "output_table", None))
+
+
+def resolve_tables(run: Run) -> None:
+    """``--input-table`` and ``--output-table``: their locations (and the input's format)
+    from the session's catalog, metadata only (:mod:`spark_dp.io.catalog`); the run then reads
+    and writes those locations as paths, under every rule a path has."""
+    args = run.args
+    name = getattr(args, "input_table", None)
+    if name:
+        args.input, args.input_format = resolve_input(run.spark, name, args.input_format)
+    out = getattr(args, "output_table", None)
+    if out:
+        args.output, exists = resolve_output(
+            run.spark, out, args.output_format, overwrite=args.overwrite, input_table=name
+        )
+        run.output_table = (out, args.output_format, args.output, exists)
+
+
+def register_tables(run: Run) -> None:
+    """After the commit: the output table registered in (or refreshed by) the catalog."""
+    if run.output_table is not None:
+        register_output(run.spark, *run.output_table)
 
 
 def check_spark_conf(run: Run) -> None:
@@ -241,13 +272,16 @@ def _path_specs(run: Run) -> list[PathSpec]:
     out = []
     if spec.needs_input:
         fmt = args.input_format
-        out.append(PathSpec("input", "--input", args.input, READ, fmt=fmt, table=True))
+        flag = f"--input-table {args.input_table} at" if args.input_table else "--input"
+        out.append(PathSpec("input", flag, args.input, READ, fmt=fmt, table=True))
     if run.config is not None and run.config.local is not None:
         out.append(PathSpec("config", "--config", run.config.local, READ, file=True))
     if getattr(args, "noise_key_file", None) is not None:
         out.append(PathSpec("key", "--noise-key-file", args.noise_key_file, READ, file=True))
     if getattr(args, "output", None) is not None:
-        out.append(PathSpec("output", "--output", args.output, WRITE))
+        table = getattr(args, "output_table", None)
+        flag = f"--output-table {table} at" if table else "--output"
+        out.append(PathSpec("output", flag, args.output, WRITE))
     if spec.paths is not None:
         out += spec.paths(args, run.params, run.algorithm_plan)
     report = report_path(args, spec.confidential)

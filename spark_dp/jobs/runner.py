@@ -77,8 +77,11 @@ from spark_dp.jobs.phases import (
     make_key,
     plan_algorithm,
     plan_paths,
+    register_tables,
     resolve_run_params,
+    resolve_tables,
     split_spark_conf,
+    uses_tables,
 )
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.signals import (
@@ -261,6 +264,9 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         if run.config is not None and run.config.deferred:
             _start_session(run)  # the config file is where only Spark can read it
             _apply_deferred_config(run)
+        if uses_tables(args):
+            _start_session(run)  # the catalog says where its tables are (no row is read)
+            resolve_tables(run)
         resolve_run_params(run)
         plan_algorithm(run)
         plan_paths(run)
@@ -275,6 +281,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
         _commit(run)
+        register_tables(run)  # one catalog operation, after the commit
         run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
         return EXIT_OK
     except AlreadyReleased as exc:

@@ -208,3 +208,33 @@ def test_a_kill_during_a_delta_release_leaves_the_previous_table_readable(
     items = sorted(r.item for r in spark.read.format("delta").load(str(out)).collect())
     assert items == sorted(f"w{k}" for k in range(30))
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_delta_catalog_tables_in_and_out(spark: SparkSession, tmp_path: Path) -> None:
+    """A Delta table of the session's catalog (Delta's catalog) read at its latest version and
+    a release written as a new Delta catalog table; a Delta table without --input-format delta
+    is refused in one line."""
+    db = "t38_delta"
+    spark.sql(f"CREATE DATABASE {db} LOCATION '{tmp_path / 'db'}'")
+    try:
+        table = tmp_path / "words_delta"  # versions 0 and 1, registered as db.words
+        _pairs(spark, 300, 30).write.format("delta").save(str(table))
+        _pairs(spark, 200, 12).write.format("delta").mode("overwrite").save(str(table))
+        spark.sql(f"CREATE TABLE {db}.words USING delta LOCATION '{table}'")
+        io = ["--input-table", f"{db}.words", "--output-table", f"{db}.vocab"]
+        args = [*io, "--algorithm", "basic", "--epsilon", "1", "--delta", "1e-5", "--seed", "4"]
+        assert partition_selection.main(args) == 2  # a Delta table: --input-format delta
+        delta = ["--input-format", "delta", "--output-format", "delta"]
+        assert partition_selection.main([*args, *delta]) == 0
+        released = spark.table(f"{db}.vocab")
+        assert sorted(r.item for r in released.collect()) == sorted(f"w{k}" for k in range(12))
+        detail = spark.sql(f"DESCRIBE DETAIL {db}.vocab").collect()[0]
+        assert detail.format == "delta"
+        log = sorted(p.name for p in (tmp_path / "db" / "vocab" / "_delta_log").iterdir())
+        assert [n for n in log if n.endswith(".json")] == [f"{0:020d}.json"]
+        again = [*args, *delta, "--input-version", "0", "--overwrite"]
+        assert partition_selection.main(again) == 0
+        items = sorted(r.item for r in spark.table(f"{db}.vocab").collect())
+        assert items == sorted(f"w{k}" for k in range(30))
+    finally:
+        spark.sql(f"DROP DATABASE {db} CASCADE")
