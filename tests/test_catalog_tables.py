@@ -4,7 +4,10 @@ tables (exit 2, one line, nothing written). Delta catalog tables: ``tests/delta`
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +17,9 @@ from chispa import assert_df_equality
 
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
+from tests.job_processes import FAST, job_env
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -119,3 +125,38 @@ def test_the_request_of_a_table_is_its_location_and_listing(spark, db: str, tmp_
         f"{db}.words"
     )
     assert run("b.json") == 0 and spent() == pytest.approx(2.0)
+
+
+@pytest.mark.slow
+def test_tables_across_spark_submits_with_a_hive_metastore(tmp_path: Path) -> None:
+    """Spark's in-memory catalog ends with its session; with a metastore (Hive's, in Derby
+    here), a table one job writes is the table the next job reads: generate writes ``words``,
+    partition selection reads it and writes ``vocab``, and a third run finds ``vocab``
+    registered (refused for its columns, in one line: it has no user column)."""
+    hive = ["--spark-conf", "spark.sql.catalogImplementation=hive"]
+    hive += ["--spark-conf", f"spark.sql.warehouse.dir={tmp_path / 'wh'}"]
+    url = f"jdbc:derby:;databaseName={tmp_path / 'metastore_db'};create=true"
+    hive += ["--spark-conf", f"spark.hadoop.javax.jdo.option.ConnectionURL={url}"]
+
+    def job(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, str(ROOT / "jobs" / f"{name}.py"), *args, *hive, *FAST]
+        return subprocess.run(
+            cmd, env=job_env(), capture_output=True, text=True, timeout=600, cwd=tmp_path
+        )
+
+    gen = job(
+        "generate", "--kind", "zipf", "--users", "200", "--seed", "3", "--output-table", "words"
+    )
+    assert gen.returncode == 0, gen.stderr[-2000:]
+    select = job(
+        "partition_selection", *_select("--input-table", "words", "--output-table", "vocab")
+    )
+    assert select.returncode == 0, select.stderr[-2000:]
+    report = json.loads((tmp_path / "wh" / "vocab.report.json").read_text())
+    assert report["job"] == "partition_selection"
+    assert any((tmp_path / "wh" / "vocab").glob("*.parquet"))
+    again = job("partition_selection", *_select("--input-table", "vocab", "--output-table", "v2"))
+    errors = [line for line in again.stderr.splitlines() if "error:" in line]
+    assert again.returncode == 2 and len(errors) == 1, again.stderr[-2000:]
+    assert "has no column 'user_id'" in errors[0] and "Traceback" not in again.stderr
+    assert not (tmp_path / "wh" / "v2").exists()
