@@ -265,6 +265,15 @@ SPARK_CASES: list[tuple[str, str, list[str], bool, list[str]]] = [
     # --- issue 38: the suite's session has no GraphFrames jar
     ("spark-dc-graphframes-without-jar", "distinct_count", dc("--components", "graphframes")[1:],
      False, ["components='graphframes' cannot run", "--packages io.graphframes"]),
+    # --- issue 38: tables of the session's catalog
+    ("spark-ps-input-table-missing", "partition_selection",
+     ["--input-table", "nope_38", "--output", "o", "--epsilon", "1"], False,
+     ["--input-table nope_38 does not exist", "--input PATH"]),
+    ("spark-ps-output-table-no-database", "partition_selection",
+     ["--input", "words", "--output-table", "nodb_38.o", "--epsilon", "1"], False,
+     ["--output-table nodb_38.o", "database nodb_38 does not exist"]),
+    ("spark-dc-input-table-bad-name", "distinct_count",
+     ["--input-table", "a-b", "--epsilon", "1"], False, ["'a-b' is not a table name"]),
 ]  # fmt: skip
 
 # (id, job module, argv, words): failures of the environment, exit code 1 and one line.
