@@ -67,7 +67,12 @@ setup(
             # into a wheel (started and stopped by pid by tests/budget/postgres.py)
             "psycopg[binary]>=3.1",
             "pgserver>=0.1.4",
+            # GraphFrames' Python side (Python only: its JVM jar is added with --packages, see
+            # docs/operations/cluster.md#graphframes), so the suite probes the JVM class itself
+            "graphframes-py>=0.10",
         ],
+        # `--components graphframes` (with the jar on the classpath)
+        "graphframes": ["graphframes-py>=0.10"],
         # a PostgreSQL budget store (--budget-store postgresql://...)
         "postgres": ["psycopg[binary]>=3.1"],
         # Spark Connect clients (make test-connect starts a local server: pyspark >= 4)

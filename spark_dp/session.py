@@ -38,13 +38,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_SPARK_CONF",
+    "GRAPHFRAMES_CLASS",
     "LOG4J2_CONFIG",
     "ROWS_PER_USER_PARTITION",
     "SPARK_SHUFFLE_PARTITIONS",
     "default_parallelism",
     "get_session",
     "graphframes_available",
+    "graphframes_missing",
     "is_classic",
+    "jvm_class_present",
     "launched_by_spark_submit",
     "spark_info",
     "sql_defaults",
@@ -255,22 +258,41 @@ def sql_defaults(spark: SparkSession, defaults: Mapping[str, str]) -> Iterator[N
             spark.conf.unset(key)
 
 
-def graphframes_available(spark: SparkSession) -> bool:
-    """True when both the GraphFrames Python package and its JVM jar are usable.
+GRAPHFRAMES_CLASS = "org.graphframes.GraphFrame"
+"""The JVM class whose presence on the driver's classpath means the GraphFrames jar was added."""
 
-    Cluster users add the jar with ``--packages graphframes:graphframes:<version>`` (or
-    ``--jars``) and ``pip install graphframes-py`` (or the package's Python files via
-    ``--py-files``); without them spark_dp uses its plain DataFrame code paths.
+
+def graphframes_missing(spark: SparkSession) -> str | None:
+    """Why GraphFrames cannot run on ``spark``, or ``None`` when it can.
+
+    It needs a classic session (GraphFrames runs through the JVM gateway), the ``graphframes``
+    Python package (``pip install graphframes-py``, or its files with ``--py-files``) and the
+    class :data:`GRAPHFRAMES_CLASS` on the JVM classpath (``--packages`` or ``--jars``, see
+    docs/operations/cluster.md). Probing loads one class: no data is read.
     """
-    if not is_classic(spark):  # GraphFrames runs through the JVM gateway
-        return False
+    if not is_classic(spark):
+        return "GraphFrames does not run over Spark Connect (it needs the JVM gateway)"
     try:
         import graphframes  # noqa: F401
-    except ImportError:
-        return False
+    except Exception:  # not installed, or a release that does not import on this pyspark
+        return "the graphframes Python package is not installed (pip install graphframes-py)"
+    if not jvm_class_present(spark, GRAPHFRAMES_CLASS):
+        return f"the GraphFrames jar is not on the JVM classpath (no class {GRAPHFRAMES_CLASS})"
+    return None
+
+
+def jvm_class_present(spark: SparkSession, name: str) -> bool:
+    """Whether the driver's JVM loads class ``name`` (a classic session), through Spark's own
+    class loader, which also sees the jars of ``spark.jars`` and ``--packages``."""
+    jvm: Any = spark.sparkContext._jvm
     try:
-        jvm: Any = spark.sparkContext._jvm
-        jvm.java.lang.Class.forName("org.graphframes.GraphFrame")
+        jvm.org.apache.spark.util.Utils.classForName(name, False, False)
+        return True
     except Exception:
         return False
-    return True
+
+
+def graphframes_available(spark: SparkSession) -> bool:
+    """True when both the GraphFrames Python package and its JVM jar are usable
+    (:func:`graphframes_missing` gives the reason when they are not)."""
+    return graphframes_missing(spark) is None

@@ -262,6 +262,18 @@ SPARK_CASES: list[tuple[str, str, list[str], bool, list[str]]] = [
         "nullweights")[1:], False, ["<private> weights are null"]),
     ("spark-ps-s3a-without-jars", "partition_selection", ps(inp="s3a://bucket/words")[1:], False,
      ["--input s3a://bucket/words", "no file system for this URI"]),
+    # --- issue 38: the suite's session has no GraphFrames jar
+    ("spark-dc-graphframes-without-jar", "distinct_count", dc("--components", "graphframes")[1:],
+     False, ["components='graphframes' cannot run", "--packages io.graphframes"]),
+    # --- issue 38: tables of the session's catalog
+    ("spark-ps-input-table-missing", "partition_selection",
+     ["--input-table", "nope_38", "--output", "o", "--epsilon", "1"], False,
+     ["--input-table nope_38 does not exist", "--input PATH"]),
+    ("spark-ps-output-table-no-database", "partition_selection",
+     ["--input", "words", "--output-table", "nodb_38.o", "--epsilon", "1"], False,
+     ["--output-table nodb_38.o", "database nodb_38 does not exist"]),
+    ("spark-dc-input-table-bad-name", "distinct_count",
+     ["--input-table", "a-b", "--epsilon", "1"], False, ["'a-b' is not a table name"]),
 ]  # fmt: skip
 
 # (id, job module, argv, words): failures of the environment, exit code 1 and one line.

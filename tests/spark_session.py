@@ -27,6 +27,11 @@ TEST_SPARK_CONF = {
 }
 
 
+DELTA_JARS_ENV = "SPARK_DP_DELTA_JARS"
+"""Comma-separated Delta Lake jars (``make test-delta`` fetches them into ``.cache/jars``): the
+Delta suite's session starts with them and Delta's extension and catalog."""
+
+
 def session_builder(connect: bool = False) -> Any:
     """A session builder for local[2] with the test settings (a Spark Connect server started in
     this process when ``connect``), the workers on this interpreter."""
@@ -40,4 +45,10 @@ def session_builder(connect: bool = False) -> Any:
     builder = builder.appName("spark_dp-tests")
     for key, value in TEST_SPARK_CONF.items():
         builder = builder.config(key, value)
+    if os.environ.get(DELTA_JARS_ENV):
+        from spark_dp.io.delta import DELTA_SESSION_CONF
+
+        builder = builder.config("spark.jars", os.environ[DELTA_JARS_ENV])
+        for key, value in DELTA_SESSION_CONF.items():
+            builder = builder.config(key, value)
     return builder

@@ -51,7 +51,12 @@ def dag(tmp_path_factory):
 
 RUN_DIR = "hdfs:///data/spark_dp/runs/{{ ds }}/{{ run_id | pathsafe }}"
 KEY_DIR = "/secrets/spark_dp/{{ dag.dag_id }}/{{ run_id | pathsafe }}"
-PRIVACY_TASKS = ("contribution_bounding", "partition_selection", "distinct_count")
+PRIVACY_TASKS = (
+    "contribution_bounding",
+    "partition_selection",
+    "distinct_count",
+    "selection_from_table",
+)
 
 
 def test_dag_has_no_import_errors(dag):
@@ -64,6 +69,8 @@ def test_dag_has_no_import_errors(dag):
         "contribution_bounding",
         "partition_selection",
         "distinct_count",
+        "generate_pairs_table",
+        "selection_from_table",
     }
 
 
@@ -77,6 +84,20 @@ def test_order_keys_generate_bound_select_count(dag):
         "release_keys",
     ]
     assert t["distinct_count"]["upstream"] == ["budget_cap", "partition_selection", "release_keys"]
+    assert t["selection_from_table"]["upstream"] == [
+        "budget_cap",
+        "generate_pairs_table",
+        "release_keys",
+    ]
+
+
+def test_the_table_tasks_write_and_read_catalog_tables(dag):
+    t = dag["tasks"]
+    generate = t["generate_pairs_table"]["application_args"]
+    assert generate[generate.index("--output-table") + 1] == "spark_dp_demo_pairs"
+    select = t["selection_from_table"]["application_args"]
+    assert select[select.index("--input-table") + 1] == "spark_dp_demo_pairs"
+    assert select[select.index("--output-table") + 1] == "spark_dp_demo_items"
 
 
 def test_one_run_at_a_time_with_timeouts_and_retries(dag):
@@ -107,6 +128,8 @@ def test_budget_and_bounds_are_dag_params(dag):
         ("contribution_bounding", "contribution_bounding"),
         ("partition_selection", "partition_selection"),
         ("distinct_count", "distinct_count"),
+        ("generate_pairs_table", "generate"),
+        ("selection_from_table", "partition_selection"),
     ],
 )
 def test_every_job_is_a_spark_submit_with_its_config_shipped(dag, task, job):
@@ -136,7 +159,7 @@ def test_each_privacy_task_reads_its_own_key_of_the_run(dag):
 
 
 def test_privacy_tasks_spend_from_one_stable_dataset(dag):
-    for task in ("partition_selection", "distinct_count"):
+    for task in ("partition_selection", "distinct_count", "selection_from_table"):
         args = dag["tasks"][task]["application_args"]
         assert args[args.index("--budget-store") + 1] == "postgresql://dp@budget-db/spark_dp"
         # the privacy unit is the user, not the day: no date in the dataset id

@@ -35,6 +35,7 @@ def test_quickstart_notebook_runs_and_draws_its_plots(tmp_path, monkeypatch):
     text = "".join(o.get("text", "") for o in outputs)
     assert "ℓ̂ =" in text and "kept" in text
     assert "recommended: --algorithm" in text and "auto chose Δ0 =" in text
+    assert "exit code 0:" in text and "released to the table quickstart_vocab" in text
     table = next(o for o in outputs if "text/html" in o.get("data", {}))  # the sizes table
     for algorithm in ("basic", "dp-sips", "mad", "mad2r"):
         assert algorithm in table["data"]["text/html"]

@@ -28,7 +28,15 @@ database while the DAG is parsed):
   spark_dp's dependencies (default ``PYSPARK_PYTHON``, else ``python3``; spark_dp itself comes
   from the zip);
 * ``SPARK_DP_SPARK_CONF``: extra Spark settings as a JSON object (tests: small shuffles);
-* ``SPARK_DP_TASK_TIMEOUT_MINUTES``: each task's ``execution_timeout`` (default 120).
+* ``SPARK_DP_TASK_TIMEOUT_MINUTES``: each task's ``execution_timeout`` (default 120);
+* ``SPARK_DP_TABLE_CONF``: the Spark settings of the table-based tasks as a JSON object: the
+  metastore that keeps their tables from one spark-submit to the next (default: Hive's, in a
+  local Derby database under ``<data>``; on a cluster, your metastore:
+  ``spark.hadoop.hive.metastore.uris``, Glue, ...).
+
+Tables: ``generate_pairs_table`` writes demo pairs to the catalog table ``spark_dp_demo_pairs``
+(``--output-table``), and ``selection_from_table`` releases its items to the table
+``spark_dp_demo_items`` (``--input-table`` / ``--output-table``, docs/operations/tables.md).
 
 Privacy and re-runs:
 
@@ -99,9 +107,22 @@ SPARK_CONF = {
     "spark.sql.adaptive.skewJoin.enabled": "true",
     **json.loads(_setting("SPARK_DP_SPARK_CONF", "{}")),
 }
+TABLE_CONF = {
+    "spark.sql.catalogImplementation": "hive",
+    "spark.sql.warehouse.dir": f"{DATA}/warehouse",
+    "spark.hadoop.javax.jdo.option.ConnectionURL": (
+        f"jdbc:derby:;databaseName={DATA}/metastore_db;create=true"
+    ),
+    **json.loads(_setting("SPARK_DP_TABLE_CONF", "{}")),
+}
 RUN = DATA + "/runs/{{ ds }}/{{ run_id | pathsafe }}"
 KEY_DIR = KEYS + "/{{ dag.dag_id }}/{{ run_id | pathsafe }}"
-PRIVACY_TASKS = ("contribution_bounding", "partition_selection", "distinct_count")
+PRIVACY_TASKS = (
+    "contribution_bounding",
+    "partition_selection",
+    "distinct_count",
+    "selection_from_table",
+)
 # Where each release is charged: one stable dataset id across run dates (the privacy unit is the
 # user, not the day).
 BUDGET_FLAGS = {"--budget-store": BUDGET_STORE, "--dataset-id": DATASET_ID}
@@ -172,11 +193,18 @@ class SparkDPSubmitOperator(SparkSubmitOperator):
 
 
 def _job(
-    task_id: str, job: str, flags: dict[str, str], *, overwrite: bool = True, key: bool = False
+    task_id: str,
+    job: str,
+    flags: dict[str, str],
+    *,
+    overwrite: bool = True,
+    key: bool = False,
+    tables: bool = False,
 ) -> SparkSubmitOperator:
     """One spark-submit of ``jobs/<job>.py`` with its config shipped and passed by path, then
     ``flags`` (flag -> value); ``--overwrite`` replaces the task's own output on a retry;
-    ``key``: the task's release key from ``release_keys``."""
+    ``key``: the task's release key from ``release_keys``; ``tables``: with the metastore of
+    the table-based tasks (``TABLE_CONF``)."""
     config = f"{HOME}/conf/{job}.yaml"
     args = ["--config", config]
     for flag, value in flags.items():
@@ -191,7 +219,7 @@ def _job(
         py_files=PY_FILES,
         files=config,
         conn_id="spark_default",
-        conf=SPARK_CONF,
+        conf=SPARK_CONF | TABLE_CONF if tables else SPARK_CONF,
         name=f"spark_dp.{job}",
         application_args=args,
     )
@@ -279,7 +307,26 @@ with DAG(
         overwrite=False,
         key=True,
     )
-    keys >> [bound, select, count]
+    pairs_table = _job(
+        "generate_pairs_table",
+        "generate",
+        {"--kind": "zipf", "--users": "{{ params.users }}", "--seed": "7"}
+        | {"--output-table": "spark_dp_demo_pairs", "--report": f"{RUN}/pairs_table.json"},
+        tables=True,
+    )
+    select_table = _job(
+        "selection_from_table",
+        "partition_selection",
+        {"--input-table": "spark_dp_demo_pairs", "--output-table": "spark_dp_demo_items"}
+        | {"--report": f"{RUN}/items_table.json"}
+        | {"--epsilon": "{{ params.epsilon }}", "--delta": "{{ params.delta }}"}
+        | BUDGET_FLAGS,
+        key=True,
+        tables=True,
+    )
+    keys >> [bound, select, count, select_table]
+    cap >> select_table
+    pairs_table >> select_table
     cap >> [select, count]
     generate_graph >> bound
     [generate_pairs, bound] >> select >> count

@@ -62,6 +62,7 @@ def distinct_count(
     """
     method = curve_method(params.method)
     plan = method.plan(params)
+    method.components_method(pairs.sparkSession, params.components)  # refused before any read
     digests = digests_of(digest)
     cache = CacheScope()
     try:

@@ -5,16 +5,12 @@ connected components of the graph (docs/design/counting.md#curve, end of "E3"), 
 be solved exactly on its own executor task.
 
 * **GraphFrames** ``connectedComponents`` runs when both its Python package and its JVM jar are
-  present (:func:`spark_dp.session.graphframes_available`). The jar cannot be fetched here;
-  on a cluster add it to the job, e.g. for Spark 4 / Scala 2.13::
-
-      pip install graphframes-py          # Python side (or ship it with --py-files)
-      spark-submit --packages io.graphframes:graphframes-spark4_2.13:0.10.0 \\
-          --py-files dist/spark_dp.zip jobs/distinct_count.py ...
-
-  (Spark 3.5 / Scala 2.12: ``io.graphframes:graphframes-spark3_2.12:0.10.0``; with no Maven
-  access, download the jar once and pass ``--jars graphframes.jar``.) GraphFrames needs a
-  checkpoint directory; when the context has none, one is set under ``spark.local.dir``.
+  present (:func:`spark_dp.session.graphframes_missing`); ``auto`` falls back to the DataFrame
+  path otherwise, and ``graphframes`` without them is a :class:`ParameterError` (the job checks
+  it once the session exists, before any data is read). The command that adds the jar on a
+  cluster is in docs/operations/cluster.md#graphframes (not run by the test suite: its jars are
+  not obtainable where it runs). GraphFrames needs a checkpoint directory; when the context has
+  none, one is set under ``spark.local.dir``.
 * **DataFrame fallback**: the alternating large-star / small-star algorithm (Kiveris et al.,
   "Connected Components in MapReduce and Beyond", SoCC 2014), which needs O(log² n) rounds.
   Every round's edges are materialized (:meth:`spark_dp.caching.CacheScope.materialize`) to
@@ -51,23 +47,26 @@ log = logging.getLogger(__name__)
 def resolve_method(spark: SparkSession, method: str = "auto") -> str:
     """``graphframes`` or ``dataframe``: what :func:`connected_components` will run.
 
-    ``auto`` picks GraphFrames exactly when :func:`spark_dp.session.graphframes_available` is
-    true. Asking for ``graphframes`` without the package and jar is a :class:`ParameterError`.
+    ``auto`` picks GraphFrames exactly when :func:`spark_dp.session.graphframes_missing` finds
+    nothing missing. Depends on the session only (a public fact), never on the data.
+
+    Raises:
+        ParameterError: an unknown method, or ``graphframes`` without its package and jar.
     """
-    from spark_dp.session import graphframes_available
+    from spark_dp.session import graphframes_missing
 
     if method not in METHODS:
         raise ParameterError(f"components must be one of {list(METHODS)}, got {method!r}")
     if method == "dataframe":
         return "dataframe"
-    available = graphframes_available(spark)
-    if method == "graphframes" and not available:
+    missing = graphframes_missing(spark)
+    if method == "graphframes" and missing is not None:
         raise ParameterError(
-            "components='graphframes' needs the graphframes Python package and its JVM jar "
-            "(spark-submit --packages io.graphframes:graphframes-spark4_2.13:<version>); "
-            "use components='auto' or 'dataframe' to run without it"
+            f"components='graphframes' cannot run: {missing}; add it (spark-submit --packages "
+            "io.graphframes:graphframes-spark4_2.13:<version> for Spark 4, "
+            "graphframes-spark3_2.12 for Spark 3.5), or use components='auto' or 'dataframe'"
         )
-    return "graphframes" if available else "dataframe"
+    return "dataframe" if missing is not None else "graphframes"
 
 
 def connected_components(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from spark_dp.distinct_count.components import resolve_method as resolve_components
 from spark_dp.distinct_count.dc_curve import exact_curve
 from spark_dp.distinct_count.greedy_curve import greedy_curve
 from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release, require_epsilon
@@ -35,7 +36,7 @@ from spark_dp.registry import Algorithm, Registry
 from spark_dp.tracking import labels
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
     from spark_dp.distinct_count.params import DistinctCountParams
     from spark_dp.randomness import Randomness
@@ -74,6 +75,8 @@ class CurveMethod:
         dedupes: the curve function drops repeated pairs itself and reads its input once, so a
             caller need neither deduplicate nor cache the pairs, and the job skips both (a
             deduplication and a cache cost more than the greedy pass itself at scale).
+        splits_components: the curve function splits its core into connected components
+            (option ``components``, resolved by :meth:`components_method`).
     """
 
     name: str
@@ -81,6 +84,17 @@ class CurveMethod:
     count_function: str
     curve: CurveFunction
     dedupes: bool = False
+    splits_components: bool = False
+
+    def components_method(self, spark: SparkSession, requested: str) -> str | None:
+        """The connected-components method this run will use (``graphframes`` or
+        ``dataframe``), or ``None`` for a method that splits nothing. It depends on the session
+        only, so callers resolve it before reading data: ``graphframes`` without its jar is a
+        :class:`ParameterError` before any row is read.
+        """
+        if not self.splits_components:
+            return None
+        return resolve_components(spark, requested)
 
     def plan(self, params: DistinctCountParams) -> DistinctCountPlan:
         """The data-free plan of a release with this method."""
@@ -115,6 +129,9 @@ class CurveMethod:
                 f"make it with REGISTRY[{self.name!r}].plan(params)"
             )
         timer = timer or StageTimer(log)
+        components = self.components_method(pairs.sparkSession, options.pop("components", "auto"))
+        if components is not None:
+            options["components"] = components
         if unsafe_debug_enabled():  # an extra Spark action, for debugging only
             log_private(log, "distinct count input: %d rows", pairs.count())
         with labels(pairs.sparkSession, family="distinct_count", algorithm=self.name):
@@ -123,7 +140,11 @@ class CurveMethod:
             with timer.stage("release"):
                 release = release_curve(curve, plan, randomness)
         return DistinctCountResult(
-            plan=plan, release=release, count_function=self.count_function, curve=curve
+            plan=plan,
+            release=release,
+            count_function=self.count_function,
+            curve=curve,
+            components=components,
         )
 
     def entry(self) -> Algorithm[DistinctCountParams, DistinctCountPlan]:
@@ -148,6 +169,7 @@ _METHODS = (
         "DPDistinctCount (Knop & Steinke 2023, Algorithm 1: exact max-flow curve)",
         "exact DC(D; ℓ) (max-flow)",
         _exact,
+        splits_components=True,
     ),
     CurveMethod(
         "greedy",

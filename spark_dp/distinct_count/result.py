@@ -32,12 +32,16 @@ class DistinctCountResult:
         count_function: public description of the curve c(D; ℓ) the method computed.
         curve: c(D; ℓ), ℓ = 1..ℓ_max. PRIVATE: only :meth:`debug_payload` reads it; it is
             left out of ``repr`` and of comparisons.
+        components: the connected-components method the run used for its core (``graphframes``
+            or ``dataframe``, resolved from the session, never from the data), or ``None`` for
+            a method that splits nothing (greedy).
     """
 
     plan: DistinctCountPlan
     release: DPResult
     count_function: str
     curve: NDArray[np.int64] = field(repr=False, compare=False)
+    components: str | None = None
 
     @property
     def steps(self) -> tuple[Step, Step]:
@@ -46,13 +50,20 @@ class DistinctCountResult:
         return select, Step(count.label, self.plan.count.at(self.release.ell))
 
     def mechanism(self) -> dict[str, Any]:
-        """Public description of the release for the report (no data values)."""
-        return {
+        """Public description of the release for the report (no data values).
+
+        ``components`` is the method that ran, not the flag: a core of at least
+        ``components_min_rows`` rows is split with it. Whether this core was that large depends
+        on the data, so the report does not say it (a released bit about the input's size)."""
+        out = {
             "count_function": self.count_function,
             **self.plan.to_report(),
             "lower_bound_shift": self.release.shift,
             "noise_scale": self.release.noise_scale,
         }
+        if self.components is not None:
+            out["components"] = self.components
+        return out
 
     def released_values(self) -> dict[str, Any]:
         """Everything the job releases: the DP values and public parameters, nothing else."""

@@ -28,9 +28,11 @@ import re
 import stat
 
 from spark_dp.errors import InputContractError
-from spark_dp.io.fs import local_path, special_kind
+from spark_dp.io.delta import delta_read_error, latest_version
+from spark_dp.io.fs import LocalFS, local_path, special_kind
 
 __all__ = [
+    "INPUT_FORMATS",
     "case_duplicates",
     "input_format",
     "layout_problem",
@@ -43,12 +45,18 @@ MAX_FILES_PROBED = 10_000
 """Beyond this many data files a directory's files are not all probed (Spark checks them)."""
 
 
+INPUT_FORMATS = ("parquet", "csv", "delta")
+
+
 def input_format(path: str, fmt: str | None) -> str:
-    """``parquet`` or ``csv``: ``fmt`` when given, else from the name (``.csv``, ``.csv.gz``)."""
+    """``parquet``, ``csv`` or ``delta``: ``fmt`` when given, else from the name (``.csv``,
+    ``.csv.gz``: CSV; anything else Parquet; Delta only when asked for)."""
     if fmt:
         fmt = fmt.lower()
-        if fmt not in ("parquet", "csv"):
-            raise InputContractError(f"input format must be 'parquet' or 'csv', got {fmt!r}")
+        if fmt not in INPUT_FORMATS:
+            raise InputContractError(
+                f"input format must be one of {', '.join(INPUT_FORMATS)}, got {fmt!r}"
+            )
         return fmt
     return "csv" if str(path).lower().endswith((".csv", ".csv.gz")) else "parquet"
 
@@ -193,6 +201,9 @@ def probe_local_input(path: str, fmt: str | None, *, flag: str = "--input") -> N
     if not os.access(p, os.R_OK) or (os.path.isdir(p) and not os.access(p, os.X_OK)):
         raise InputContractError(f"{flag} {shown} cannot be read (permission denied)")
     fmt = input_format(shown, fmt)
+    if fmt == "delta":  # its log says which files are the table: checked by the request
+        latest_version(LocalFS(), p, flag=flag)
+        return
     files = _data_files(p) if os.path.isdir(p) else [p]
     if not files:
         raise InputContractError(
@@ -226,6 +237,10 @@ def _case_message(flag: str, shown: str, a: str, b: str) -> str:
 def spark_read_error(exc: BaseException, path: str, fmt: str, flag: str = "--input") -> str | None:
     """A one-line message for Spark's error on reading ``path``, or ``None`` if unknown."""
     msg = str(exc)
+    if fmt == "delta":
+        delta = delta_read_error(msg, path, flag)
+        if delta is not None:
+            return delta
     if "PATH_NOT_FOUND" in msg or "Path does not exist" in msg:
         return f"{flag} {path} does not exist; pass a Parquet file or directory"
     if "CANNOT_MERGE" in msg or "Failed to merge" in msg or "merge incompatible" in msg:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID, quoted
+from spark_dp.io.delta import read_delta
 from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private
@@ -73,13 +74,19 @@ class InputSummary:
 
 
 def read_table(
-    spark: SparkSession, path: str, fmt: str | None = None, *, flag: str = "--input"
+    spark: SparkSession,
+    path: str,
+    fmt: str | None = None,
+    *,
+    flag: str = "--input",
+    version: int | None = None,
 ) -> DataFrame:
-    """Read a Parquet file or directory (or a CSV file with a header row).
+    """Read a Parquet file or directory (or a CSV file with a header row, or a Delta table).
 
     CSV columns are read as strings (no type inference), so ids keep their exact spelling.
     Parquet directories are read with schema merging, so part files whose columns disagree in
-    type are reported as an input error instead of failing later.
+    type are reported as an input error instead of failing later. A Delta table is read at
+    ``version`` (time travel), else at its latest version (:mod:`spark_dp.io.delta`).
 
     Raises:
         InputContractError: the path does not exist, is not Parquet (or CSV), or its files
@@ -89,6 +96,8 @@ def read_table(
     try:
         if fmt == "csv":
             return spark.read.option("header", True).option("inferSchema", False).csv(str(path))
+        if fmt == "delta":
+            return read_delta(spark, str(path), version)
         return spark.read.option("mergeSchema", True).parquet(str(path))
     except Exception as exc:
         message = spark_read_error(exc, str(path), fmt, flag)
@@ -225,11 +234,17 @@ def validate_edges(
 
 
 def _read_edges(
-    spark: SparkSession, path: str, columns: dict[str, str], fmt: str | None, **options: Any
+    spark: SparkSession,
+    path: str,
+    columns: dict[str, str],
+    fmt: str | None,
+    version: int | None,
+    **options: Any,
 ) -> tuple[DataFrame, InputSummary]:
-    """:func:`read_table` then :func:`validate_edges` with ``options`` (drop_nulls, dedupe,
-    persist, gate, table)."""
-    return validate_edges(read_table(spark, path, fmt), columns, path=str(path), **options)
+    """:func:`read_table` (a Delta table at ``version``) then :func:`validate_edges` with
+    ``options`` (drop_nulls, dedupe, persist, gate, table)."""
+    df = read_table(spark, path, fmt, version=version)
+    return validate_edges(df, columns, path=str(path), **options)
 
 
 def load_pairs(
@@ -243,18 +258,20 @@ def load_pairs(
     dedupe: bool = True,
     persist: bool = True,
     gate: ReadGate | None = None,
+    version: int | None = None,
 ) -> tuple[DataFrame, InputSummary]:
     """Read (user, item) pairs for partition selection and distinct count.
 
     ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
-    ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`.
+    ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`; ``version``: the version of
+    a Delta input (``fmt="delta"``).
 
     Returns:
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).
     """
     columns = {USER_ID: user_col, ITEM: item_col}
     options = {"drop_nulls": drop_nulls, "dedupe": dedupe, "persist": persist, "gate": gate}
-    return _read_edges(spark, path, columns, fmt, table="pairs", **options)
+    return _read_edges(spark, path, columns, fmt, version, table="pairs", **options)
 
 
 def load_incidences(
@@ -268,8 +285,10 @@ def load_incidences(
     dedupe: bool = True,
     persist: bool = True,
     gate: ReadGate | None = None,
+    version: int | None = None,
 ) -> tuple[DataFrame, InputSummary]:
-    """Read (record, user) incidences of a hypergraph for contribution bounding.
+    """Read (record, user) incidences of a hypergraph for contribution bounding (``version``
+    as in :func:`load_pairs`).
 
     Only the id columns are read: bounding must never depend on record content
     (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp). ``dedupe``, ``persist`` and ``gate``
@@ -282,7 +301,7 @@ def load_incidences(
     """
     columns = {RECORD_ID: record_col, USER_ID: user_col}
     options = {"drop_nulls": drop_nulls, "dedupe": dedupe, "persist": persist, "gate": gate}
-    return _read_edges(spark, path, columns, fmt, table="incidences", **options)
+    return _read_edges(spark, path, columns, fmt, version, table="incidences", **options)
 
 
 def load_capacities(

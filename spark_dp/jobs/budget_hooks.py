@@ -6,7 +6,8 @@
 * :func:`budget_path_spec`: an SQLite store's file joins the path plan (it is written).
 * :func:`request_identity` (after the key, **before any data is read**): the run's request,
   :func:`spark_dp.budget.run_identity` of its effective arguments, key and the metadata
-  identity of every table it reads (location and listing, never rows).
+  identity of every table it reads (location and listing, never rows; for a Delta table its
+  location and the version read, :func:`spark_dp.io.delta.delta_identity`).
 * :func:`budget_reserve`: with a store, the reservation of the (ε, δ) the job's data-free plan
   will spend, under that request. A refusal is :class:`~spark_dp.errors.BudgetRefused` (exit
   code 3, one line); a request committed before is not run again
@@ -128,11 +129,14 @@ def request_identity(run: Run) -> None:
     spark = None
     if run.spark is not None and not is_connect(run.spark):
         spark = run.spark  # lists a Hadoop URI through Spark (no row is read)
-    run.inputs = {
-        s.role: input_identity(s.path, spark=spark)
-        for s in run.plan.specs
-        if s.access == READ and s.table
-    }
+    run.inputs = {}
+    for s in run.plan.specs:
+        if s.access != READ or not s.table:
+            continue
+        if s.fmt == "delta":  # its version, pinned: the run reads that version
+            run.inputs[s.role] = _delta_input(run, s, spark)
+        else:
+            run.inputs[s.role] = input_identity(s.path, spark=spark)
     algorithm, _ = _plan(run)
     run.identity = run_identity(
         job=run.spec.name,
@@ -143,12 +147,30 @@ def request_identity(run: Run) -> None:
     )
 
 
+def _delta_input(run: Run, spec: PathSpec, spark: Any) -> str:
+    """The identity of the version of a Delta input the run reads (``--input-version``, else
+    the latest now), recorded in ``run.input_versions`` so that the read is of that version."""
+    from spark_dp.io.delta import check_version, delta_identity
+    from spark_dp.io.fs import filesystem
+
+    assert run.plan is not None
+    fs = filesystem(spec.path, spark, plain_is_local=run.plan.plain_is_local)
+    given = getattr(run.args, "input_version", None) if spec.role == "input" else None
+    version = check_version(fs, spec.path, given, flag=spec.flag)
+    run.input_versions[spec.role] = version
+    return delta_identity(fs, run.plan.resolved[spec], spec.path, version)
+
+
 def needs_session_for_identity(run: Run) -> bool:
-    """With a store, a table the job reads from a Hadoop URI is listed through Spark (the
-    session starts first; still no data is read before the reservation)."""
-    if not run.budget_store or run.plan is None:
+    """A table the job reads from a Hadoop URI is listed through Spark when a store needs its
+    identity, and a Delta table's version is always read from its log there (the session starts
+    first; still no data is read before the reservation)."""
+    if run.plan is None:
         return False
-    return any(s.access == READ and s.table and not run.plan.is_local(s) for s in run.plan.specs)
+    remote = [
+        s for s in run.plan.specs if s.access == READ and s.table and not run.plan.is_local(s)
+    ]
+    return any(run.budget_store or s.fmt == "delta" for s in remote)
 
 
 def budget_reserve(run: Run) -> None:

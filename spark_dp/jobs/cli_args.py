@@ -3,8 +3,12 @@
 Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec` says which)::
 
     --input PATH          Parquet file or directory (or CSV with --input-format csv)
-    --input-format F      parquet | csv (default: from the file name)
+    --input-format F      parquet | csv | delta (default: from the file name)
+    --input-version N     with delta: the version read (default: the latest at the start)
+    --input-table NAME    instead of --input: a table of the session's catalog
     --output PATH         the job's Parquet result (staged, moved into place at the commit)
+    --output-table NAME   instead of --output: a table of the session's catalog
+    --output-format F     parquet | delta (a Delta table, one commit, moved into place)
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace existing outputs (never a path the job also reads)
     --noise-key-file PATH the release key: a file of at least 32 random bytes
@@ -41,14 +45,16 @@ from typing import TYPE_CHECKING, NoReturn
 
 from spark_dp.config_flags import add_param_arguments
 from spark_dp.io import ITEM, RECORD_ID, USER_ID
+from spark_dp.io.probe import INPUT_FORMATS
 from spark_dp.jobs.failures import say
 
 if TYPE_CHECKING:
     from spark_dp.jobs.spec import JobSpec
 
-__all__ = ["LOG_LEVELS", "OneLineParser", "build_parser"]
+__all__ = ["LOG_LEVELS", "OUTPUT_FORMATS", "OneLineParser", "build_parser"]
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+OUTPUT_FORMATS = ("parquet", "delta")
 
 _COLUMNS = {
     "user": ("--user-col", USER_ID, "user/person id column"),
@@ -77,6 +83,16 @@ class _Replaced(argparse.Action):
             "sqlite:///PATH/budget.db (set a cap first: spark-dp budget set-cap --store URL "
             "--dataset ID --epsilon E)"
         )
+
+
+def _version(value: str) -> int:
+    try:
+        version = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a version number: {value!r}") from None
+    if version < 0:
+        raise argparse.ArgumentTypeError(f"a Delta version is >= 0, got {version}")
+    return version
 
 
 def _log_level(value: str) -> str:
@@ -117,19 +133,49 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
     """Input, output, report, overwrite and the job's id columns."""
     files = parser.add_argument_group("input and output")
     if spec.needs_input:
-        files.add_argument("--input", required=True, metavar="PATH", help="input Parquet (or CSV)")
+        source = files.add_mutually_exclusive_group(required=True)
+        source.add_argument("--input", metavar="PATH", help="input Parquet (or CSV, or Delta)")
+        source.add_argument(
+            "--input-table",
+            metavar="NAME",
+            help="instead of --input: a table of the session's catalog ([DATABASE.]TABLE, "
+            "Parquet, or Delta with --input-format delta), read at its location",
+        )
         files.add_argument(
             "--input-format",
-            choices=["parquet", "csv"],
+            choices=list(INPUT_FORMATS),
             default=None,
-            help="input format (default: csv for *.csv, else parquet)",
+            help="input format (default: csv for *.csv, else parquet); delta: a Delta Lake "
+            "table (the job sets Delta's session settings; its jars: --packages)",
+        )
+        files.add_argument(
+            "--input-version",
+            type=_version,
+            default=None,
+            metavar="N",
+            help="with --input-format delta: read version N of the table (time travel; "
+            "default: its latest version when the run starts)",
         )
     if spec.output != "none":
-        files.add_argument(
+        target = files.add_mutually_exclusive_group(required=spec.output == "required")
+        target.add_argument(
             "--output",
-            required=spec.output == "required",
             metavar="PATH",
             help="output Parquet path (staged, moved into place with the report)",
+        )
+        target.add_argument(
+            "--output-table",
+            metavar="NAME",
+            help="instead of --output: a table of the session's catalog ([DATABASE.]TABLE), "
+            "written at its location (staged, moved into place with the report, then "
+            "registered)",
+        )
+        files.add_argument(
+            "--output-format",
+            choices=list(OUTPUT_FORMATS),
+            default="parquet",
+            help="output format (default parquet); delta: a Delta Lake table written in one "
+            "commit and moved into place with the report",
         )
     files.add_argument(
         "--report",

@@ -46,6 +46,7 @@ def _execute(ctx: JobContext) -> str:
     plan: DistinctCountPlan = ctx.algorithm_plan  # the plan the budget store reserved
     method = curve_method(plan.method)  # the registry entry's run: summary and curve
     once = method.dedupes  # the curve dedupes and reads the input once
+    method.components_method(ctx.spark, p.components)  # GraphFrames missing: exit 2, nothing read
     pairs = ctx.load_pairs(dedupe=not once, persist=not once)
     result: DistinctCountResult = distinct_count(
         pairs, p, ctx.randomness, validate=False, timer=ctx.timer

@@ -291,7 +291,7 @@ class PathPlan:
                 self._check_target(s, hadoop, overwrite)
             elif not hadoop.exists(s.path):
                 raise InputContractError(f"{s.shown()} does not exist")
-            elif s.table and hadoop.is_dir(s.path):
+            elif s.table and s.fmt != "delta" and hadoop.is_dir(s.path):  # Delta: its log
                 problem = layout_problem(hadoop.list_files(s.path))
                 if problem:
                     raise InputContractError(f"{s.shown()}: {problem}")

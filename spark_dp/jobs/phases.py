@@ -20,6 +20,8 @@ from spark_dp.checks import check_finite_plan, privacy_warnings
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides, resolve_params
 from spark_dp.config_flags import cli_overrides, deprecation_warnings
 from spark_dp.errors import ConfigError, ParameterError
+from spark_dp.io.catalog import register_output, resolve_input, resolve_output
+from spark_dp.io.delta import DELTA_EXTENSION, DELTA_SESSION_CONF
 from spark_dp.io.fs import local_path
 from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
@@ -32,14 +34,19 @@ from spark_dp.randomness import Randomness
 __all__ = [
     "check_spark_conf",
     "check_unsafe_flags",
+    "delta_flag",
+    "delta_spark_conf",
     "dry_run",
     "load_config",
     "make_key",
     "plain_paths_local_before_spark",
     "plan_algorithm",
     "plan_paths",
+    "register_tables",
     "resolve_run_params",
+    "resolve_tables",
     "split_spark_conf",
+    "uses_tables",
 ]
 
 
@@ -70,6 +77,62 @@ DRIVER_MEMORY_MIN = 512 << 20
 """The smallest ``spark.driver.memory`` a plain run starts with: Spark reserves 300 MiB of the
 heap and refuses to start with less than 1.5 times that (a JVM's usable heap is a little below
 its ``-Xmx``)."""
+
+
+def delta_flag(args: argparse.Namespace) -> str | None:
+    """The flag that makes this run read or write Delta Lake, or None."""
+    if getattr(args, "input_format", None) == "delta":
+        return "--input-format delta"
+    if getattr(args, "output_format", None) == "delta":
+        return "--output-format delta"
+    return None
+
+
+def delta_spark_conf(run: Run) -> None:
+    """A run that reads or writes Delta starts its session with Delta's extension and catalog
+    (:data:`~spark_dp.io.delta.DELTA_SESSION_CONF`), unless given: an extension list given
+    gets Delta's appended. ``--input-version`` without a Delta input is refused."""
+    args = run.args
+    if getattr(args, "input_version", None) is not None and args.input_format != "delta":
+        raise ConfigError(
+            "--input-version reads a version of a Delta table: add --input-format delta, or "
+            "drop --input-version"
+        )
+    if delta_flag(args) is None:
+        return
+    for key, value in DELTA_SESSION_CONF.items():
+        given = run.spark_conf.get(key)
+        if not given:
+            run.spark_conf[key] = value
+        elif key == "spark.sql.extensions" and DELTA_EXTENSION not in given:
+            run.spark_conf[key] = f"{given},{value}"
+
+
+def uses_tables(args: argparse.Namespace) -> bool:
+    """Whether the run reads or writes a table of the session's catalog."""
+    return bool(getattr(args, "input_table", None) or getattr(args, "output_table", None))
+
+
+def resolve_tables(run: Run) -> None:
+    """``--input-table`` and ``--output-table``: their locations (and the input's format)
+    from the session's catalog, metadata only (:mod:`spark_dp.io.catalog`); the run then reads
+    and writes those locations as paths, under every rule a path has."""
+    args = run.args
+    name = getattr(args, "input_table", None)
+    if name:
+        args.input, args.input_format = resolve_input(run.spark, name, args.input_format)
+    out = getattr(args, "output_table", None)
+    if out:
+        args.output, exists = resolve_output(
+            run.spark, out, args.output_format, overwrite=args.overwrite, input_table=name
+        )
+        run.output_table = (out, args.output_format, args.output, exists)
+
+
+def register_tables(run: Run) -> None:
+    """After the commit: the output table registered in (or refreshed by) the catalog."""
+    if run.output_table is not None:
+        register_output(run.spark, *run.output_table)
 
 
 def check_spark_conf(run: Run) -> None:
@@ -204,13 +267,16 @@ def _path_specs(run: Run) -> list[PathSpec]:
     out = []
     if spec.needs_input:
         fmt = args.input_format
-        out.append(PathSpec("input", "--input", args.input, READ, fmt=fmt, table=True))
+        flag = f"--input-table {args.input_table} at" if args.input_table else "--input"
+        out.append(PathSpec("input", flag, args.input, READ, fmt=fmt, table=True))
     if run.config is not None and run.config.local is not None:
         out.append(PathSpec("config", "--config", run.config.local, READ, file=True))
     if getattr(args, "noise_key_file", None) is not None:
         out.append(PathSpec("key", "--noise-key-file", args.noise_key_file, READ, file=True))
     if getattr(args, "output", None) is not None:
-        out.append(PathSpec("output", "--output", args.output, WRITE))
+        table = getattr(args, "output_table", None)
+        flag = f"--output-table {table} at" if table else "--output"
+        out.append(PathSpec("output", flag, args.output, WRITE))
     if spec.paths is not None:
         out += spec.paths(args, run.params, run.algorithm_plan)
     report = report_path(args, spec.confidential)

@@ -32,8 +32,12 @@ NOT_IN_RELEASE: dict[str, str] = {
     "capacities": "a table: its input identity and content digest are in the ids",
     "record_weights": "a table: its input identity and content digest are in the ids",
     "config": "a path; the values it sets are in the resolved parameters",
+    "input_table": "a table: its location's input identity and content digest are in the ids",
+    "input_version": "the Delta version read (given or the latest) is in the input identity",
     # where the run writes: the same release may be written anywhere
     "output": "where the release is written, not what it is",
+    "output_table": "where the release is written, not what it is",
+    "output_format": "how the release is written (Parquet or Delta files), not what it is",
     "report": "where the report is written",
     "user_state": "where the user state is written",
     "work_dir": "where the resumable state is kept",

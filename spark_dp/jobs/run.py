@@ -75,6 +75,8 @@ class Run:
     budget_store: str | None = None  # --budget-store URL (or the config file's budget_store)
     dataset_id: str | None = None  # the privacy unit the release is charged to
     inputs: dict[str, str] = field(default_factory=dict)  # role -> input identity (metadata)
+    input_versions: dict[str, int] = field(default_factory=dict)  # role -> Delta version read
+    output_table: tuple[str, str, str, bool] | None = None  # name, format, location, existed
     identity: str = ""  # the request: job, arguments, key, inputs (ids.run_identity)
     release_id: str = ""  # the request and the content digests of the rows read (ids.release_id)
     planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan

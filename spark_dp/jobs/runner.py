@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides
 from spark_dp.config_flags import name_flags
 from spark_dp.errors import AlreadyReleased, SparkDPUserError
+from spark_dp.io.delta import check_delta_session
 from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
@@ -70,13 +71,18 @@ from spark_dp.jobs.monitoring import check_monitoring, monitoring_info, private_
 from spark_dp.jobs.phases import (
     check_spark_conf,
     check_unsafe_flags,
+    delta_flag,
+    delta_spark_conf,
     dry_run,
     load_config,
     make_key,
     plan_algorithm,
     plan_paths,
+    register_tables,
     resolve_run_params,
+    resolve_tables,
     split_spark_conf,
+    uses_tables,
 )
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.signals import (
@@ -173,6 +179,8 @@ def _new_report(run: Run) -> PrivacyReport:
 def _execute(run: Run) -> str:
     """Phase 7: the job, writing into the staging."""
     assert run.plan is not None and run.randomness is not None
+    if delta_flag(run.args) is not None:  # no Delta jars or settings: one line, nothing read
+        check_delta_session(run.spark, str(delta_flag(run.args)))
     run.plan.check_with_session(run.spark, overwrite=run.args.overwrite)
     fs_for = session_filesystems(run.spark)
     plain = plain_paths_local(run.spark)
@@ -194,6 +202,7 @@ def _execute(run: Run) -> str:
         plan=run.plan,
         staging=run.staging,
         algorithm_plan=run.algorithm_plan,
+        input_versions=dict(run.input_versions),
     )
     algorithm = getattr(run.params, "algorithm", None) or getattr(run.params, "method", None)
     with labels(run.spark, job=run.spec.name, algorithm=algorithm):  # the Spark UI's names
@@ -251,11 +260,15 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         load_config(run)
         split_spark_conf(run)
         private_spark_conf(run)  # --private-spark-ui: UI and event log off
+        delta_spark_conf(run)  # Delta's extension and catalog, for a run that uses Delta
         check_spark_conf(run)
         split_budget_conf(run)
         if run.config is not None and run.config.deferred:
             _start_session(run)  # the config file is where only Spark can read it
             _apply_deferred_config(run)
+        if uses_tables(args):
+            _start_session(run)  # the catalog says where its tables are (no row is read)
+            resolve_tables(run)
         resolve_run_params(run)
         plan_algorithm(run)
         plan_paths(run)
@@ -270,6 +283,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
         _commit(run)
+        register_tables(run)  # one catalog operation, after the commit
         run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
         return EXIT_OK
     except AlreadyReleased as exc:

@@ -131,6 +131,8 @@ class JobContext:
     partitions, see :func:`spark_dp.session.user_partitions`; never logged or reported)."""
     algorithm_plan: Any = None
     """The job's data-free plan (``spec.plan(params)``), computed once before the reservation."""
+    input_versions: dict[str, int] = field(default_factory=dict)
+    """The version of each Delta table read (role -> version), pinned by the request."""
 
     @property
     def randomness(self) -> Randomness:
@@ -156,6 +158,7 @@ class JobContext:
                 dedupe=dedupe,
                 persist=persist,
                 gate=self.gate("input"),
+                version=self.input_versions.get("input"),
             )
         summary.log(self.log)
         self.input_rows = summary.rows_read
@@ -176,6 +179,7 @@ class JobContext:
                 dedupe=False,
                 persist=False,
                 gate=self.gate("input"),
+                version=self.input_versions.get("input"),
             )
         summary.log(self.log)
         self.input_rows = summary.rows_read
@@ -195,8 +199,8 @@ class JobContext:
 
     # ---------------------------------------------------------------- output helpers
     def write_output(self, df: DataFrame, path: str | None = None, *, name: str = "output") -> int:
-        """Stage ``df`` as Parquet for ``path`` (``ctx.path("output")`` by default); return its
-        rows.
+        """Stage ``df`` as Parquet (or Delta: :meth:`output_format`) for ``path``
+        (``ctx.path("output")`` by default); return its rows.
 
         The count is read back from the staged files, so the DataFrame is computed exactly
         once (a second computation could draw fresh noise). The path must be in the plan. A
@@ -209,7 +213,7 @@ class JobContext:
         with self.timer.stage(f"write {name}") as info:
             staged = self.staging.stage(name, target)
             mode = "overwrite" if self.staging.direct and self.args.overwrite else "error"
-            df.write.mode(mode).parquet(staged)
+            df.write.format(self.output_format(name)).mode(mode).save(staged)
             if self.spec.confidential:
                 self.staging.fs_for(target).make_private(staged)
             rows = self.read_staged(name).count()
@@ -217,12 +221,20 @@ class JobContext:
         self.outputs[name] = target
         return rows
 
+    def output_format(self, name: str = "output") -> str:
+        """``parquet``, or ``delta`` for the main output with ``--output-format delta`` (a new
+        Delta table in one commit at the staged path, moved into place by the commit)."""
+        fmt = getattr(self.args, "output_format", None) or "parquet"
+        return fmt if name == "output" else "parquet"
+
     def read_staged(self, name: str = "output") -> DataFrame:
         """Output ``name`` read back from where it is staged, before the commit.
 
         Reads its part files by name: Spark warns about a hidden directory or a glob.
         """
         entry = next(e for e in self.staging.entries if e.name == name)
+        if self.output_format(name) == "delta":  # its log names its files
+            return self.spark.read.format("delta").load(entry.staged)
         if self.staging.direct:
             return self.spark.read.parquet(entry.staged)
         names = self.staging.fs_for(entry.target).list_names(entry.staged)

@@ -50,6 +50,8 @@ TASKS = {
     "contribution_bounding",
     "partition_selection",
     "distinct_count",
+    "generate_pairs_table",
+    "selection_from_table",
 }
 
 
@@ -131,6 +133,11 @@ def test_outputs_reports_budget_and_keys_of_the_run(dag_run):
     for table in ("pairs", "graph", "bounded_records", "released_items"):
         assert (run / table / "_SUCCESS").exists(), table
     assert pq.read_table(run / "released_items").num_rows >= 1
+    # the table-based tasks: tables of the Hive metastore, written under the warehouse
+    warehouse = home / "data" / "warehouse"
+    assert pq.read_table(warehouse / "spark_dp_demo_items").num_rows >= 1
+    table_report = json.loads((run / "items_table.json").read_text())
+    assert table_report["budget"]["dataset"] == DATASET_ID
     keys = home / "keys" / "spark_dp_pipeline" / safe
     selection = json.loads((run / "released_items.report.json").read_text())
     count = json.loads((run / "distinct_count.json").read_text())
@@ -147,8 +154,8 @@ def test_outputs_reports_budget_and_keys_of_the_run(dag_run):
         assert report["budget"]["enforced"] and report["budget"]["dataset"] == DATASET_ID
     with BudgetStore.open(f"sqlite:///{home / 'budget.db'}") as store:
         (budget,) = store.summary()
-    assert budget.dataset == DATASET_ID and budget.releases == 2 and budget.cap_epsilon == 10
-    spent = RUN_CONF["epsilon"] + count["privacy"]["epsilon_spent"]
+    assert budget.dataset == DATASET_ID and budget.releases == 3 and budget.cap_epsilon == 10
+    spent = 2 * RUN_CONF["epsilon"] + count["privacy"]["epsilon_spent"]
     assert budget.spent_epsilon == pytest.approx(spent) and budget.reserved_epsilon == 0
 
 

@@ -177,3 +177,50 @@ def test_debug_report_suffix() -> None:
 def test_spark_submit_shim_runs_the_job_main() -> None:
     shim = runpy.run_path(str(ROOT / "jobs" / "distinct_count.py"), run_name="not_main")
     assert shim["main"] is job.main
+
+
+def test_the_report_names_the_components_method_that_ran(
+    spark: SparkSession, input_path: str, tmp_path: Path
+) -> None:
+    """``auto`` reports what it resolved to on this session (GraphFrames only with its jar),
+    ``dataframe`` reports itself, and greedy (which splits nothing) reports no method."""
+    from spark_dp.session import graphframes_available
+
+    expected = "graphframes" if graphframes_available(spark) else "dataframe"
+    ran = {}
+    for method, components in [("exact", "auto"), ("exact", "dataframe"), ("greedy", "auto")]:
+        path = tmp_path / f"{method}-{components}.json"
+        args = ["--input", input_path, "--epsilon", "1", "--method", method, "--seed", "3"]
+        args += ["--components", components, "--components-min-rows", "0"]
+        assert job.main([*args, "--report", str(path)]) == 0
+        ran[method, components] = json.loads(path.read_text())["privacy"]["mechanism"]
+    assert ran["exact", "auto"]["components"] == expected
+    assert ran["exact", "dataframe"]["components"] == "dataframe"
+    assert "components" not in ran["greedy", "auto"]
+
+
+def test_graphframes_without_its_jar_is_refused_before_any_read(
+    spark: SparkSession, input_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--components graphframes`` on a session without the GraphFrames classes: exit 2, one
+    line naming what is missing, and the budget reservation freed (no row was read), however
+    small the core (it used to pass whenever the core stayed below ``components_min_rows``)."""
+    from spark_dp.budget import BudgetStore
+    from spark_dp.session import graphframes_missing
+
+    missing = graphframes_missing(spark)
+    if missing is None:
+        pytest.skip("GraphFrames is on this session's classpath: nothing to refuse")
+    store = f"sqlite:///{tmp_path / 'budget.db'}"
+    with BudgetStore.open(store) as s:
+        s.set_cap("dc", 5.0, 0.0)
+    args = ["--input", input_path, "--epsilon", "1", "--components", "graphframes"]
+    args += ["--budget-store", store, "--dataset-id", "dc", "--report", str(tmp_path / "r.json")]
+    assert job.main([*args, "--log-level", "ERROR"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and missing in err[0] and "--packages" in err[0]
+    with BudgetStore.open(store) as s:
+        (budget,) = [b.to_dict() for b in s.summary() if b.dataset == "dc"]
+        assert [r.shown_state for r in s.runs("dc")] == ["released"]
+    assert budget["spent_epsilon"] == 0 and budget["reserved_epsilon"] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.db"]
