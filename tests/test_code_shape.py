@@ -66,14 +66,20 @@ def test_function_lines_leave_out_the_docstring_only():
 
 
 def _calibration_classes(trees: dict[str, ast.Module]) -> dict[str, str]:
-    """class name -> defining module, for every class with a ``dp_event`` method."""
-    out = {}
-    for module, tree in trees.items():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and any(
-                isinstance(f, ast.FunctionDef) and f.name == "dp_event" for f in node.body
-            ):
+    """class name -> defining module, for every class with a ``dp_event`` method, its own or
+    inherited from a class of the package."""
+    out: dict[str, str] = {}
+    defs = [(m, n) for m, t in trees.items() for n in ast.walk(t) if isinstance(n, ast.ClassDef)]
+    for module, node in defs:
+        if any(isinstance(f, ast.FunctionDef) and f.name == "dp_event" for f in node.body):
+            out[node.name] = module
+    grown = True
+    while grown:  # subclasses of a calibration class, to any depth
+        grown = False
+        for module, node in defs:
+            if node.name not in out and any(n in out for b in node.bases for n in _names(b)):
                 out[node.name] = module
+                grown = True
     return out
 
 
