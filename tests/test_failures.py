@@ -15,7 +15,7 @@ from spark_dp.driver_jvm import DriverOutput, DriverStartError
 from spark_dp.errors import ConfigError, EnvironmentFailure, InputContractError
 from spark_dp.jobs.failures import known_failure, no_space, session_failure
 from spark_dp.jobs.paths import READ, STATE, WRITE, PathPlan, PathSpec
-from spark_dp.jobs.signals import Interrupted, own_sigint, signals_raise
+from spark_dp.jobs.signals import Interrupted, own_sigint, raise_pending, signals_raise
 
 
 class JavaError(Exception):
@@ -146,3 +146,25 @@ def test_signals_raise_in_the_block_only(spark, signum, code):
     assert caught.value.exit_code == code and str(caught.value) == signal.Signals(signum).name
     assert signal.getsignal(signum) == before
     assert SparkSession.getActiveSession() is not None and spark.range(3).count() == 3
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped one
+def test_a_signal_whose_exception_python_swallowed_is_raised_at_the_next_checkpoint(spark):
+    """A SIGINT that lands where Python cannot propagate an exception (measured: an at-fork hook
+    while Spark launches its JVM, "Exception ignored in _releaseLock") still ends the run: the
+    next checkpoint (own_sigint after the session started, the charge before the first read,
+    the commit) raises it. Without the checkpoint the run went on, was charged and committed."""
+
+    class Finalized:
+        def __del__(self) -> None:  # an exception raised here is printed and dropped
+            signal.raise_signal(signal.SIGINT)
+
+    with signals_raise():
+        Finalized()  # collected at once: the handler runs inside __del__
+        with pytest.raises(Interrupted) as caught:
+            own_sigint()
+        assert caught.value.exit_code == 130
+        with pytest.raises(Interrupted):
+            raise_pending()  # every later checkpoint too, until the run ends
+    with signals_raise():
+        raise_pending()  # the next run starts with nothing pending

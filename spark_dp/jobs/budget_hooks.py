@@ -41,6 +41,7 @@ from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.jobs.paths import APPEND, READ, WRITE, PathSpec
 from spark_dp.jobs.release_args import release_arguments
 from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.signals import raise_pending
 from spark_dp.report import Plan, Step
 
 __all__ = [
@@ -266,7 +267,9 @@ def _already_released(run: Run, done: Any, report: str | None) -> None:
 
 
 def budget_charge(run: Run) -> None:
-    """Right before the first read of input rows: the charge becomes durable."""
+    """Right before the first read of input rows: the charge becomes durable (unless the run
+    was interrupted before: then nothing is read and nothing charged)."""
+    raise_pending()
     if run.reservation is not None:
         run.reservation = run.store.charge(run.reservation)
         run.log.info("budget: charged (the run now reads data; it will not be refunded)")

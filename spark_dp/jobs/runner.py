@@ -89,6 +89,7 @@ from spark_dp.jobs.signals import (
     Interrupted,
     ignored_signals,
     own_sigint,
+    raise_pending,
     signals_raise,
     stop_after_interrupt,
 )
@@ -282,6 +283,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         _start_session(run)
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
+        raise_pending()  # a signal whose exception Python swallowed: stop before the commit
         _commit(run)
         register_tables(run)  # one catalog operation, after the commit
         run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)

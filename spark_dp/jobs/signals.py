@@ -16,6 +16,7 @@ __all__ = [
     "Interrupted",
     "ignored_signals",
     "own_sigint",
+    "raise_pending",
     "signals_raise",
     "stop_after_interrupt",
 ]
@@ -32,9 +33,24 @@ class Interrupted(BaseException):
         self.exit_code = 128 + signum
 
 
+_pending: list[int] = []
+"""The signals of the run under way, in order: Python swallows an exception raised where it
+cannot propagate (a signal that lands in an at-fork hook while Spark starts its JVM, or in a
+finalizer, prints "Exception ignored in ..."), so :func:`raise_pending` raises it again at the
+run's next checkpoint."""
+
+
 def _raise(signum: int, _frame: Any) -> None:
+    _pending.append(signum)
     _fresh_py4j_connection()
     raise Interrupted(signum)
+
+
+def raise_pending() -> None:
+    """Raise :class:`Interrupted` for a signal this run received whose exception was swallowed
+    (see :data:`_pending`); a checkpoint before each phase that reads, charges or commits."""
+    if _pending:
+        raise Interrupted(_pending[-1])
 
 
 def _fresh_py4j_connection() -> None:
@@ -76,19 +92,23 @@ def signals_raise() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _pending.clear()
     previous = {s: signal.signal(s, _raise) for s in _SIGNAL_NAMES}
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        _pending.clear()
 
 
 def own_sigint() -> None:
-    """Inside :func:`signals_raise`, after a SparkContext started: SIGINT raises again."""
+    """Inside :func:`signals_raise`, after a SparkContext started: SIGINT raises again (and a
+    signal that arrived while Spark started, its exception swallowed, is raised now)."""
     main = threading.current_thread() is threading.main_thread()
     if main and signal.getsignal(signal.SIGTERM) is _raise:
         signal.signal(signal.SIGINT, _raise)
+        raise_pending()
 
 
 def stop_after_interrupt(spark: Any, *, stop: bool) -> None:
