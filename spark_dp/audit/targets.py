@@ -18,7 +18,7 @@ calibrated for (``max_items``, ``argmax_t``) and the release model from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from spark_dp.audit.probes import Probe
 from spark_dp.audit.scenario import Copies
+from spark_dp.audit.worst_cases import oracle_probes, selection_probes
 from spark_dp.calibration import Budget
 from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.params import DistinctCountParams
@@ -42,6 +44,7 @@ from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
+from spark_dp.report import Step
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,7 +52,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FAST_PARAMETERS",
     "MECHANISMS",
-    "NOVEL_CAP_FACTOR",
     "Claim",
     "CountTarget",
     "OracleSelection",
@@ -57,9 +59,6 @@ __all__ = [
     "Target",
     "build_target",
 ]
-
-NOVEL_CAP_FACTOR = 10
-"""The novel canary holds this many times Δ0 items, so the cap itself is exercised."""
 
 ORACLES = ("policy-gaussian", "greedy-update")
 DISTINCT_COUNT = "distinct-count"
@@ -70,6 +69,7 @@ _WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 2}
 _COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 1}
 FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     **{name: _WEIGHTED for name in REGISTRY.names},
+    "mad2r": {**_WEIGHTED, "b_max": 1.0},
     "truncated-geometric": _COUNTED,
     "laplace-thresholding": _COUNTED,
     "gaussian-thresholding": _COUNTED,
@@ -77,20 +77,22 @@ FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     "greedy-update": {"epsilon": 1.0, "delta": 0.2},
     DISTINCT_COUNT: {"epsilon": 1.0, "failure_probability": 0.05, "max_contributions": 4},
 }
-"""``--fast``: a large δ and small Δ0 make the claimed δ shares measurable in a few thousand
-runs (count thresholding uses k = 1 so that one canary item carries the whole ε)."""
+"""``--fast``: a large δ and small Δ0 make the claimed δ shares measurable (count thresholding
+uses k = 1 so that one canary item carries the whole ε; MAD2R b_max = 1, where its round-2
+threshold is tight: with b_max > 1 no novel item reaches the b_max/√t it is calibrated for)."""
 
 
 @dataclass(frozen=True)
 class Claim:
-    """The guarantee a mechanism's calibration claims, as the audit tests it.
+    """The guarantee a mechanism claims, as the audit tests it.
 
     Attributes:
-        epsilon: total ε.
-        delta: total δ.
-        delta_novel: bound on P[some item of a new user that nobody else holds is released]
-            (None for the distinct count, which has no such event).
-        delta_event: δ share of an event on one item that other users also hold.
+        epsilon: the claimed total ε: the parameters', never the calibration's sum.
+        delta: the claimed total δ (the parameters').
+        delta_novel: the proof's share of δ for an event on novel items only (the rounds'
+            ``delta_threshold`` summed; None for the distinct count, which has no such event).
+        delta_event: the proof's share for an event on shared items only (the rounds'
+            ``delta_noise`` summed).
     """
 
     epsilon: float
@@ -98,27 +100,45 @@ class Claim:
     delta_novel: float | None
     delta_event: float
 
+    def delta_for(self, kind: str) -> float:
+        """The δ an event of ``kind`` (``novel``, ``shared``, ``mixed``) is held to:
+        min(claimed δ, the proof's share for it)."""
+        novel = self.delta_novel or 0.0
+        share = {"novel": novel, "shared": self.delta_event}.get(kind, novel + self.delta_event)
+        return min(self.delta, share)
+
+
+def step_problems(steps: Sequence[Step[Any]], epsilon: float, delta: float) -> list[str]:
+    """What the calibration states against the claim, before any run: the steps' ε and δ
+    must add up to at most the claimed (ε, δ), and each round's noise and threshold shares to
+    at most its δ. A mechanism whose own statement exceeds its claim fails without a run."""
+    tol = 1.0 + 1e-9
+    problems = []
+    total_eps = sum(s.epsilon for s in steps)
+    total_delta = sum(s.delta for s in steps)
+    if total_eps > epsilon * tol:
+        problems.append(f"the steps spend ε = {total_eps:g}, more than the claimed {epsilon:g}")
+    if total_delta > delta * tol:
+        problems.append(f"the steps spend δ = {total_delta:g}, more than the claimed {delta:g}")
+    for s in steps:
+        cal = s.calibration
+        shares = cal.delta_noise + getattr(cal, "delta_threshold", 0.0)
+        if shares > s.delta * tol:
+            problems.append(f"{s.label}: δ_noise + δ_threshold = {shares:g} > its δ {s.delta:g}")
+    return problems
+
 
 # --------------------------------------------------------------------------- selection
 
 
-def selection_claim(plan: SelectionPlan) -> Claim:
-    """The plan's total (ε, δ) and its two δ shares, summed over the rounds."""
+def selection_claim(plan: SelectionPlan, params: PartitionSelectionParams) -> Claim:
+    """The parameters' (ε, δ) and the plan's two δ shares, summed over the rounds."""
     return Claim(
-        epsilon=plan.epsilon,
-        delta=plan.delta,
+        epsilon=params.epsilon,
+        delta=params.delta,
         delta_novel=sum(s.calibration.delta_threshold for s in plan.steps),
         delta_event=sum(s.calibration.delta_noise for s in plan.steps),
     )
-
-
-def novel_canary_items(max_items: int | None, argmax_t: int | None) -> int:
-    """Items of the novel canary: the t attaining ρ's maximum when it is below Δ0 (the cap
-    would not bring a larger canary there), else NOVEL_CAP_FACTOR·Δ0 (capped to Δ0)."""
-    cap = max_items if max_items is not None else 2
-    if argmax_t is not None and argmax_t < cap:
-        return argmax_t
-    return NOVEL_CAP_FACTOR * cap
 
 
 @dataclass(frozen=True)
@@ -140,8 +160,16 @@ class SparkSelection:
 
     @property
     def claim(self) -> Claim:
-        """What the plan's calibration claims."""
-        return selection_claim(self.plan)
+        """The parameters' (ε, δ) and the plan's δ shares."""
+        return selection_claim(self.plan, self.params)
+
+    def claim_problems(self) -> list[str]:
+        """The plan's statement against the claim (:func:`step_problems`)."""
+        return step_problems(self.plan.steps, self.params.epsilon, self.params.delta)
+
+    def probes(self, runs: int, alpha: float) -> list[Probe]:
+        """The worst cases of this mechanism (:func:`~.worst_cases.selection_probes`)."""
+        return selection_probes(self, runs, alpha)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -152,15 +180,6 @@ class SparkSelection:
         if "split" in self.plan.options:  # the algorithms that split the budget over rounds
             out["split"] = list(self.plan.options["split"])
         return out
-
-    def novel_items(self) -> int:
-        """The novel canary's number of items, from the claimed cap and threshold (the Δ0 a
-        round's threshold is calibrated for is the claimed cap, whatever the run does: a run
-        without the cap must face a canary with more items than that)."""
-        steps = self.plan.steps
-        known = [t for t in (s.calibration.argmax_t for s in steps) if t]
-        cap = max(s.calibration.max_items for s in steps)
-        return novel_canary_items(cap, max(known) if known else None)
 
     def release_probability(self, weight: float) -> float:
         """Model of the round with the largest ε share (the last such round)."""
@@ -205,9 +224,14 @@ class OracleSelection:
         out["beta"] = self.beta
         return out
 
-    def novel_items(self) -> int:
-        """The novel canary's number of items (GreedyUpdate has no cap: 20, like Δ0 = 2)."""
-        return novel_canary_items(self.max_items, self.calibration.argmax_t)
+    def claim_problems(self) -> list[str]:
+        """The calibration's statement against the claim."""
+        step = Step("round 1", self.calibration)
+        return step_problems((step,), self.claim.epsilon, self.claim.delta)
+
+    def probes(self, runs: int, alpha: float) -> list[Probe]:
+        """The novel canaries and the ε item (:func:`~.worst_cases.oracle_probes`)."""
+        return oracle_probes(self, runs, alpha)
 
     def release_probability(self, weight: float) -> float:
         """Both oracles fill an item at most to Γ before the noise."""
@@ -264,6 +288,10 @@ class CountTarget:
     def claim(self) -> Claim:
         """Pure ε-DP: no δ, no novel-item event."""
         return Claim(self.plan.epsilon, 0.0, None, 0.0)
+
+    def claim_problems(self) -> list[str]:
+        """GEM's and the count's ε against the claimed ε."""
+        return step_problems(self.plan.steps, self.plan.epsilon, 0.0)
 
     @property
     def parameters(self) -> dict[str, Any]:
