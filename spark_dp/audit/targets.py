@@ -110,8 +110,10 @@ class Claim:
 
 def step_problems(steps: Sequence[Step[Any]], epsilon: float, delta: float) -> list[str]:
     """What the calibration states against the claim, before any run: the steps' ε and δ
-    must add up to at most the claimed (ε, δ), and each round's noise and threshold shares to
-    at most its δ. A mechanism whose own statement exceeds its claim fails without a run."""
+    must add up to at most the claimed (ε, δ), and neither share a round states (its noise's,
+    its threshold's) may exceed the round's δ. A mechanism whose own statement exceeds its
+    claim fails without a run. (The shares are not always a split of δ: truncated-geometric
+    selection states δ' per item for its noise and the whole δ for its threshold.)"""
     tol = 1.0 + 1e-9
     problems = []
     total_eps = sum(s.epsilon for s in steps)
@@ -122,9 +124,10 @@ def step_problems(steps: Sequence[Step[Any]], epsilon: float, delta: float) -> l
         problems.append(f"the steps spend δ = {total_delta:g}, more than the claimed {delta:g}")
     for s in steps:
         cal = s.calibration
-        shares = cal.delta_noise + getattr(cal, "delta_threshold", 0.0)
-        if shares > s.delta * tol:
-            problems.append(f"{s.label}: δ_noise + δ_threshold = {shares:g} > its δ {s.delta:g}")
+        for name in ("delta_noise", "delta_threshold"):
+            share = getattr(cal, name, 0.0)
+            if share > s.delta * tol:
+                problems.append(f"{s.label}: {name} = {share:g} > its δ {s.delta:g}")
     return problems
 
 
