@@ -30,6 +30,7 @@ normal approximation); :func:`novel_test_power` the same for a one-sided rate te
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -176,17 +177,23 @@ def plugin_epsilon(p: float, q: float, delta: float, runs: int, alpha: float) ->
     return epsilon_lower_bound(p_lo, q_hi, delta)
 
 
+@functools.lru_cache(maxsize=64)
 def _lower_bounds(n: int, alpha: float) -> np.ndarray:
+    """Clopper–Pearson lower bounds of k = 0..n successes (cached, read-only)."""
     k = np.arange(n + 1)
     out = np.zeros(n + 1)
     out[1:] = stats.beta.ppf(alpha, k[1:], n - k[1:] + 1)
+    out.flags.writeable = False
     return out
 
 
+@functools.lru_cache(maxsize=64)
 def _upper_bounds(n: int, alpha: float) -> np.ndarray:
+    """Clopper–Pearson upper bounds of k = 0..n successes (cached, read-only)."""
     k = np.arange(n + 1)
     out = np.ones(n + 1)
     out[:-1] = stats.beta.ppf(1.0 - alpha, k[:-1] + 1, n - k[:-1])
+    out.flags.writeable = False
     return out
 
 
