@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.audit.broken import BROKEN, build_broken
+from spark_dp.audit.broken import BROKEN, UNDERPOWERED, build_broken
 from spark_dp.audit.runner import AuditResult, audit_session, run_audit
 from spark_dp.audit.statistics import Confidence
 from spark_dp.audit.system import SYSTEM, SYSTEM_BROKEN
@@ -130,14 +130,19 @@ def self_test_plan(names: Sequence[str] | None = None) -> list[Planned]:
 
 @dataclass
 class SelfTestResult:
-    """Every real mechanism must pass its fast audit and every broken variant must fail it."""
+    """Every real mechanism must pass its fast audit and every broken variant must fail it
+    (but the documented blind spots of :data:`~.broken.UNDERPOWERED`, which may pass)."""
 
     results: list[AuditResult]
 
     @property
     def unexpected(self) -> list[AuditResult]:
-        """Real mechanisms that failed and broken variants that passed."""
-        return [r for r in self.results if r.passed == (r.change is not None)]
+        """Real mechanisms that failed and broken variants that passed (blind spots aside)."""
+        return [
+            r
+            for r in self.results
+            if r.passed == (r.change is not None) and not (r.passed and r.mechanism in UNDERPOWERED)
+        ]
 
     @property
     def ok(self) -> bool:

@@ -282,6 +282,20 @@ def noiseless_biases(real: Callable[..., tuple[DataFrame, DataFrame]]) -> Callab
 # --------------------------------------------------------------------------- distinct count
 
 
+UNCAPPED_ELL = 64
+"""ℓ of the uncapped curve: more items than any person of the audit's datasets holds."""
+
+
+def uncapped_curve(real: Callable[..., Any]) -> Callable[..., Any]:
+    """c(D; ℓ) without the bound ℓ per person: every ℓ gets the count of the uncapped curve."""
+
+    def curve(pairs: Any, ell_max: int, **options: Any) -> Any:
+        full = real(pairs, UNCAPPED_ELL, **options)
+        return np.full(ell_max, full[-1], dtype=np.int64)
+
+    return curve
+
+
 @dataclass(frozen=True)
 class ScaledCount(DiscreteLaplaceRelease):
     """The discrete-Laplace count with its scale divided by ``factor`` (stating ε_count)."""

@@ -1,19 +1,20 @@
 """What the audit runs: each mechanism through its real code path, with its own calibration.
 
-A target knows four things: how to run the mechanism on the audit's datasets (the registry's
-``plan``/``run`` through :func:`~spark_dp.partition_selection.select_partitions`, the in-memory
-oracle, or the distinct-count curve and release), the guarantee its calibration claims
-(:class:`Claim`), a model of one item's release probability (only to place the ε item before
-any run), and its public parameters for the report.
+A target knows how to run the mechanism on the audit's datasets (the registry's ``plan``/``run``
+through :func:`~spark_dp.partition_selection.select_partitions`, the in-memory oracle, or the
+distinct-count curve and release), the guarantee it claims (:class:`Claim`: the parameters'
+(ε, δ) and the proof's δ shares), its worst cases (``probes``, :mod:`.worst_cases`), a model of
+one item's release probability (only to place probes before any run), and its public
+parameters for the report.
 
-Claims are read from the calibration objects through the
-:class:`~spark_dp.calibration_protocol.RoundCalibration` protocol, never restated: the
-novel-item share is the sum of the rounds' ``delta_threshold``; the share of an event on an
-item others also hold is the sum of their ``delta_noise`` (δ/2 of a Gaussian round, 0 of
-pure-ε Laplace noise, the per-item δ' of the truncated-geometric keep probabilities,
-Desfontaines et al. 2022 Thm. 1); the canary's size comes from the bound each round is
-calibrated for (``max_items``, ``argmax_t``) and the release model from
-``release_probability``.
+The shares are read from the calibration objects through the
+:class:`~spark_dp.calibration_protocol.RoundCalibration` protocol, never restated: the share of
+an event on novel items is the sum of the rounds' ``delta_threshold``; of an event on items
+others also hold, the sum of their ``delta_noise`` (δ/2 of a Gaussian round, 0 of pure-ε
+Laplace noise, the per-item δ' of the truncated-geometric keep probabilities, Desfontaines et
+al. 2022 Thm. 1). A comparison is held to the smaller of the claim and the share
+(:meth:`Claim.delta_for`), and the statement is checked against the claim
+(:func:`step_problems`).
 """
 
 from __future__ import annotations

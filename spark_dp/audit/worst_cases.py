@@ -10,8 +10,11 @@ can only misplace a probe (less power), never make a broken mechanism pass a com
 
 Runs per probe: the audit's ``runs`` for the small probes; the reroute probes hold about
 τ/(1 − r) users per copy and the bias probe about 2·(ρ2 + C_lb·σ1), so they run on
-``runs``/:data:`REROUTE_RUN_DIVISOR` and ``runs``/:data:`BIAS_RUN_DIVISOR` copies (their
-effects are large: tests/audit/test_power.py computes the power at those counts).
+``runs``/:data:`REROUTE_RUN_DIVISOR` and ``runs``/:data:`BIAS_RUN_DIVISOR` copies (the
+reroute's power is computed in tests/audit/test_power.py; the bias probe's searched event is
+held out on 70% of its copies, and at 20,000 runs the noiseless-bias variant's rates (about
+0.21 on D against 0.02 on D′ for its strongest event) fail it with power ≥ 0.99 on those
+7,000, against 0.05 at 1,400).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ __all__ = [
 ]
 
 REROUTE_RUN_DIVISOR = 2
-BIAS_RUN_DIVISOR = 10
+BIAS_RUN_DIVISOR = 2
 PLACEMENT_COMPARISONS = 24
 """The number of comparisons the placement assumes when it picks the ε item's fillers (any
 public value is valid; this is about what a selection audit makes)."""
