@@ -183,6 +183,8 @@ class SparkSelection:
         out["max_contributions"] = p.max_contributions
         if "split" in self.plan.options:  # the algorithms that split the budget over rounds
             out["split"] = list(self.plan.options["split"])
+        if self.entry.name == "mad2r":  # its round-2 bias bound (the audit moves it)
+            out["b_max"] = p.b_max
         return out
 
     def release_probability(self, weight: float) -> float:

@@ -13,7 +13,7 @@ Runs per probe: the audit's ``runs`` for the small probes; the reroute probes ho
 ``runs``/:data:`REROUTE_RUN_DIVISOR` and ``runs``/:data:`BIAS_RUN_DIVISOR` copies (the
 reroute's power is computed in tests/audit/test_power.py; the bias probe's searched event is
 held out on 70% of its copies, and at 20,000 runs the noiseless-bias variant's rates (about
-0.21 on D against 0.02 on D′ for its strongest event) fail it with power ≥ 0.99 on those
+0.21 on D against 0.02 on D' for its strongest event) fail it with power ≥ 0.99 on those
 7,000, against 0.05 at 1,400).
 """
 

@@ -19,6 +19,7 @@ from spark_dp.audit import BROKEN, MECHANISMS, audit
 from spark_dp.audit.api import SelfTestResult, self_test, self_test_plan
 from spark_dp.audit.broken import UNDERPOWERED
 from spark_dp.audit.system import SYSTEM, SYSTEM_BROKEN
+from spark_dp.audit.targets import Settings, build_target
 from spark_dp.cli import main
 
 SEED = 20240615
@@ -86,6 +87,9 @@ def test_the_self_test_audits_the_real_mechanism_where_a_variant_moves():
         ("broken-mad2r-sigma-2eps", {}),
     ]
     assert [p.broken for p in plan] == [False, False, True, True]
+    # the report names the moved bias bound (the table's "at" column)
+    moved = build_target("mad2r", Settings(True, dict(plan[1].parameters)))
+    assert moved.parameters["b_max"] == 2.0 and moved.parameters["split"] == [0.02, 0.98]
 
 
 @pytest.mark.slow
