@@ -113,11 +113,11 @@ def plot_results(results: Sequence[AuditResult], path: str) -> bool:
     left.barh(y, [min(r.epsilon_lower_bound, 5.0) for r in results], color=colors)
     left.scatter([r.claim.epsilon for r in results], y, marker="|", s=200, color="black",
                  label="claimed ε", zorder=3)  # fmt: skip
-    left.set_xlabel("empirical ε lower bound at its δ (bar) vs claimed ε")
+    left.set_xlabel("empirical ε lower bound (bar), claimed ε (|)")
     left.legend(loc="lower right")
     right.barh(y, [r.power for r in results], color=colors)
     right.axvline(0.9, color="black", linestyle="--", label="0.9")
-    right.set_xlabel("estimated power (a broken variant must reach 0.9; a real one stays ≈ 0)")
+    right.set_xlabel("estimated power (broken: ≥ 0.9)")
     right.set_xlim(0.0, 1.0)
     right.legend(loc="lower right")
     left.set_yticks(y, names)
