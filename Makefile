@@ -182,7 +182,7 @@ bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
 
 # Fresh keys each run (no seed): the table is one random audit, as a user would run it.
-audit: setup ## privacy audit of every mechanism and broken variant (docs/privacy/; ~5 minutes)
+audit: setup ## privacy audit of every mechanism and broken variant (docs/privacy/; 10-16 min shared)
 	$(PY) -m spark_dp audit --self-test --json docs/privacy/audit.json \
 	    --markdown docs/privacy/audit-results.md --plot docs/privacy/audit.png $(ARGS)
 

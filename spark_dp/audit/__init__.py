@@ -1,25 +1,24 @@
 """Empirical privacy audit of every mechanism: ``spark-dp audit`` and :func:`audit`.
 
 The audit runs a mechanism's real code (DataFrames, Spark, its own calibration) many times on
-neighbouring datasets built to be worst cases for it, counts the events that matter and turns
-the counts into statements with Clopper–Pearson confidence bounds:
-
-* the rate at which an item that only the canary holds is released, against the δ share the
-  calibration claims for that event (:class:`~.runner.NovelTest`);
-* an empirical lower bound on ε from an item just below the threshold that the canary pushes
-  up, next to the claimed ε (:class:`~.runner.EpsilonTest`).
+neighbouring datasets built from its proof to be worst cases for it (:mod:`.probes`,
+:mod:`.worst_cases`), counts events on what each run released, and tests each event against
+the claimed (ε, δ): P_A[E] − e^ε·P_B[E] ≤ δ with one-sided Clopper–Pearson bounds, both orders
+of the neighbours, the family-wise error split over every comparison (:mod:`.statistics`,
+:mod:`.events`). Each comparison is held to min(claimed δ, the proof's share for its event),
+and the calibration's own statement is checked against the claim before any run.
 
 A failed audit is evidence that the mechanism is not as private as it claims. A passed audit is
-not a proof of privacy: it bounds ε from below on the datasets and events it tried, and a bug
-that shows only on other data passes. ``--fast`` uses a large δ and tiny data so that a 2×
-error in δ or in the weights fails with ≥ 95% power (computed in
-``tests/audit/test_statistics.py``); the deliberately broken variants of :mod:`.broken` show
-it (``spark-dp audit --self-test``).
+not a proof of privacy: it bounds ε from below on the datasets and events it tried. The
+deliberately broken variants of :mod:`.broken` (and :mod:`.system`'s key reuse and accountant)
+show the audit's power (``spark-dp audit --self-test``; docs/privacy/audit.md).
 
-Modules: :mod:`.statistics` (bounds, power), :mod:`.scenario` (canaries, copies),
+Modules: :mod:`.statistics` (bounds, hockey-stick test, power), :mod:`.probes` and
+:mod:`.worst_cases` (the neighbouring datasets), :mod:`.scenario` (many copies in one job),
 :mod:`.placement` (where to look, before any run), :mod:`.targets` (how each mechanism runs and
-what it claims), :mod:`.broken`, :mod:`.runner`, :mod:`.report` (JSON, table, plot),
-:mod:`.cli`.
+what it claims; :mod:`.claims`), :mod:`.events`, :mod:`.runner`, :mod:`.count_audit`,
+:mod:`.choice` (the private choice of Δ0), :mod:`.system`, :mod:`.breakages` and
+:mod:`.broken`, :mod:`.report` (JSON, table, plot), :mod:`.cli`.
 """
 
 from spark_dp.audit.api import AUDITED, SelfTestResult, audit, self_test

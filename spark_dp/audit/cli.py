@@ -37,9 +37,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="spark-dp audit",
         allow_abbrev=False,
         description="Run a mechanism's real code many times on neighbouring datasets built "
-        "to be worst cases for it, and compare the measured privacy loss (an empirical lower "
-        "bound on ε, and the rate at which an item only the canary holds is released) with "
-        "what its calibration claims. A lower bound, not a proof.",
+        "to be worst cases for its proof, and test every event's counts against the claimed "
+        "(ε, δ) (a hockey-stick test with Clopper–Pearson bounds, the family-wise error split "
+        "over the comparisons), printing the empirical ε and the estimated power. A lower "
+        "bound, not a proof.",
     )
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--mechanism", choices=AUDITED, help="the mechanism (or broken variant)")
@@ -47,17 +48,21 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--self-test",
         action="store_true",
-        help="fast audits of every real mechanism (must pass) and every deliberately broken "
-        "variant (must fail); exit 0 only if all verdicts are as expected",
+        help="fast audits of every real mechanism and system check (must pass, also at the "
+        "parameters a variant moves to) and every deliberately broken variant (must fail); "
+        "exit 0 only if all verdicts are as expected",
     )
     ap.add_argument("--only", help="with --self-test: a comma-separated subset of names")
     ap.add_argument(
         "--fast",
         action="store_true",
-        help="large δ and tiny data (ε=1, δ=0.2, Δ0=2; k=1 for count thresholding; ℓ_max=4 "
-        "for the distinct count): a 2x error in δ or in the weights fails with >= 95%% power",
+        help="large δ and tiny data (ε=1, δ=0.2, Δ0=2; k=1 for count thresholding; MAD2R "
+        "b_max=1; ℓ_max=4 for the distinct count): a 2x error in ε or δ fails with power >= 0.9 "
+        "(docs/privacy/audit.md lists the exceptions)",
     )
-    ap.add_argument("--runs", type=int, help="runs per dataset (default 2000; 3000 distinct count)")
+    ap.add_argument(
+        "--runs", type=int, help="runs per dataset (default 20000; 3000 distinct count)"
+    )
     ap.add_argument(
         "--alpha",
         type=float,

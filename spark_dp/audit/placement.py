@@ -49,10 +49,11 @@ def place_epsilon_item(
 ) -> int:
     """The number m of degree-1 fillers of the ε item: its weight is m on D, m + 1 on D'.
 
-    The smallest m with the largest plug-in bound (m = 0 when no m gives a positive one).
+    The smallest m ≥ 1 with the largest plug-in bound (m = 1 when no m gives a positive one):
+    with m = 0 the item would not exist on D, which the release model does not know.
     """
-    best, best_m = 0.0, 0
-    for m in range(MAX_FILLERS + 1):
+    best, best_m = 0.0, 1
+    for m in range(1, MAX_FILLERS + 1):
         q = release_probability(float(m))
         p = release_probability(float(m + 1))
         score = two_way_plugin(p, q, delta, runs, alpha)

@@ -1,32 +1,21 @@
-"""The audit's neighbouring datasets: worst-case canaries, and many copies in one dataset.
+"""Many copies of small datasets in one: how the audit makes thousands of runs in one job.
 
-Selection mechanisms (Chen et al. 2025's weight-and-threshold family, count thresholding and the
-sequential oracles) are audited on D and D' = D + one canary user, per copy:
-
-* **novel canary** (every copy): one user whose items nobody else holds, more than Δ0 of them
-  (or exactly the t that attains the threshold's maximum, when that t is below Δ0). After the
-  cap it holds t novel items of weight h(t): the case the threshold ρ is calibrated for, where
-  the chance that one of them is released equals the claimed δ share exactly;
-* **ε item** "x", held by ``fillers`` users of degree 1 (its base weight or count is
-  ``fillers``), placed just below the threshold where the release probability moves most;
-* **ε canary** (only in the D' copies): a user of degree 1 holding x, which adds the whole
-  sensitivity (1) to x's weight.
-
-A copy's names are prefixed with its index (``17/x``), so copies share no user and no item.
-Every per-user step of these mechanisms (cap, degree, weights) reads only the user's items,
+The probes of :mod:`.probes` give each run a pair of small datasets. A copy's names are
+prefixed with its index (``17/x``), so copies share no user and no item. Every per-user step of
+the selection mechanisms (cap, degree, weights, MAD's excess) reads only the user's items,
 every per-item step (noise, threshold, MAD's truncation, MAD2R's and DP-SIPS' later-round
 decisions) only the item's users, and the noise of an item is a keyed pseudorandom function of
 its name: so one run on the disjoint union of R copies gives, copy by copy, what R runs on the
 copies alone would give with the same key (``tests/audit/test_union.py`` checks this item by
 item), and the copies' outcomes are independent because their names differ.
 
+Distinct count is audited on D (a few persons sharing items) and D' = D + a person holding
+ℓ_max items nobody else holds, which raises c(D; ℓ) by ℓ for every ℓ: the largest change the
+sensitivity allows (:func:`distinct_count_datasets`).
+
 The private choice of Δ0 (``--max-contributions auto``) is audited on D (users of degree 1
 only, so no ranking of anyone's items matters) and D' = D + a **canary of maximal degree**, who
 holds the largest candidate's number of items (:func:`choice_datasets`).
-
-Distinct count is audited on D (a few persons sharing items) and D' = D + a person holding
-ℓ_max items nobody else holds, which raises c(D; ℓ) by ℓ for every ℓ: the largest change the
-sensitivity allows.
 """
 
 from __future__ import annotations
@@ -41,11 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHOICE_CANARY",
-    "EPSILON_ITEM",
     "NOVEL_PREFIX",
     "SEPARATOR",
     "Copies",
-    "Scenario",
     "choice_datasets",
     "copy_of",
     "disjoint_union",
@@ -57,45 +44,7 @@ Sets = Mapping[str, Sequence[str]]
 """A dataset: user → items (a list; GreedyUpdate reads repeats as priorities)."""
 
 SEPARATOR = "/"
-EPSILON_ITEM = "x"
 NOVEL_PREFIX = "novel"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """D and D' of a selection audit, for one copy (names without the copy prefix).
-
-    Attributes:
-        fillers: users of degree 1 holding the ε item (its base weight).
-        novel_items: items of the novel canary (none of them held by anyone else).
-    """
-
-    fillers: int
-    novel_items: int
-
-    def base(self) -> dict[str, list[str]]:
-        """D: the fillers of the ε item and the novel canary."""
-        sets: dict[str, list[str]] = {f"filler{k}": [EPSILON_ITEM] for k in range(self.fillers)}
-        sets["canary-novel"] = [f"{NOVEL_PREFIX}{k}" for k in range(self.novel_items)]
-        return sets
-
-    def neighbour(self) -> dict[str, list[str]]:
-        """D' = D + the ε canary (one user of degree 1 on the ε item)."""
-        sets = self.base()
-        sets["canary-x"] = [EPSILON_ITEM]
-        return sets
-
-    def copies(self, runs: int) -> Copies:
-        """``runs`` copies of D (indices 0..runs−1), then ``runs`` copies of D'."""
-        return Copies(((self.base(), runs), (self.neighbour(), runs)))
-
-    def to_report(self) -> dict[str, object]:
-        """Public description of the canaries."""
-        return {
-            "novel_canary_items": self.novel_items,
-            "epsilon_item_fillers": self.fillers,
-            "epsilon_canary": "one user of degree 1 on the epsilon item (D' copies only)",
-        }
 
 
 @dataclass(frozen=True)
@@ -127,6 +76,9 @@ class Copies:
         start = 0
         for sets, n in self.groups:
             rows = [(u, i) for u, items in sets.items() for i in items]
+            if not rows:  # an empty dataset (a novel probe's D): its copies hold no row
+                start += n
+                continue
             template = spark.createDataFrame(rows, "u string, i string")
             index = spark.range(start, start + n).select(F.col("id").cast("string").alias("k"))
             prefix = F.concat(F.col("k"), F.lit(SEPARATOR))

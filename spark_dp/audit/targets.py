@@ -1,19 +1,20 @@
 """What the audit runs: each mechanism through its real code path, with its own calibration.
 
-A target knows four things: how to run the mechanism on the audit's datasets (the registry's
-``plan``/``run`` through :func:`~spark_dp.partition_selection.select_partitions`, the in-memory
-oracle, or the distinct-count curve and release), the guarantee its calibration claims
-(:class:`Claim`), a model of one item's release probability (only to place the ε item before
-any run), and its public parameters for the report.
+A target knows how to run the mechanism on the audit's datasets (the registry's ``plan``/``run``
+through :func:`~spark_dp.partition_selection.select_partitions`, the in-memory oracle, or the
+distinct-count curve and release), the guarantee it claims (:class:`Claim`: the parameters'
+(ε, δ) and the proof's δ shares), its worst cases (``probes``, :mod:`.worst_cases`), a model of
+one item's release probability (only to place probes before any run), and its public
+parameters for the report.
 
-Claims are read from the calibration objects through the
-:class:`~spark_dp.calibration_protocol.RoundCalibration` protocol, never restated: the
-novel-item share is the sum of the rounds' ``delta_threshold``; the share of an event on an
-item others also hold is the sum of their ``delta_noise`` (δ/2 of a Gaussian round, 0 of
-pure-ε Laplace noise, the per-item δ' of the truncated-geometric keep probabilities,
-Desfontaines et al. 2022 Thm. 1); the canary's size comes from the bound each round is
-calibrated for (``max_items``, ``argmax_t``) and the release model from
-``release_probability``.
+The shares are read from the calibration objects through the
+:class:`~spark_dp.calibration_protocol.RoundCalibration` protocol, never restated: the share of
+an event on novel items is the sum of the rounds' ``delta_threshold``; of an event on items
+others also hold, the sum of their ``delta_noise`` (δ/2 of a Gaussian round, 0 of pure-ε
+Laplace noise, the per-item δ' of the truncated-geometric keep probabilities, Desfontaines et
+al. 2022 Thm. 1). A comparison is held to the smaller of the claim and the share
+(:meth:`Claim.delta_for`), and the statement is checked against the claim
+(:func:`step_problems`).
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from spark_dp.audit.choice import ChoiceTarget
+from spark_dp.audit.claims import Claim, step_problems
+from spark_dp.audit.probes import Probe
 from spark_dp.audit.scenario import Copies
-from spark_dp.audit.statistics import Claim
+from spark_dp.audit.worst_cases import oracle_probes, selection_probes
 from spark_dp.calibration import Budget
 from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.params import DistinctCountParams
@@ -49,6 +52,7 @@ from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
+from spark_dp.report import Step
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -57,16 +61,14 @@ __all__ = [
     "AUTO_CHOICE",
     "FAST_PARAMETERS",
     "MECHANISMS",
-    "NOVEL_CAP_FACTOR",
+    "Claim",
     "CountTarget",
     "OracleSelection",
     "SparkSelection",
     "Target",
     "build_target",
+    "step_problems",
 ]
-
-NOVEL_CAP_FACTOR = 10
-"""The novel canary holds this many times Δ0 items, so the cap itself is exercised."""
 
 ORACLES = ("policy-gaussian", "greedy-update")
 DISTINCT_COUNT = "distinct-count"
@@ -78,6 +80,7 @@ _WEIGHTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 2}
 _COUNTED = {"epsilon": 1.0, "delta": 0.2, "max_contributions": 1}
 FAST_PARAMETERS: dict[str, dict[str, Any]] = {
     **{name: _WEIGHTED for name in REGISTRY.names},
+    "mad2r": {**_WEIGHTED, "b_max": 1.0},
     "truncated-geometric": _COUNTED,
     "laplace-thresholding": _COUNTED,
     "gaussian-thresholding": _COUNTED,
@@ -92,30 +95,22 @@ FAST_PARAMETERS: dict[str, dict[str, Any]] = {
         "tuning_candidates": (1, 4),
     },
 }
-"""``--fast``: a large δ and small Δ0 make the claimed δ shares measurable in a few thousand
-runs (count thresholding uses k = 1 so that one canary item carries the whole ε)."""
+"""``--fast``: a large δ and small Δ0 make the claimed δ shares measurable (count thresholding
+uses k = 1 so that one canary item carries the whole ε; MAD2R b_max = 1, where its round-2
+threshold is tight: with b_max > 1 no novel item reaches the b_max/√t it is calibrated for)."""
 
 
 # --------------------------------------------------------------------------- selection
 
 
-def selection_claim(plan: SelectionPlan) -> Claim:
-    """The plan's total (ε, δ) and its two δ shares, summed over the rounds."""
+def selection_claim(plan: SelectionPlan, params: PartitionSelectionParams) -> Claim:
+    """The parameters' (ε, δ) and the plan's two δ shares, summed over the rounds."""
     return Claim(
-        epsilon=plan.epsilon,
-        delta=plan.delta,
+        epsilon=params.epsilon,
+        delta=params.delta,
         delta_novel=sum(s.calibration.delta_threshold for s in plan.steps),
         delta_event=sum(s.calibration.delta_noise for s in plan.steps),
     )
-
-
-def novel_canary_items(max_items: int | None, argmax_t: int | None) -> int:
-    """Items of the novel canary: the t attaining ρ's maximum when it is below Δ0 (the cap
-    would not bring a larger canary there), else NOVEL_CAP_FACTOR·Δ0 (capped to Δ0)."""
-    cap = max_items if max_items is not None else 2
-    if argmax_t is not None and argmax_t < cap:
-        return argmax_t
-    return NOVEL_CAP_FACTOR * cap
 
 
 @dataclass(frozen=True)
@@ -137,8 +132,16 @@ class SparkSelection:
 
     @property
     def claim(self) -> Claim:
-        """What the plan's calibration claims."""
-        return selection_claim(self.plan)
+        """The parameters' (ε, δ) and the plan's δ shares."""
+        return selection_claim(self.plan, self.params)
+
+    def claim_problems(self) -> list[str]:
+        """The plan's statement against the claim (:func:`step_problems`)."""
+        return step_problems(self.plan.steps, self.params.epsilon, self.params.delta)
+
+    def probes(self, runs: int, alpha: float) -> list[Probe]:
+        """The worst cases of this mechanism (:func:`~.worst_cases.selection_probes`)."""
+        return selection_probes(self, runs, alpha)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -148,16 +151,9 @@ class SparkSelection:
         out["max_contributions"] = p.max_contributions
         if "split" in self.plan.options:  # the algorithms that split the budget over rounds
             out["split"] = list(self.plan.options["split"])
+        if self.entry.name == "mad2r":  # its round-2 bias bound (the audit moves it)
+            out["b_max"] = p.b_max
         return out
-
-    def novel_items(self) -> int:
-        """The novel canary's number of items, from the claimed cap and threshold (the Δ0 a
-        round's threshold is calibrated for is the claimed cap, whatever the run does: a run
-        without the cap must face a canary with more items than that)."""
-        steps = self.plan.steps
-        known = [t for t in (s.calibration.argmax_t for s in steps) if t]
-        cap = max(s.calibration.max_items for s in steps)
-        return novel_canary_items(cap, max(known) if known else None)
 
     def release_probability(self, weight: float) -> float:
         """Model of the round with the largest ε share (the last such round)."""
@@ -202,9 +198,14 @@ class OracleSelection:
         out["beta"] = self.beta
         return out
 
-    def novel_items(self) -> int:
-        """The novel canary's number of items (GreedyUpdate has no cap: 20, like Δ0 = 2)."""
-        return novel_canary_items(self.max_items, self.calibration.argmax_t)
+    def claim_problems(self) -> list[str]:
+        """The calibration's statement against the claim."""
+        step = Step("round 1", self.calibration)
+        return step_problems((step,), self.claim.epsilon, self.claim.delta)
+
+    def probes(self, runs: int, alpha: float) -> list[Probe]:
+        """The novel canaries and the ε item (:func:`~.worst_cases.oracle_probes`)."""
+        return oracle_probes(self, runs, alpha)
 
     def release_probability(self, weight: float) -> float:
         """Both oracles fill an item at most to Γ before the noise."""
@@ -261,6 +262,10 @@ class CountTarget:
     def claim(self) -> Claim:
         """Pure ε-DP: no δ, no novel-item event."""
         return Claim(self.plan.epsilon, 0.0, None, 0.0)
+
+    def claim_problems(self) -> list[str]:
+        """GEM's and the count's ε against the claimed ε."""
+        return step_problems(self.plan.steps, self.plan.epsilon, 0.0)
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -333,7 +338,7 @@ def build_target(name: str, settings: Settings | None = None) -> Target:
         )
         plan = plan_selection(params)
         assert isinstance(plan, AutoPlan)
-        return ChoiceTarget(name, params, plan.choice)
+        return ChoiceTarget(name, params, plan)
     entry = REGISTRY[name]
     params = PartitionSelectionParams(algorithm=name, **given)
     return SparkSelection(name, entry, params, entry.plan(params))

@@ -90,6 +90,7 @@ __all__ = [
     "noise_steps",
     "tight_delta",
     "tight_epsilon",
+    "tight_profile",
 ]
 
 ACCOUNTANTS = ("basic", "pld", "rdp")
@@ -348,7 +349,16 @@ def _compose(charges: Iterable[Charge], accountant: str) -> _Composition:
 def tight_delta(charges: Iterable[Charge], epsilon: float, accountant: str) -> float:
     """The δ the tight bound gives for the charges at total ε = ``epsilon`` (module
     docstring): δ_rest + δ_N(ε − ε_rest) + (1 + e^ε)·η; ``inf`` below ε_rest."""
-    return _compose(charges, accountant).delta(epsilon)
+    return tight_profile(charges, [epsilon], accountant)[0]
+
+
+def tight_profile(
+    charges: Iterable[Charge], epsilons: Sequence[float], accountant: str
+) -> list[float]:
+    """:func:`tight_delta` at each of ``epsilons``, from one composition (the privacy profile
+    the store certifies; the privacy audit compares it with an independent one)."""
+    composition = _compose(charges, accountant)
+    return [composition.delta(e) for e in epsilons]
 
 
 def tight_epsilon(charges: Iterable[Charge], delta: float, accountant: str) -> float:
