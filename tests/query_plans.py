@@ -54,9 +54,14 @@ def plans_of(
     """The physical plans of the queries ``action()`` runs, in a :func:`layout_session` with
     ``settings`` (default :data:`LAYOUT_SETTINGS`)."""
     with layout_session(spark, settings or LAYOUT_SETTINGS):
-        before = len(_executions(spark))
+        # by id, not by position: the store keeps the last spark.sql.ui.retainedExecutions
+        # (1,000) queries, and a long suite fills it, so the list no longer grows
+        last = max((e.executionId() for e in _executions(spark)), default=-1)
         action()
-        ran = _executions(spark)[before:]
+        ran = sorted(
+            (e for e in _executions(spark) if e.executionId() > last),
+            key=lambda e: e.executionId(),
+        )
     assert ran, "no query ran"
     return [e.physicalPlanDescription() for e in ran]
 
