@@ -38,8 +38,9 @@ def test_partition_selection_job_over_connect(spark, server, tmp_path):
 
 def test_the_budget_rules_hold_over_connect(spark, tmp_path):
     """Over Spark Connect (the runner's path for a Connect session, as in its direct mode): the
-    charge becomes durable before the read, a data-dependent error afterwards stays charged,
-    and a retry of a committed release with the same key costs nothing more."""
+    charge becomes durable before the read, a data-dependent error afterwards stays charged, a
+    retry of a committed request costs nothing more, and the same request to another output is
+    refused without reading or charging (docs/privacy/budget.md)."""
     import os
 
     from spark_dp.budget import BudgetStore
@@ -58,12 +59,13 @@ def test_the_budget_rules_hold_over_connect(spark, tmp_path):
     common = ["--epsilon", "0.4", "--noise-key-file", str(key), "--budget-store", store]
     common += ["--dataset-id", "words", "--log-level", "WARNING"]
     assert main(["--input", str(tmp_path / "nulls"), "--output", str(tmp_path / "n"), *common]) == 2
-    for out in ("a", "b"):  # the second run is a retry: the same release
-        assert (
-            main(["--input", str(tmp_path / "ok"), "--output", str(tmp_path / out), *common]) == 0
-        )
+    ok = ["--input", str(tmp_path / "ok"), *common]
+    assert main([*ok, "--output", str(tmp_path / "a")]) == 0
+    assert main([*ok, "--output", str(tmp_path / "a"), "--overwrite"]) == 0  # a retry: left as is
+    assert main([*ok, "--output", str(tmp_path / "b")]) == 2  # the same request elsewhere
+    assert not (tmp_path / "b").exists()
     with BudgetStore.open(store) as s:
         (row,) = s.summary()
         states = [r.shown_state for r in s.runs()]
-    assert states[:2] == ["failed (charged)", "committed"] and states[2].startswith("repeat of")
+    assert states == ["failed (charged)", "committed"]
     assert row.spent_epsilon == pytest.approx(0.8) and row.reserved_epsilon == 0
