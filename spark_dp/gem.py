@@ -91,18 +91,7 @@ def _scores_hull(a: np.ndarray, sens: np.ndarray) -> np.ndarray:
     piece that holds it by a (vectorized) binary search over the breakpoints.
     """
     order = np.lexsort((a, sens))  # Δ ascending, then a ascending
-    hull: list[int] = []
-    for j in order:
-        if hull and sens[hull[-1]] == sens[j]:
-            hull.pop()  # equal slopes: keep the larger intercept (j comes later)
-        while len(hull) >= 2:
-            h1, h2 = hull[-2], hull[-1]
-            if (a[j] - a[h1]) * (sens[h2] - sens[h1]) >= (a[h2] - a[h1]) * (sens[j] - sens[h1]):
-                hull.pop()  # h2 never attains the maximum
-            else:
-                break
-        hull.append(int(j))
-    h = np.array(hull)
+    h = np.array(_upper_envelope(a, sens, [int(j) for j in order]))
     ha, hd = a[h], sens[h]
     breaks = (ha[:-1] - ha[1:]) / (hd[1:] - hd[:-1])  # increasing
     # Piece k of g holds s in [breaks[k-1], breaks[k]]; φ_i(X) = a_i − Δ_i·X − g(X) decreases,
@@ -180,18 +169,7 @@ def gem_scores_exact(
     t = Fraction(gem_threshold(m, epsilon, beta))
     d = [_rational(x) for x in sens]
     a = [_rational(x) - t * di for x, di in zip(q, d, strict=True)]
-    order = sorted(range(len(a)), key=lambda j: (d[j], a[j]))
-    hull: list[int] = []
-    for j in order:
-        if hull and d[hull[-1]] == d[j]:
-            hull.pop()  # equal slopes: keep the larger intercept (j comes later)
-        while len(hull) >= 2:
-            h1, h2 = hull[-2], hull[-1]
-            if (a[j] - a[h1]) * (d[h2] - d[h1]) >= (a[h2] - a[h1]) * (d[j] - d[h1]):
-                hull.pop()  # h2 never attains the maximum of the lines
-            else:
-                break
-        hull.append(j)
+    hull = _upper_envelope(a, d, sorted(range(len(a)), key=lambda j: (d[j], a[j])))
     breaks = [
         (a[hull[k]] - a[hull[k + 1]]) / (d[hull[k + 1]] - d[hull[k]]) for k in range(len(hull) - 1)
     ]
@@ -231,3 +209,20 @@ def gem_select(
     scores = gem_scores_exact(q, sens, epsilon, beta)
     half_epsilon = Fraction(epsilon) / 2
     return noise.exponential_mechanism([-half_epsilon * s for s in scores])
+
+
+def _upper_envelope(a: Any, d: Any, order: list[int]) -> list[int]:
+    """The lines y = a_j + d_j·s that attain max_j on some s, by increasing slope: ``order``
+    sorts the lines by (d, a); floats or exact rationals alike (one monotone-chain pass)."""
+    hull: list[int] = []
+    for j in order:
+        if hull and d[hull[-1]] == d[j]:
+            hull.pop()  # equal slopes: keep the larger intercept (j comes later)
+        while len(hull) >= 2:
+            h1, h2 = hull[-2], hull[-1]
+            if (a[j] - a[h1]) * (d[h2] - d[h1]) >= (a[h2] - a[h1]) * (d[j] - d[h1]):
+                hull.pop()  # h2 never attains the maximum of the lines
+            else:
+                break
+        hull.append(j)
+    return hull
