@@ -125,7 +125,7 @@ def _planned_spend(run: Run, steps: Sequence[Step[Calibration]]) -> tuple[float,
     """The plan's total (ε, δ): its certificate's when it has one (an ``auto`` selection's
     PLD certificate is below the sum of its steps), else basic composition over the steps."""
     plan = run.algorithm_plan if run.spec.spends_budget else None
-    if getattr(plan, "composition", None) is not None:
+    if plan is not None and getattr(plan, "composition", None) is not None:
         return float(plan.epsilon), float(plan.delta)
     return float(sum(s.epsilon for s in steps)), float(sum(s.delta for s in steps))
 
