@@ -168,6 +168,7 @@ class PrivacyReport:
         self.unsafe_debug: list[str] = []
         self.extra: dict[str, Any] = {}
         self.spark: dict[str, Any] = {}
+        self.certificate: dict[str, Any] | None = None
 
     def spend(self, label: str, epsilon: float, delta: float = 0.0, **details: Any) -> None:
         """Record the budget one step spends (basic composition sums the entries)."""
@@ -188,14 +189,24 @@ class PrivacyReport:
         """Append one plain sentence describing a step that ran."""
         self.notes.append(sentence)
 
+    def certify(self, epsilon: float, delta: float, **description: Any) -> None:
+        """The release's (ε, δ) proven by a tight composition of its steps (below their sum):
+        it replaces the sum in ``epsilon_spent``/``delta_spent``; ``description`` (public
+        constants, with a ``composition`` sentence) goes into the report."""
+        self.certificate = {"epsilon": float(epsilon), "delta": float(delta), **description}
+
     @property
     def epsilon_spent(self) -> float:
-        """Σ ε over the budget entries (basic composition)."""
+        """The certified ε, else Σ ε over the budget entries (basic composition)."""
+        if self.certificate is not None:
+            return self.certificate["epsilon"]
         return float(sum(b.epsilon for b in self.budget))
 
     @property
     def delta_spent(self) -> float:
-        """Σ δ over the budget entries (basic composition)."""
+        """The certified δ, else Σ δ over the budget entries (basic composition)."""
+        if self.certificate is not None:
+            return self.certificate["delta"]
         return float(sum(b.delta for b in self.budget))
 
     def to_dict(self) -> dict[str, Any]:
@@ -207,6 +218,9 @@ class PrivacyReport:
             "composition": "basic (sum over steps)",
             "steps": [b.to_dict() for b in self.budget],
         }
+        if self.certificate is not None:
+            privacy["composition"] = self.certificate.get("composition", "tight")
+            privacy["certificate"] = dict(self.certificate)
         if self.mechanism:
             privacy["mechanism"] = self.mechanism
         release: dict[str, Any] = {"id": self.release_id, "kind": "normal"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bench.tuning_report import report
+from spark_dp.partition_selection.preview import MODELS
 
 GRID = (1, 3, 10, 30, 100, 300, 1000)
 
@@ -64,11 +65,25 @@ def test_report_states_each_goal_from_the_means(tmp_path):
     )
     assert "2.0 / 4.0 (+2.0; choice stage 1.0)" in text
     assert "| void | basic | 0 at 1 | 0 | 0 (30,100) | – (none released) | – | n/a" in text
-    # Preview: Basic +10% everywhere with >= 20 items and inside its interval at every Δ0;
-    # MAD2R's predictions are Basic's figures with intervals that miss every actual mean.
+    # Preview: Basic +10% everywhere with >= 20 items and inside its interval at every Δ0.
     assert "| toy | 0.2 | basic | 3: +10%; 10: +10%; 30: +10%; 100: +10%; 300: +10%; " in text
     assert "| 7/7 | 4.0 |" in text
-    assert "| toy | 0.2 | mad2r | 3: +0%; 10: +11%; 30: +11%; 100: -14%; 300: +20%; " in text
-    assert "| 0/7 | 4.0 |" in text
-    # MAD2R / Basic over the cells where Basic has >= 20 items: 3..1000 (6 cells).
-    assert "median 0.90, range [0.83, 1.17] over 6 (dataset, Δ0) cells" in text
+    # MAD2R's predictions are the current model applied to Basic's (the detail file's own
+    # MAD2R rows, written under another model, are not read): 1.1·n·factor(c) against the
+    # actual mean, inside when 0.9·n·low ≤ actual ≤ 1.2·n·high.
+    basic = {1: 10, 3: 30, 10: 100, 30: 200, 100: 150, 300: 120, 1000: 100}
+    mad2r = {1: 10, 3: 30, 10: 90, 30: 180, 100: 175, 300: 100, 1000: 90}
+    model = MODELS["mad2r"]
+    cells = "; ".join(
+        f"{c}: {1.1 * basic[c] * model.at(c)[0] / mad2r[c] - 1:+.0%}" for c in GRID if c > 1
+    )
+    inside = sum(
+        0.9 * basic[c] * model.at(c)[1] <= mad2r[c] <= 1.2 * basic[c] * model.at(c)[2] for c in GRID
+    )
+    assert f"| toy | 0.2 | mad2r | {cells} | {inside}/7 | 4.0 |" in text
+    assert 0 < inside < 7  # the case tells an interval that holds from one that does not
+    # MAD2R / Basic by Δ0 where both have >= 20 items (3..1000), beside the model there.
+    f, lo, hi = model.at(100)
+    assert f"| 100 | 1 | 1.17 | [1.17, 1.17] | {f:.2f} [{lo:.2f}, {hi:.2f}] |" in text
+    rows = text.split("## The preview's MAD2R model")[1]
+    assert "\n| 3 | 1 | 1.00 |" in rows and "\n| 1 | " not in rows  # Δ0 = 1: 10 items

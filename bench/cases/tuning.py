@@ -8,9 +8,9 @@ On each dataset, at ε = 1, δ = 1e-5 and the grid {1, 3, 10, 30, 100, 300, 1000
   whole ε; one ranking per key serves every Δ0 (the nested caps of
   :func:`spark_dp.partition_selection.capping.ranked_input`), which gives each fixed run exactly
   the cap it would compute itself;
-* **auto**: Basic and MAD2R with ``--max-contributions auto`` (tuning share 0.1), the chosen Δ0
-  and the items released, and each auto run's wall seconds beside a plain fixed run of the same
-  algorithm at the chosen Δ0 (own shuffle, same data): what the choice adds;
+* **auto**: Basic and MAD2R with ``--max-contributions auto`` (the default tuning share), the
+  chosen Δ0 and the items released, and each auto run's wall seconds beside a plain fixed run
+  of the same algorithm at the chosen Δ0 (own shuffle, same data): what the choice adds;
 * **preview** at ε_p = 0.2 and 0.5: predicted items per (algorithm, Δ0) against the mean of the
   fixed runs of the same algorithm and Δ0.
 
@@ -45,6 +45,10 @@ DEGREE_2_5 = Dataset("degree-2-5", "degree-range", {"n_users": 300_000, "min_ite
                                                      "max_items": 5})  # fmt: skip
 DEGREE_1000 = Dataset("degree-1000", "degree-range", {"n_users": 1_500, "min_items": 1_000,
                                                       "max_items": 1_400})  # fmt: skip
+# The same users' kind, 3.3 × as many: where GEM's margin at Δ0 = 1000 is below the best
+# release (bench/tuning_exact.py only: docs/design/tuning.md#share).
+DEGREE_1000_5K = Dataset("degree-1000-5k", "degree-range", {"n_users": 5_000, "min_items": 1_000,
+                                                            "max_items": 1_400})  # fmt: skip
 # Quick scale (about 0.05-0.16M pairs each, 2 keys, 1 for MAD2R's sweep): the same kinds of
 # data, small enough for a loaded machine; results in bench/results/tuning-quick/.
 LINES_160K = Dataset("lines-160k", "zipf-replicated", {**REPLICATED_BASE, "n_users": 3_600,
@@ -118,7 +122,17 @@ def _auto_runs(pairs, algorithm: str, keys: int, label: str) -> dict[str, Any]:
         again = Randomness.create(200 + key).bind(f"bench-fixed-{label}-{algorithm}-{key}")
         _, seconds, _ = _timed_release(pairs, fixed, again)
         fixed_s.append(seconds)
+    from spark_dp.partition_selection import plan_selection
+
+    plan = plan_selection(params)
+    composition = getattr(plan, "composition", None)
     return {
+        "tuning_share": params.tuning_share,
+        "selection_epsilon": (
+            EPSILON * (1 - params.tuning_share)
+            if composition is None
+            else composition.selection_epsilon
+        ),
         "chosen": chosen,
         "items": items,
         "auto_seconds": auto_s,
@@ -204,7 +218,8 @@ def _tuning_case(label: str, keys: int, keys_mad2r: int, folder: str):
     return run
 
 
-for _ds in (ZIPF_1M, LINES_1M6, HEAVY_LIGHT, DEGREE_2_5, DEGREE_1000):
+DATASETS = (ZIPF_1M, LINES_1M6, HEAVY_LIGHT, DEGREE_2_5, DEGREE_1000)
+for _ds in DATASETS:
     register(f"tuning/{_ds.name}", "partition_selection", _ds)(
         _tuning_case(_ds.name, 5, 3, "tuning")
     )

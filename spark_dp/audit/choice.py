@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.audit.claims import Claim, step_problems
+from spark_dp.audit.claims import Claim, plan_problems, step_problems
 from spark_dp.audit.events import Comparison, four_ways
 from spark_dp.audit.scenario import choice_datasets
 from spark_dp.partition_selection.auto import AutoPlan
@@ -76,7 +76,7 @@ class ChoiceTarget:
         """The choice's stated ε against ε_t, and the whole plan's against (ε, δ)."""
         choice = (Step(CHOICE_LABEL, self.choice),)
         problems = step_problems(choice, self.claim.epsilon, 0.0)
-        return problems + step_problems(self.plan.steps, self.params.epsilon, self.params.delta)
+        return problems + plan_problems(self.plan, self.params.epsilon, self.params.delta)
 
     @property
     def parameters(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from spark_dp.report import Step
 
-__all__ = ["Claim", "step_problems"]
+__all__ = ["Claim", "plan_problems", "step_problems"]
 
 
 @dataclass(frozen=True)
@@ -63,4 +63,25 @@ def step_problems(steps: Sequence[Step[Any]], epsilon: float, delta: float) -> l
             share = getattr(cal, name, 0.0)
             if share > s.delta * tol:
                 problems.append(f"{s.label}: {name} = {share:g} > its δ {s.delta:g}")
+    return problems
+
+
+def plan_problems(plan: Any, epsilon: float, delta: float) -> list[str]:
+    """:func:`step_problems` for a plan, except that a plan with a tight certificate
+    (``composition``: ``--max-contributions auto``) is held to its certificate instead of the
+    sum of its steps: the PLD bound of all its steps, computed again here, must be at most the
+    claimed δ at the claimed ε, and each step's own shares still within its δ."""
+    composition = getattr(plan, "composition", None)
+    if composition is None:
+        return step_problems(plan.steps, epsilon, delta)
+    from spark_dp.partition_selection.tuning_composition import certified_delta
+
+    tol = 1.0 + 1e-9
+    problems = [p for p in step_problems(plan.steps, float("inf"), float("inf"))]
+    if composition.epsilon > epsilon * tol:
+        problems.append(f"the certificate is for ε = {composition.epsilon:g} > {epsilon:g}")
+    found = certified_delta(plan.steps, epsilon, delta)
+    if found > delta * tol:
+        problems.append(f"the PLD bound of the steps is δ = {found:g} at ε = {epsilon:g}, "
+                        f"more than the claimed {delta:g}")  # fmt: skip
     return problems

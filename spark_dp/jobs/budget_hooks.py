@@ -121,6 +121,15 @@ def _plan(run: Run) -> tuple[str | None, Sequence[Step[Calibration]]]:
     return getattr(run.params, "algorithm", None) or getattr(run.params, "method", None), ()
 
 
+def _planned_spend(run: Run, steps: Sequence[Step[Calibration]]) -> tuple[float, float]:
+    """The plan's total (ε, δ): its certificate's when it has one (an ``auto`` selection's
+    PLD certificate is below the sum of its steps), else basic composition over the steps."""
+    plan = run.algorithm_plan if run.spec.spends_budget else None
+    if plan is not None and getattr(plan, "composition", None) is not None:
+        return float(plan.epsilon), float(plan.delta)
+    return float(sum(s.epsilon for s in steps)), float(sum(s.delta for s in steps))
+
+
 def request_identity(run: Run) -> None:
     """The run's request (before any data is read): its effective arguments, key and the
     metadata identity of every table it reads (location and listing: names, sizes, times)."""
@@ -193,10 +202,7 @@ def budget_reserve(run: Run) -> None:
     input_path = getattr(run.args, "input", None)
     dataset = run.dataset_id or (default_dataset_id(input_path) if input_path else run.spec.name)
     run.dataset_id = dataset
-    run.planned_spend = (
-        float(sum(s.epsilon for s in steps)),
-        float(sum(s.delta for s in steps)),
-    )
+    run.planned_spend = _planned_spend(run, steps)
     written = {s.role: _where(s.path) for s in run.plan.specs if s.access == WRITE}
     report = report_path(run.args, run.spec.confidential)
     if report is not None:

@@ -72,9 +72,9 @@ class PartitionSelectionParams:
         metavar="INT|auto",
     )
     tuning_share: float = param(
-        0.1,
-        "with --max-contributions auto: the share of ε spent on choosing Δ0 (the selection "
-        "runs with the rest); in (0, 1)",
+        0.05,
+        "with --max-contributions auto: the share of ε spent on choosing Δ0; the selection "
+        "runs with what the PLD bound of both leaves, at least the rest; in (0, 1)",
     )
     tuning_candidates: tuple[int, ...] = param(
         TUNING_CANDIDATES,

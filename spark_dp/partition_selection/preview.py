@@ -23,6 +23,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.calibration import Budget
@@ -64,24 +65,56 @@ ALPHA = 0.05
 
 @dataclass(frozen=True)
 class Model:
-    """Predicted items of an algorithm = ``factor``·Ŝ(c), the factor measured on the benchmark
-    datasets, between ``low`` and ``high`` there (docs/design/tuning.md#preview-models)."""
+    """Predicted items of an algorithm = factor(c)·Ŝ(c), the factor measured on the benchmark
+    datasets at each grid Δ0, between ``low`` and ``high`` there
+    (docs/design/tuning.md#preview-models).
 
-    factor: float
-    low: float
-    high: float
+    Attributes:
+        points: (Δ0, factor, low, high) at increasing Δ0; between two points the factor is
+            interpolated in log Δ0, outside them it is the nearest point's.
+    """
+
+    points: tuple[tuple[int, float, float, float], ...]
+
+    def at(self, max_items: int) -> tuple[float, float, float]:
+        """(factor, low, high) at Δ0 = ``max_items``."""
+        pts = self.points
+        if max_items <= pts[0][0]:
+            return pts[0][1:]
+        for (c0, *a), (c1, *b) in pairwise(pts):
+            if max_items <= c1:
+                t = math.log(max_items / c0) / math.log(c1 / c0)
+                return tuple(x + t * (y - x) for x, y in zip(a, b, strict=True))  # type: ignore[return-value]
+        return pts[-1][1:]
+
+    @property
+    def factor(self) -> float:
+        """The factor at the largest measured Δ0 (the model's plateau)."""
+        return self.points[-1][1]
+
+
+def _constant(factor: float, low: float, high: float) -> Model:
+    return Model(((1, factor, low, high),))
 
 
 MODELS: Mapping[str, Model] = {
-    "basic": Model(1.0, 1.0, 1.0),
-    "mad": Model(1.04, 1.0, 1.1),
-    "dp-sips": Model(1.5, 1.25, 1.6),
-    "mad2r": Model(1.5, 1.3, 1.7),
+    "basic": _constant(1.0, 1.0, 1.0),
+    "mad": _constant(1.04, 1.0, 1.1),
+    "dp-sips": _constant(1.5, 1.25, 1.6),
+    "mad2r": Model(
+        (
+            (1, 0.8, 0.35, 0.95),
+            (3, 1.15, 0.95, 1.25),
+            (10, 1.3, 1.1, 1.4),
+            (30, 1.4, 1.1, 1.7),
+        )
+    ),
 }
 """The preview's model of each algorithm, relative to Basic's expected items at the same Δ0
 and the release's (ε, δ): Basic exactly; MAD ≥ Basic in distribution on the same capped data
-(Chen et al. 2025, Thm. C.1); DP-SIPS and MAD2R from their measured ratios
-(docs/design/tuning.md#measured)."""
+(Chen et al. 2025, Thm. C.1); DP-SIPS and MAD2R from their measured ratios, MAD2R's by Δ0:
+below Basic at Δ0 = 1 (no excess weight to reroute, its first round at a tenth of ε), rising
+to a plateau from Δ0 ≈ 30 (docs/design/tuning.md#measured)."""
 
 
 @dataclass(frozen=True)
@@ -219,13 +252,14 @@ def predict(plan: PreviewPlan, estimates: tuple[float, ...]) -> list[Prediction]
             point = max(0.0, s)
             spread = stat.noise_bound() + 2.0 * math.sqrt(max(point, 1.0))
             low, high = max(0.0, point - spread), point + spread
+            factor, low_factor, high_factor = model.at(stat.max_items)
             out.append(
                 Prediction(
                     algorithm,
                     stat.max_items,
-                    model.factor * point,
-                    model.low * low,
-                    model.high * high,
+                    factor * point,
+                    low_factor * low,
+                    high_factor * high,
                 )
             )
     return out

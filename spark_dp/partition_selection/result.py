@@ -171,12 +171,17 @@ class Selection(HoldsCache):
 
     @property
     def epsilon(self) -> float:
-        """Total ε (basic composition over the choice of Δ0, if any, and the rounds)."""
+        """Total ε: the PLD certificate's with ``auto`` when there is one, else basic
+        composition over the choice of Δ0, if any, and the rounds."""
+        if self.tuning is not None and self.tuning.composition is not None:
+            return self.tuning.composition.epsilon
         return sum(s.epsilon for s in self._steps())
 
     @property
     def delta(self) -> float:
-        """Total δ (basic composition over the choice of Δ0, if any, and the rounds)."""
+        """Total δ, as :attr:`epsilon`."""
+        if self.tuning is not None and self.tuning.composition is not None:
+            return self.tuning.composition.delta
         return sum(s.delta for s in self._steps())
 
     def _steps(self) -> list[Step[Any]]:
@@ -213,6 +218,9 @@ class Selection(HoldsCache):
             )
         for r in self.rounds:
             report.spend_step(r.step, output_items=r.output_items)
+        if self.tuning is not None and self.tuning.composition is not None:
+            c = self.tuning.composition.to_report()
+            report.certify(c.pop("epsilon"), c.pop("delta"), **c)
         report.outputs["output_items"] = self.output_items
         for note in self.notes:
             report.note(note)

@@ -233,7 +233,7 @@ def _run_auto(
             pairs, plan.plan_for(tuning.max_items), randomness, timer=timer, cache=cache
         )
     cache.drop(ranked)  # the selected items are computed and cached (counted) by now
-    selection.tuning = tuning
+    selection.tuning = replace(tuning, composition=plan.composition)
     return selection
 
 
@@ -273,6 +273,8 @@ def calibration_rows(plan: SelectionPlan | AutoPlan) -> list[dict[str, Any]]:
                 "delta": choice.delta,
                 "candidates": list(plan.candidates),
                 "sensitivities": list(plan.choice.sensitivities),
+                "selection_epsilon": plan.plans[0].epsilon,
+                "composition": "pld certificate" if plan.composition else "basic",
             }
         ]
         for candidate in plan.plans:

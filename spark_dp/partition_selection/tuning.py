@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from spark_dp.caching import CacheScope
     from spark_dp.logs import StageTimer
     from spark_dp.partition_selection.calibration import WeightAndThreshold
+    from spark_dp.partition_selection.tuning_composition import TightComposition
     from spark_dp.randomness import Randomness
 
 __all__ = ["CHOICE_LABEL", "Tuning", "candidate_weights", "choose_max_items", "score_totals"]
@@ -57,10 +58,13 @@ class Tuning:
     Attributes:
         choice: the GEM calibration (ε_t, candidates, sensitivities).
         max_items: ĉ, the chosen Δ0 (released: it is in the report).
+        composition: the release's PLD certificate (choice and rounds), or ``None`` (basic
+            composition).
     """
 
     choice: DeltaChoice
     max_items: int
+    composition: TightComposition | None = None
 
     @property
     def step(self) -> Step[DeltaChoice]:
@@ -69,7 +73,10 @@ class Tuning:
 
     def to_report(self) -> dict[str, Any]:
         """Public account: the method, the candidates, the sensitivities, the spend, ĉ."""
-        return {**self.step.to_report(), "chosen_max_contributions": self.max_items}
+        out = {**self.step.to_report(), "chosen_max_contributions": self.max_items}
+        if self.composition is not None:
+            out["release_composition"] = self.composition.to_report()
+        return out
 
 
 def _weight_column(candidate: int) -> str:

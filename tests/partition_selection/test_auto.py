@@ -133,9 +133,14 @@ def test_an_auto_release_is_the_algorithm_at_the_chosen_bound(spark, algorithm):
         report = PrivacyReport("partition_selection")
         auto.fill_report(report)
     assert report.epsilon_spent == pytest.approx(8.0) and report.delta_spent == pytest.approx(1e-3)
-    first = report.to_dict()["privacy"]["steps"][0]
+    privacy = report.to_dict()["privacy"]
+    first = privacy["steps"][0]
     assert first["label"] == "private choice of Δ0" and first["chosen_max_contributions"] == chosen
-    assert first["epsilon"] == pytest.approx(0.8) and first["delta"] == 0.0
+    assert first["epsilon"] == pytest.approx(8.0 * params.tuning_share) and first["delta"] == 0.0
+    # the PLD certificate: the rounds get more than ε − ε_t, the steps add up to more than ε
+    assert plan.composition is not None and auto.tuning.composition == plan.composition
+    assert privacy["certificate"]["selection_epsilon"] == plan.composition.selection_epsilon
+    assert sum(s["epsilon"] for s in privacy["steps"]) > 8.0 >= plan.plans[0].epsilon > 7.6
     assert first["sensitivities"] == list(plan.choice.sensitivities)
     assert report.parameters["max_contributions_chosen"] == chosen
     assert str(chosen) in report.mechanism["max_contributions"]

@@ -90,12 +90,26 @@ def test_the_estimates_are_the_expected_counts_of_a_small_exact_case(spark):
     assert doc["recommended"]["max_contributions"] in plan.candidates
 
 
+def test_a_model_interpolates_its_measured_factors_in_log_delta0():
+    model = MODELS["mad2r"]
+    (c0, f0, *_), (c1, f1, *_) = model.points[1], model.points[2]
+    assert model.at(c0)[0] == f0 and model.at(c1)[0] == f1
+    middle = round(math.sqrt(c0 * c1))  # halfway in log Δ0
+    expected = f0 + (f1 - f0) * math.log(middle / c0) / math.log(c1 / c0)
+    assert model.at(middle)[0] == pytest.approx(expected)
+    assert model.at(10**6) == model.points[-1][1:] and model.at(1) == model.points[0][1:]
+    for c in (1, 2, 3, 7, 10, 20, 30, 100, 5000):
+        factor, low, high = model.at(c)
+        assert low <= factor <= high
+
+
 def test_predictions_are_the_models_of_the_estimates():
     plan = plan_preview(PreviewParams(epsilon=0.5, tuning_candidates=(3, 30)))
     result = Preview(plan, (100.0, 400.0))
     by = {(p.algorithm, p.max_contributions): p for p in result.predictions}
     assert by[("basic", 30)].items == 400.0
-    assert by[("mad2r", 30)].items == pytest.approx(MODELS["mad2r"].factor * 400.0)
+    assert by[("mad2r", 30)].items == pytest.approx(MODELS["mad2r"].at(30)[0] * 400.0)
+    assert by[("mad2r", 3)].items == pytest.approx(MODELS["mad2r"].at(3)[0] * 100.0)
     for p in result.predictions:
         assert p.low <= p.items <= p.high
     basic = by[("basic", 3)]
