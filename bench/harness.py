@@ -232,6 +232,16 @@ def _session():
     return get_session("spark_dp-bench", BENCH_SPARK_CONF, log_level="ERROR")
 
 
+def emit_json(doc: Any, out: Path | None) -> int:
+    """Print ``doc`` as indented JSON and write it to ``out`` when given (the small measuring
+    scripts' output); exit code 0."""
+    text = json.dumps(doc, indent=2) + "\n"
+    if out:
+        out.write_text(text)
+    print(text)
+    return 0
+
+
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:.4g}"

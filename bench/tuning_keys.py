@@ -10,12 +10,11 @@ Used where five keys leave the mean within the noise of the goal (docs/design/tu
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from bench.cases.tuning import DELTA, EPSILON
-from bench.harness import DATA_DIR, _session
+from bench.harness import DATA_DIR, _session, emit_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,11 +42,7 @@ def main(argv: list[str] | None = None) -> int:
             out["chosen"].append(sel.max_items)
             out["items"].append(sel.output_items)
         print(key, sel.max_items, sel.output_items, file=sys.stderr, flush=True)
-    text = json.dumps(out, indent=2) + "\n"
-    if args.out:
-        args.out.write_text(text)
-    print(text)
-    return 0
+    return emit_json(out, args.out)
 
 
 if __name__ == "__main__":
