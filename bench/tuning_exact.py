@@ -35,7 +35,7 @@ from spark_dp.gem import gem_probabilities
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.registry import REGISTRY
-from spark_dp.partition_selection.tuning_calibration import TUNING_BETA, score_sensitivity
+from spark_dp.partition_selection.tuning_calibration import DeltaChoice
 from spark_dp.partition_selection.tuning_composition import selection_budget
 
 GRID = (1, 3, 10, 30, 100, 300, 1000)
@@ -101,15 +101,26 @@ def expected_items(weights: np.ndarray, epsilon: float, c: int) -> float:
     return float(special.ndtr((w - cal.rho) / cal.sigma).sum())
 
 
-def selection_epsilon(share: float, composition: str) -> float:
-    """ε_s of Basic after a choice at share·ε: ε − ε_t, or the PLD certificate's."""
-    if composition == "basic":
-        return EPSILON * (1 - share)
+def certified_selection(algorithm: str, share: float) -> float:
+    """ε_s of ``algorithm`` after a choice at share·ε, as ``auto`` plans it (the PLD
+    certificate's, or ε − ε_t without one)."""
     params = PartitionSelectionParams(
-        algorithm="basic", epsilon=EPSILON, delta=DELTA, max_contributions="auto",
+        algorithm=algorithm, epsilon=EPSILON, delta=DELTA, max_contributions="auto",
         tuning_share=share,
     )  # fmt: skip
-    return selection_budget(params, REGISTRY["basic"].plan)[0].epsilon
+    return selection_budget(params, REGISTRY[algorithm].plan)[0].epsilon
+
+
+def selection_epsilon(share: float, composition: str) -> float:
+    """ε_s of Basic after a choice at share·ε: ε − ε_t, or the PLD certificate's."""
+    return EPSILON * (1 - share) if composition == "basic" else certified_selection("basic", share)
+
+
+def choice_probabilities(scores: np.ndarray, selection: float, share: float) -> np.ndarray:
+    """P[ĉ = c] of the release's own choice (:class:`DeltaChoice` at ε_t = share·ε, scored at
+    the selection's budget) for real-valued scores."""
+    choice = DeltaChoice.for_budget(EPSILON * share, Budget(selection, DELTA), GRID)
+    return gem_probabilities(scores, choice.sensitivities, choice.epsilon, choice.beta)
 
 
 def study(name: str, weights: dict[int, np.ndarray]) -> list[dict]:
@@ -122,10 +133,8 @@ def study(name: str, weights: dict[int, np.ndarray]) -> list[dict]:
         for f in SHARES:
             selection = selection_epsilon(f, composition)
             at = {c: expected_items(weights[c], selection, c) for c in GRID}
-            sigma = WeightAndThreshold.for_budget(Budget(selection, DELTA), 1).sigma
-            sens = [score_sensitivity(c, sigma) for c in GRID]
             scores = np.array([at[c] for c in GRID])
-            p = gem_probabilities(scores, sens, EPSILON * f, TUNING_BETA)
+            p = choice_probabilities(scores, selection, f)
             auto = float(np.dot(p, scores))
             rows.append(
                 {
@@ -155,17 +164,11 @@ def mad2r_row(name: str, weights: dict[int, np.ndarray], share: float) -> dict |
         int(c): float(np.mean(v))
         for c, v in json.loads(detail.read_text())["fixed"]["mad2r"].items()
     }
-    params = PartitionSelectionParams(
-        algorithm="mad2r", epsilon=EPSILON, delta=DELTA, max_contributions="auto",
-        tuning_share=share,
-    )  # fmt: skip
-    selection = selection_budget(params, REGISTRY["mad2r"].plan)[0].epsilon
+    selection = certified_selection("mad2r", share)
     if selection < EPSILON:
         return None
     scores = np.array([expected_items(weights[c], selection, c) for c in GRID])
-    sigma = WeightAndThreshold.for_budget(Budget(selection, DELTA), 1).sigma
-    sens = [score_sensitivity(c, sigma) for c in GRID]
-    p = gem_probabilities(scores, sens, EPSILON * share, TUNING_BETA)
+    p = choice_probabilities(scores, selection, share)
     best = max(fixed, key=fixed.get)
     auto = float(np.dot(p, [fixed[c] for c in GRID]))
     return {

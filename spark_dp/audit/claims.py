@@ -77,7 +77,7 @@ def plan_problems(plan: Any, epsilon: float, delta: float) -> list[str]:
     from spark_dp.partition_selection.tuning_composition import certified_delta
 
     tol = 1.0 + 1e-9
-    problems = [p for p in step_problems(plan.steps, float("inf"), float("inf"))]
+    problems = step_problems(plan.steps, float("inf"), float("inf"))
     if composition.epsilon > epsilon * tol:
         problems.append(f"the certificate is for ε = {composition.epsilon:g} > {epsilon:g}")
     found = certified_delta(plan.steps, epsilon, delta)

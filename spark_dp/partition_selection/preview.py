@@ -87,11 +87,6 @@ class Model:
                 return tuple(x + t * (y - x) for x, y in zip(a, b, strict=True))  # type: ignore[return-value]
         return pts[-1][1:]
 
-    @property
-    def factor(self) -> float:
-        """The factor at the largest measured Δ0 (the model's plateau)."""
-        return self.points[-1][1]
-
 
 def _constant(factor: float, low: float, high: float) -> Model:
     return Model(((1, factor, low, high),))

@@ -137,17 +137,18 @@ def _selection_budget(
         return certified_delta((choice, *plan.steps), epsilon, delta)
 
     low, high = epsilon - epsilon_choice, epsilon
-    if certify(low) > delta:
+    found = certify(low)
+    if found > delta:
         return Budget(low, delta), None
-    found = certify(high)
-    if found <= delta:
-        low = high
+    at_high = certify(high)
+    if at_high <= delta:
+        low, found = high, at_high
     else:
         for _ in range(BISECTION_STEPS):
             middle = (low + high) / 2.0
-            if certify(middle) <= delta:
-                low = middle
+            at_middle = certify(middle)
+            if at_middle <= delta:
+                low, found = middle, at_middle
             else:
                 high = middle
-        found = certify(low)
     return Budget(low, delta), TightComposition(epsilon, delta, epsilon_choice, low, found)

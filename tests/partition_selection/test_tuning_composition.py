@@ -78,8 +78,8 @@ def test_basic_gets_all_the_certificate_allows(share):
     plan = _auto("basic", 1.0, 1e-5, share)
     assert plan.composition is not None and plan.composition.selection_epsilon < 1.0
     assert exact_delta(plan, 1.0) >= 1e-5 * 0.99
-    wider = _auto("basic", 1.0, 1e-5, share)
-    assert wider.composition == plan.composition  # public parameters only: the same budget
+    again = _auto("basic", 1.0, 1e-5, share)
+    assert again.composition == plan.composition  # public parameters only: the same budget
 
 
 @settings(max_examples=12, deadline=None)
