@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from spark_dp.randomness.key_file import write_key_file
 from tests.bad_input_cases import (
     CASES,
     ENVIRONMENT_CASES,
@@ -67,8 +68,7 @@ def _workspace(root: Path) -> Path:
     (root / "notes.txt").write_text("not a table\n")
     (root / "junk_dir").mkdir()
     (root / "junk_dir" / "part-0.parquet").write_text("junk")
-    (root / "key32").write_bytes(bytes(range(32)))
-    (root / "key32").chmod(0o600)
+    write_key_file(root / "key32")
     (root / "short.key").write_bytes(b"12345")
     (root / "short.key").chmod(0o600)
     (root / "good.yaml").write_text("epsilon: 1.0\n")

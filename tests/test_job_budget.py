@@ -14,6 +14,7 @@ import pytest
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.randomness.key_file import write_key_file
 from spark_dp.registry import Algorithm
 from spark_dp.release_ids import default_dataset_id
 
@@ -43,8 +44,7 @@ def _set_cap(url: str, dataset: str, epsilon: float, delta: float = 1e-3) -> Non
 
 def _key(tmp_path: Path, name: str = "key") -> str:
     path = tmp_path / name
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
+    write_key_file(path)
     return str(path)
 
 

@@ -11,7 +11,7 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --output-format F     parquet | delta (a Delta table, one commit, moved into place)
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace existing outputs (never a path the job also reads)
-    --noise-key-file PATH the release key: a file of at least 32 random bytes
+    --noise-key-file PATH the release key: a key file from `spark-dp keygen --out PATH`
     --seed INT            a key derived from a seed: tests only (generate: the data seed)
     --config FILE         YAML/JSON defaults: a local file, a Hadoop URI, or a file shipped
                           with spark-submit --files (give its name)
@@ -209,9 +209,9 @@ def _key_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
     keys.add_argument(
         "--noise-key-file",
         metavar="PATH",
-        help="file with the release's secret key (>= 32 random bytes, e.g. from a secret "
-        "store); a re-run with the same key, input and parameters is the same release "
-        "(default: a fresh key from OS entropy)",
+        help="the release's secret key, a file written by `spark-dp keygen --out PATH` (kept "
+        "in a secret store, mode 0600); a re-run with the same key, input and parameters is "
+        "the same release (default: a fresh key from OS entropy)",
     )
     keys.add_argument(
         "--seed", type=int, default=None, help="derive the key from a seed: NOT for production"
