@@ -157,6 +157,28 @@ def test_allow_listed_flags_leave_the_arguments_alone():
     assert _release("partition_selection", [*base, *extra]) == _release("partition_selection", base)
 
 
+def test_unsafe_debug_logs_enter_the_release_id_and_are_refused_with_a_store(tmp_path, capsys):
+    """``--unsafe-debug-logs`` is in the release id (its confirmation alone changes nothing),
+    and refused with a budget store, given as a flag or by the config file: exit 2, one line,
+    before anything is read or created."""
+    _, base = JOBS["partition_selection"]
+    unsafe = ["--unsafe-debug-logs", "--allow-unsafe-debug"]
+    plain = _release("partition_selection", base)
+    assert _release("partition_selection", [*base, *unsafe]) not in (None, plain)
+    assert _release("partition_selection", [*base, "--allow-unsafe-debug"]) == plain
+    store = tmp_path / "b.db"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"budget_store: sqlite:///{store}\n")
+    for job in ("partition_selection", "distinct_count", "preview"):
+        module, argv = JOBS[job]
+        argv = [a if a != "in" else str(tmp_path / "absent") for a in argv]
+        for where in (["--budget-store", f"sqlite:///{store}"], ["--config", str(config)]):
+            assert module.main([*argv, *unsafe, *where]) == 2
+            errors = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
+            assert len(errors) == 1 and "--unsafe-debug-logs" in errors[0], errors
+            assert "refused with a budget store" in errors[0] and not store.exists()
+
+
 # --------------------------------------------------------------------------- the library
 
 

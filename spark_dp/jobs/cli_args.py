@@ -287,8 +287,8 @@ def _debug_flags(parser: argparse.ArgumentParser) -> None:
     debug.add_argument(
         "--unsafe-debug-logs",
         action="store_true",
-        help="also log private counts of the input and intermediate data; the report "
-        "records it (needs --allow-unsafe-debug)",
+        help="also log private counts of the input and intermediate data; the report and the "
+        "release id record it (needs --allow-unsafe-debug; refused with a budget store)",
     )
     debug.add_argument(
         "--allow-unsafe-debug",
