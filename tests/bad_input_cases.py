@@ -237,16 +237,17 @@ SCRIPT_CASES: list[tuple[str, list[str], str | None, list[str]]] = [
 
 # (id, job module, argv, HADOOP_CONF_DIR set, words): failures found while reading the data.
 SPARK_CASES: list[tuple[str, str, list[str], bool, list[str]]] = [
-    ("spark-ps-nulls", "partition_selection", ps(inp="nulls")[1:], False,
-     ["null ids", "--drop-nulls"]),
-    ("spark-ps-empty", "partition_selection", ps(inp="empty")[1:], False, ["is empty"]),
+    ("spark-ps-nulls", "partition_selection", ps("--strict-input", inp="nulls")[1:], False,
+     ["null ids", "--strict-input"]),
+    ("spark-ps-empty", "partition_selection", ps("--strict-input", inp="empty")[1:], False,
+     ["is empty", "--strict-input"]),
     ("spark-dc-missing-column", "distinct_count", dc("--user-col", "uid")[1:], False,
      ["'uid'", "--*-col"]),
     ("spark-dc-float-ids", "distinct_count", dc(inp="floats")[1:], False, ["floating-point"]),
     ("spark-cb-mixed-types", "contribution_bounding",
      cb("--max-contributions", "1", inp="mixed")[1:], False, ["mixed types"]),
-    ("spark-cb-negative-caps", "contribution_bounding", cb("--capacities", "negcaps")[1:], False,
-     ["negcaps", "negative"]),
+    ("spark-cb-negative-caps", "contribution_bounding",
+     cb("--capacities", "negcaps", "--strict-input")[1:], False, ["negcaps", "negative"]),
     ("spark-uri-not-parquet", "partition_selection", ps(inp="{ws}/fake.parquet")[1:], True,
      ["--input", "fake.parquet", "--input-format csv"]),
     ("spark-uri-missing", "distinct_count", dc(inp="{ws}/nope")[1:], True,

@@ -168,8 +168,9 @@ def test_a_failure_before_the_read_is_freed_and_one_after_it_stays_charged(spark
     assert partition_selection.main([*argv, "--item-col", "word"]) == 2
     budget = _budget(store, "nulls")
     assert budget["reserved_epsilon"] == 0 and budget["spent_epsilon"] == 0
-    # null ids are found by reading the rows: the run stays charged (failed), never refunded
-    assert partition_selection.main(argv) == 2
+    # null ids are found by reading the rows (--strict-input fails on them): the run stays
+    # charged (failed), never refunded
+    assert partition_selection.main([*argv, "--strict-input"]) == 2
     budget = _budget(store, "nulls")
     assert budget["spent_epsilon"] == pytest.approx(0.6) and budget["failed_releases"] == 1
     assert budget["releases"] == 0 and not (tmp_path / "o").exists()

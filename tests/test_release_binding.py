@@ -142,7 +142,7 @@ def test_the_allow_list_names_real_flags_and_says_why():
     dests = {a.dest for job in JOBS for a in build_parser(JOBS[job][0].SPEC)._actions}
     assert set(NOT_IN_RELEASE) <= dests, set(NOT_IN_RELEASE) - dests
     assert all(len(reason) > 10 for reason in NOT_IN_RELEASE.values())
-    for dest in ("input_format", "user_col", "item_col", "record_col", "drop_nulls",
+    for dest in ("input_format", "user_col", "item_col", "record_col", "strict_input",
                  "capacity_col", "components", "epsilon"):  # fmt: skip
         assert dest not in NOT_IN_RELEASE
 

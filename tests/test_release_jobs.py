@@ -154,7 +154,7 @@ def test_one_argument_changed_is_a_new_release_and_a_new_charge(spark, tmp_path)
     store = _store(tmp_path, "words", epsilon=2.0)
     base = ["--input", str(tmp_path / "in"), "--algorithm", "basic", "--epsilon", "0.5",
             "--noise-key-file", key, "--budget-store", store, "--dataset-id", "words"]  # fmt: skip
-    runs = [("a", []), ("b", ["--item-col", "item2"]), ("c", ["--drop-nulls"])]
+    runs = [("a", []), ("b", ["--item-col", "item2"]), ("c", ["--strict-input"])]
     for name, extra in runs:
         _run(partition_selection, [*base, *extra, "--output", str(tmp_path / name)])
     reports = {n: _report(tmp_path / f"{n}.report.json") for n, _ in runs}

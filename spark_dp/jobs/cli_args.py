@@ -16,7 +16,8 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --config FILE         YAML/JSON defaults: a local file, a Hadoop URI, or a file shipped
                           with spark-submit --files (give its name)
     --user-col/--item-col/--record-col NAME   input column names (the job's id columns only)
-    --drop-nulls          drop rows with null ids instead of failing
+    --strict-input        fail on a null id, an empty input or an invalid capacity row
+                          instead of dropping them (the exit code then tells one bit)
     --spark-conf K=V      extra Spark settings (never override spark-submit's)
     --master URL          master for a plain `python jobs/...` run (default local[*])
     --log-level LEVEL     DEBUG | INFO | WARNING | ERROR (default INFO)
@@ -69,6 +70,25 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         say(f"{self.prog}: error: {message} (see {self.prog} --help)")
         raise SystemExit(2)
+
+
+class _NoLongerNeeded(argparse.Action):
+    """``--drop-nulls``: what it asked for is the default now; a deprecated no-op (one warning,
+    removed in :data:`spark_dp.config.ALIASES_REMOVED_IN`; no dest, so not in the release id)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, **kw)  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        notes = list(getattr(namespace, "deprecated_flags", None) or [])
+        why = "it does nothing: rows with a null id are dropped by default (--strict-input fails)"
+        namespace.deprecated_flags = [*notes, (option_string or self.option_strings[0], why)]
 
 
 class _Replaced(argparse.Action):
@@ -192,7 +212,14 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
         flag, default, what = _COLUMNS[col]
         files.add_argument(flag, default=default, help=f"{what} (default {default})")
     if spec.needs_input:
-        files.add_argument("--drop-nulls", action="store_true", help="drop rows with null ids")
+        files.add_argument(
+            "--strict-input",
+            action="store_true",
+            help="fail (exit 2) on a row with a null id, an empty input or an invalid capacity "
+            "row instead of dropping it (the default): the exit code then tells one bit about "
+            "the data (docs/privacy/caveats.md#bad-rows)",
+        )
+        files.add_argument("--drop-nulls", action=_NoLongerNeeded, help=argparse.SUPPRESS)
 
 
 def _key_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:

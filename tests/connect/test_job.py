@@ -57,7 +57,8 @@ def test_the_budget_rules_hold_over_connect(spark, tmp_path):
     )
     common = ["--epsilon", "0.4", "--noise-key-file", str(key), "--budget-store", store]
     common += ["--dataset-id", "words", "--log-level", "WARNING"]
-    assert main(["--input", str(tmp_path / "nulls"), "--output", str(tmp_path / "n"), *common]) == 2
+    nulls = ["--input", str(tmp_path / "nulls"), "--strict-input"]
+    assert main([*nulls, "--output", str(tmp_path / "n"), *common]) == 2  # found in the rows
     ok = ["--input", str(tmp_path / "ok"), *common]
     assert main([*ok, "--output", str(tmp_path / "a")]) == 0
     assert main([*ok, "--output", str(tmp_path / "a"), "--overwrite"]) == 0  # a retry: left as is
