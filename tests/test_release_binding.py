@@ -274,6 +274,34 @@ def test_a_released_curve_binds_to_the_curve():
 # --------------------------------------------------------------------------- a key binds once
 
 
+def test_a_job_binds_its_key_exactly_once(spark, neighbours, tmp_path, monkeypatch):
+    """The job runner binds once per run, when its last table is digested: one claim of the
+    key for a job reading one table, and one for contribution bounding reading two."""
+    from spark_dp.randomness.keys import ReleaseKey
+
+    claims: list[str] = []
+    claim = ReleaseKey.claim
+
+    def spy(key: ReleaseKey, release_id: str) -> None:
+        claims.append(release_id)
+        claim(key, release_id)
+
+    monkeypatch.setattr(ReleaseKey, "claim", spy)
+    pairs, graph = str(tmp_path / "pairs"), str(tmp_path / "graph")
+    neighbours[0].write.parquet(pairs)
+    neighbours[0].selectExpr("item AS record_id", "user_id").write.parquet(graph)
+    caps = str(tmp_path / "caps")
+    spark.createDataFrame([("u1", 1)], "user_id string, cap int").write.parquet(caps)
+    quiet = ["--log-level", "ERROR"]
+    assert partition_selection.main(["--input", pairs, "--output", str(tmp_path / "o"),
+                                     "--epsilon", "1", *quiet]) == 0  # fmt: skip
+    assert len(claims) == 1
+    assert contribution_bounding.main(["--input", graph, "--output", str(tmp_path / "b"),
+                                       "--max-contributions", "2", "--capacities", caps,
+                                       *quiet]) == 0  # fmt: skip
+    assert len(claims) == 2 and claims[0] != claims[1]
+
+
 def _library_call(entry: str, frame, key: Randomness, validate: bool) -> None:
     """One release of library entry point ``entry`` on ``frame`` (user_id, item) with ``key``."""
     from spark_dp.contribution_bounding import BoundingParams, bound_contributions
