@@ -6,6 +6,7 @@
     spark-dp distinct-count --input data/zipf --epsilon 1 --report out/count.json
     spark-dp preview --input data/zipf --epsilon 0.2
     spark-dp calibrate --epsilon 1 --delta 1e-5 --max-contributions 100
+    spark-dp keygen --out /run/secrets/words-2026-11-24.key
     spark-dp budget set-cap --store sqlite:///var/spark_dp/budget.db --dataset words --epsilon 4
     spark-dp budget --store sqlite:///var/spark_dp/budget.db
     spark-dp audit --mechanism mad2r --fast
@@ -56,6 +57,7 @@ TOOLS = {
     "budget": "list or set the caps and spending of a budget store (set-cap, set-accountant, "
     "runs, settle)",
     "audit": "empirical privacy audit of a mechanism (spark-dp audit --help)",
+    "keygen": "write a new release key file for --noise-key-file (mode 0600, never over a file)",
 }
 
 
@@ -120,6 +122,8 @@ def _dispatch(args: list[str]) -> int:
         from spark_dp.audit.cli import main as audit_main
 
         return audit_main(rest)
+    if command == "keygen":
+        return _keygen(rest)
     say(f"spark-dp: error: unknown command {args[0]!r} (see spark-dp --help)")
     return 2
 
@@ -176,6 +180,53 @@ def _calibrate(argv: list[str]) -> int:
 
 def _fmt(v: object) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _keygen(argv: list[str]) -> int:
+    """``spark-dp keygen --out PATH``: a new key file (docs/privacy/keys.md#key-files)."""
+    from spark_dp.jobs.cli_args import OneLineParser
+    from spark_dp.jobs.failures import say
+    from spark_dp.randomness import ReleaseKey
+    from spark_dp.randomness.key_file import write_key_file
+
+    ap = OneLineParser(
+        prog="spark-dp keygen",
+        description="Write a new release key for --noise-key-file: 32 bytes from the "
+        "operating system, in spark_dp's key file format, created with mode 0600. An existing "
+        "file is never overwritten. Prints the key's fingerprint (public).",
+        allow_abbrev=False,
+    )
+    ap.add_argument("--out", required=True, metavar="PATH", help="the key file to create")
+    ap.add_argument(
+        "--if-missing",
+        action="store_true",
+        help="keep an existing key file at PATH (after checking it is one) instead of failing",
+    )
+    try:
+        ns = ap.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        write_key_file(ns.out)
+        made = "wrote"
+    except FileExistsError:
+        if not ns.if_missing:
+            say(
+                f"spark-dp keygen: error: {ns.out} exists; a key file is never overwritten "
+                "(choose another --out, or pass --if-missing to keep it)"
+            )
+            return 2
+        made = "kept"
+    except OSError as exc:
+        say(f"spark-dp keygen: error: cannot create {ns.out} ({exc.strerror})")
+        return 2
+    try:
+        key = ReleaseKey.from_file(ns.out)
+    except SparkDPUserError as exc:
+        say(f"spark-dp keygen: error: {exc}")
+        return 2
+    print(f"{made} release key {ns.out} (fingerprint {key.fingerprint})")
+    return 0
 
 
 def _budget(argv: list[str]) -> int:

@@ -76,9 +76,11 @@ def name_flags(message: str, cls: type) -> str:
 
 
 def deprecation_warnings(args: argparse.Namespace) -> list[str]:
-    """One sentence per deprecated flag the user passed."""
+    """One sentence per deprecated flag the user passed: ``use <the new flag>``, or what the
+    note says when there is no new flag (a flag whose effect became the default)."""
     return [
-        f"{old} is deprecated and will be removed in {ALIASES_REMOVED_IN}; use {new}"
+        f"{old} is deprecated and will be removed in {ALIASES_REMOVED_IN}; "
+        + (f"use {new}" if new.startswith("--") else new)
         for old, new in getattr(args, "deprecated_flags", None) or []
     ]
 

@@ -43,7 +43,8 @@ class ConfigError(SparkDPUserError):
 
 
 class InputContractError(SparkDPUserError):
-    """An input table breaks its contract (missing column, wrong type, nulls, empty, ...)."""
+    """An input table breaks its contract (missing column, wrong type; with --strict-input,
+    nulls, empty, ...)."""
 
 
 class OutputExistsError(SparkDPUserError):

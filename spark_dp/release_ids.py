@@ -50,11 +50,13 @@ __all__ = [
     "run_identity",
 ]
 
-RELEASE_COMPAT_VERSION = 2
+RELEASE_COMPAT_VERSION = 3
 """Enters every release id. Bump it whenever the outputs for the same rows, arguments and key
 change (a new key derivation, a new sampler, another stream layout), so that a release of an
 earlier version never shares noise with one of this version.
-2: keys bound to the release id, typed stream labels, content digests (issue 34)."""
+2: keys bound to the release id, typed stream labels, content digests (issue 34).
+3: key files in spark_dp's own format with a salted scrypt fingerprint; rows with a null id
+dropped by default (issue 43)."""
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:/")
 _RELEASE_DOMAIN = b"spark_dp/v2/release-id\x00"
@@ -258,14 +260,18 @@ def bind_release(
 
     The rule (``docs/privacy/keys.md``): an unbound key is bound to the release id of (family,
     algorithm, parameters, the content digest of every table in ``tables``, key fingerprint,
-    compat version). A key-file or test-seed key is refused unless every table has a digest
-    made with that same key: reused with other data, it would give correlated noise. A fresh
-    entropy key is never reused, so it may bind without digests. A Randomness the caller has
-    bound already (the job runner binds with its own id) is used as is.
+    compat version), and a key object binds once (:meth:`~spark_dp.randomness.Randomness.bind`
+    raises the second time). A key-file or test-seed key is refused unless every table has a
+    digest made with that same key: read again or re-created from its seed, the same key may
+    come back for other data, and only the digest then tells the two releases apart. An
+    entropy key exists in this object only, which binds once, so it may bind without digests.
+    A Randomness the caller has bound already (the job runner binds with its own id) is used
+    as is.
 
     Raises:
         ParameterError: a missing digest for a key-file or seeded key, or a digest made with
             another key.
+        KeyReusedError: the key object was bound before (a ``ParameterError``).
     """
     if randomness.bound:
         return randomness

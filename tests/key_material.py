@@ -2,10 +2,10 @@
 
 :func:`find_key_material` takes the key file's bytes and any mix of strings, bytes, files and
 directories (walked), and returns where a form of the key shows up. The forms are those of the
-file's content and of the key the jobs derive from it (:meth:`ReleaseKey.from_file`): the raw
-bytes, lower- and upper-case hex, standard and URL-safe base64 (with and without padding), and
-Python's ``repr`` of the bytes. New places to scan (a budget store, another log) are one more
-argument.
+file's content (``spark-dp keygen``'s text) and of the 32-byte key it holds
+(:meth:`ReleaseKey.from_file`): the raw bytes, lower- and upper-case hex, standard and URL-safe
+base64 (with and without padding), and Python's ``repr`` of the bytes. New places to scan (a
+budget store, another log) are one more argument.
 """
 
 from __future__ import annotations

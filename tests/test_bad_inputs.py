@@ -12,10 +12,15 @@ imported ``spark-dp`` once (:mod:`tests.cli_forkserver`), so a case costs millis
 a second of imports; a few go through the real ``spark-dp`` console script and ``jobs/*.py``
 files. The cases that need Spark (nulls, schemas, capacities, a non-Parquet input behind Hadoop)
 run in this process on the shared session, their output captured at the file descriptors.
+
+Bad *rows* are the exception (docs/privacy/caveats.md#bad-rows): an empty input, null ids and
+invalid capacity rows end with exit 0 and an empty or fixed reading, so that the exit code does
+not depend on the rows; only ``--strict-input`` turns them into the exit-2 cases above.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from spark_dp.randomness.key_file import write_key_file
 from tests.bad_input_cases import (
     CASES,
     ENVIRONMENT_CASES,
@@ -67,8 +73,7 @@ def _workspace(root: Path) -> Path:
     (root / "notes.txt").write_text("not a table\n")
     (root / "junk_dir").mkdir()
     (root / "junk_dir" / "part-0.parquet").write_text("junk")
-    (root / "key32").write_bytes(bytes(range(32)))
-    (root / "key32").chmod(0o600)
+    write_key_file(root / "key32")
     (root / "short.key").write_bytes(b"12345")
     (root / "short.key").chmod(0o600)
     (root / "good.yaml").write_text("epsilon: 1.0\n")
@@ -234,3 +239,80 @@ def test_environment_failures_are_one_line_and_exit_1(
     shutil.copytree(spark_template, root, symlinks=True)
     result, before = _in_process(root, tmp_path, monkeypatch, capfd, job, argv, False)
     _check(result, words, before, root, code=1)
+
+
+# --------------------------------------------------------------------------- bad rows
+
+
+@pytest.fixture(scope="module")
+def bad_rows(spark, tmp_path_factory) -> Path:
+    """Inputs whose rows are bad but whose schema is right: empty, null ids only, and a
+    capacities table with every invalid kind of row."""
+    root = tmp_path_factory.mktemp("bad_rows")
+    pairs, graph = "user_id string, item string", "record_id string, user_id string"
+    spark.createDataFrame([], pairs).write.parquet(str(root / "empty"))
+    spark.createDataFrame([("u1", None), (None, "a"), (None, None)], pairs).write.parquet(
+        str(root / "nulls")
+    )
+    spark.createDataFrame([], graph).write.parquet(str(root / "gempty"))
+    spark.createDataFrame([("r1", None), (None, "u1")], graph).write.parquet(str(root / "gnulls"))
+    rows = [("r1", "a"), ("r2", "b"), ("r3", "c"), ("r4", "d"), ("r5", "e"), ("r5", "a")]
+    spark.createDataFrame(rows, graph).write.parquet(str(root / "graph"))
+    caps = [("a", -1), ("b", None), (None, 5), ("c", 1), ("c", 0), ("d", 2), ("e", 1)]
+    spark.createDataFrame(caps, "user_id string, cap int").write.parquet(str(root / "caps"))
+    return root
+
+
+@pytest.mark.parametrize("data", ["empty", "nulls"])
+def test_bad_rows_release_an_empty_result_with_exit_0(bad_rows, tmp_path, spark, capfd, data):
+    """docs/privacy/caveats.md#bad-rows: an empty input and one of null ids only end like any
+    other input (exit 0, no item, the count of an empty curve, nothing selected), so the exit
+    code says nothing about the rows; --strict-input exits 2 instead and writes nothing."""
+    from spark_dp.jobs import contribution_bounding, distinct_count, partition_selection, preview
+
+    pairs, graph, quiet = str(bad_rows / data), str(bad_rows / f"g{data}"), ["--log-level", "ERROR"]
+    runs = {
+        "basic": (partition_selection, ["--input", pairs, "--epsilon", "1", "--output"]),
+        "mad2r": (partition_selection, ["--input", pairs, "--epsilon", "1", "--algorithm",
+                                        "mad2r", "--output"]),
+        "auto": (partition_selection, ["--input", pairs, "--epsilon", "1",
+                                       "--max-contributions", "auto", "--output"]),
+        "greedy": (distinct_count, ["--input", pairs, "--epsilon", "1", "--report"]),
+        "exact": (distinct_count, ["--input", pairs, "--epsilon", "1", "--method", "exact",
+                                   "--report"]),
+        "preview": (preview, ["--input", pairs, "--epsilon", "0.2", "--json", "--report"]),
+        "bounding": (contribution_bounding, ["--input", graph, "--max-contributions", "2",
+                                             "--output"]),
+    }  # fmt: skip
+    for name, (job, argv) in runs.items():
+        out = tmp_path / name
+        assert job.main([*argv, str(out), *quiet]) == 0, (name, capfd.readouterr().err)
+        if job in (partition_selection, contribution_bounding):
+            assert spark.read.parquet(str(out)).count() == 0, name
+        elif job is distinct_count:
+            report = json.loads(out.read_text())
+            assert report["release"]["kind"] == "normal" and "lower_bound" in report, name
+        strict = tmp_path / f"{name}-strict"
+        assert job.main([*argv, str(strict), "--strict-input", *quiet]) == 2, name
+        err = capfd.readouterr().err
+        assert "--strict-input" in err and "Traceback" not in err, (name, err)
+        assert not strict.exists(), name
+
+
+def test_invalid_capacities_have_one_reading(bad_rows, tmp_path, spark, capfd):
+    """A negative or null capacity reads as 0, a null user is dropped, a user listed twice gets
+    the smaller capacity: exit 0, and exactly the records those capacities allow; with
+    --strict-input, exit 2 naming the problems."""
+    from spark_dp.jobs import contribution_bounding
+
+    argv = ["--input", str(bad_rows / "graph"), "--capacities", str(bad_rows / "caps"),
+            "--max-contributions", "3", "--log-level", "ERROR"]  # fmt: skip
+    assert contribution_bounding.main([*argv, "--output", str(tmp_path / "o")]) == 0
+    kept = {r["record_id"] for r in spark.read.parquet(str(tmp_path / "o")).collect()}
+    # a (cap -1 → 0), b (null → 0), c (1 and 0 → 0) keep nothing: r1, r2, r3 and r5 (a's) go
+    assert kept == {"r4"}
+    capfd.readouterr()
+    assert contribution_bounding.main([*argv, "--output", str(tmp_path / "s"), "--strict-input"])
+    err = capfd.readouterr().err
+    assert "negative capacities" in err and "null 'cap'" in err and "null 'user_id'" in err
+    assert not (tmp_path / "s").exists()

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_dp.budget import BudgetStore
+from spark_dp.randomness.key_file import write_key_file
 from tests.job_processes import FAST, job_env
 
 pytestmark = pytest.mark.slow  # seven job processes
@@ -43,9 +44,7 @@ def work(tmp_path: Path) -> Path:
 
 
 def _key(work: Path, name: str) -> str:
-    path = work / name
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
+    write_key_file(work / name)
     return name
 
 

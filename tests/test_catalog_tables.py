@@ -5,7 +5,6 @@ tables (exit 2, one line, nothing written). Delta catalog tables: ``tests/delta`
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -17,6 +16,7 @@ from chispa import assert_df_equality
 
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
+from spark_dp.randomness.key_file import write_key_file
 from tests.job_processes import FAST, job_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,8 +107,7 @@ def test_the_request_of_a_table_is_its_location_and_listing(spark, db: str, tmp_
     with BudgetStore.open(store) as s:
         s.set_cap("words", 10.0, 1e-3)
     key = tmp_path / "key"
-    key.write_bytes(os.urandom(32))
-    key.chmod(0o600)
+    write_key_file(key)
 
     def run(report: str, *extra: str) -> int:
         args = ["--input-table", f"{db}.words", "--epsilon", "1", "--budget-store", store]

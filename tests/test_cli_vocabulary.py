@@ -60,6 +60,7 @@ def test_each_job_takes_only_its_flags(capsys) -> None:
         "--output": {"generate", "partition-selection", "contribution-bounding"},
         "--noise-key-file": {"partition-selection", "distinct-count", "contribution-bounding"},
         "--unsafe-debug-logs": {"partition-selection", "distinct-count", "contribution-bounding"},
+        "--strict-input": {"partition-selection", "distinct-count", "contribution-bounding"},
         "--debug-report": {"distinct-count"},
         "--delta": {"partition-selection"},
     }

@@ -40,6 +40,7 @@ from typing import Any
 
 import pytest
 
+from spark_dp.randomness.key_file import write_key_file
 from tests.cluster_helpers import (
     application_id,
     event_log,
@@ -97,8 +98,7 @@ def setup(spark, tmp_path_factory):
     words, _ = pairs_frame(spark, "zipf", n_users=N_USERS, seed=5)
     words.write.parquet(str(data))
     key = base / "release.key"
-    key.write_bytes(os.urandom(48))
-    key.chmod(0o600)
+    write_key_file(key)
     with StandaloneCluster(workers=2, cores=1, memory="1g", distinct_hosts=True) as cluster:
         procs = list(cluster.procs)
         yield Setup(env, data, key, cluster)

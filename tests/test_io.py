@@ -44,7 +44,7 @@ def test_load_pairs_can_leave_repeated_pairs_to_the_algorithm(spark, tmp_path, c
         spark, [(1, "a"), (1, "a"), (None, "b"), (2, "b")], "uid long, word string", tmp_path / "p"
     )
     df, summary = io.load_pairs(
-        spark, path, user_col="uid", item_col="word", dedupe=False, persist=False, drop_nulls=True
+        spark, path, user_col="uid", item_col="word", dedupe=False, persist=False
     )
     expected = spark.createDataFrame(
         [("1", "a"), ("1", "a"), ("2", "b")], "user_id string, item string"
@@ -61,8 +61,8 @@ def test_load_pairs_can_leave_repeated_pairs_to_the_algorithm(spark, tmp_path, c
         summary.log()
     assert "[UNSAFE-DEBUG] input" in caplog.text
     assert "4 rows read, 1 with null ids dropped (repeated pairs are dropped" in caplog.text
-    with pytest.raises(InputContractError, match="null ids"):
-        io.load_pairs(spark, path, user_col="uid", item_col="word", dedupe=False)
+    with pytest.raises(InputContractError, match=r"null ids.*--strict-input"):
+        io.load_pairs(spark, path, user_col="uid", item_col="word", dedupe=False, strict=True)
 
 
 def test_csv_ids_are_read_as_exact_strings(spark, tmp_path):
@@ -97,13 +97,14 @@ def test_integer_ids_become_base10_strings(spark, tmp_path):
             {},
             "unsupported type timestamp",
         ),
-        ([], "user_id long, item string", {}, "is empty"),
+        ([], "user_id long, item string", {"strict": True}, r"is empty \(0 rows\)"),
         (
             [(1, None), (2, "b")],
             "user_id long, item string",
-            {},
-            r"null ids \('item': <private> rows\)",
+            {"strict": True},
+            r"null ids \('item': <private> rows\) and --strict-input is set",
         ),
+        ([(None, None)], "user_id long, item string", {"strict": True}, "null ids"),
     ],
 )
 def test_bad_pairs_have_clear_errors(spark, tmp_path, rows, schema, kwargs, message):
@@ -112,15 +113,21 @@ def test_bad_pairs_have_clear_errors(spark, tmp_path, rows, schema, kwargs, mess
         io.load_pairs(spark, path, **kwargs)
 
 
-def test_nulls_can_be_dropped_and_are_counted(spark, tmp_path):
+def test_null_rows_are_dropped_and_an_empty_input_is_an_empty_table(spark, tmp_path):
+    """The default (docs/privacy/caveats.md#bad-rows): no row value decides whether reading
+    fails, so neither does the exit code; the number dropped is a private count."""
     path = _write(
         spark, [(1, None), (None, "x"), (2, "b")], "user_id long, item string", tmp_path / "n"
     )
-    df, summary = io.load_pairs(spark, path, drop_nulls=True)
-    assert df.count() == 1 and summary.null_rows_dropped == 2
+    df, summary = io.load_pairs(spark, path)
+    assert [tuple(r) for r in df.collect()] == [("2", "b")] and summary.null_rows_dropped == 2
     only_nulls = _write(spark, [(None, "x")], "user_id long, item string", tmp_path / "n2")
-    with pytest.raises(InputContractError, match="no rows left"):
-        io.load_pairs(spark, only_nulls, drop_nulls=True)
+    empty = _write(spark, [], "user_id long, item string", tmp_path / "n3")
+    for path in (only_nulls, empty):
+        df, summary = io.load_pairs(spark, path)
+        assert df.count() == 0 and df.columns == ["user_id", "item"] and summary.rows == 0
+        df, _ = io.load_incidences(spark, path, record_col="item")
+        assert df.count() == 0 and df.columns == ["record_id", "user_id"]
 
 
 def test_missing_path_and_mixed_types(spark, tmp_path):
@@ -142,21 +149,37 @@ def test_capacities_contract(spark, tmp_path):
     caps, digest = io.load_capacities(spark, ok)
     assert digest is None  # no gate: no digest
     assert sorted(tuple(r) for r in caps.collect()) == [("1", 2), ("2", 0)]
-    cases = [
-        ([(1, -1)], "user_id long, cap int", "<private> negative capacities"),
-        ([(1, None)], "user_id long, cap int", "null 'cap'"),
-        ([(1, 1.5)], "user_id long, cap double", "capacities must be integers"),
-        ([(1, 1), (1, 2)], "user_id long, cap int", "listed with different capacities"),
-        ([], "user_id long, cap int", "is empty"),
+    assert sorted(tuple(r) for r in io.load_capacities(spark, ok, strict=True)[0].collect()) == [
+        ("1", 2),
+        ("2", 0),
     ]
-    for i, (rows, schema, message) in enumerate(cases):
-        path = _write(spark, rows, schema, tmp_path / f"bad{i}")
-        with pytest.raises(InputContractError, match=message):
-            io.load_capacities(spark, path)
+    # invalid rows: one fixed reading by default (docs/privacy/caveats.md#bad-rows), each an
+    # error with --strict-input; (rows, what the table reads as, the strict error)
+    cases = [
+        ([(1, -1)], [("1", 0)], "<private> negative capacities"),
+        ([(1, None)], [("1", 0)], "null 'cap'"),
+        ([(None, 3), (2, 1)], [("2", 1)], "null 'user_id'"),
+        ([(1, 1), (1, 2), (2, 5), (2, 5)], [("1", 1), ("2", 5)], "different capacities"),
+        ([(1, 4), (1, -2)], [("1", 0)], "negative capacities"),
+        ([], [], "is empty"),
+    ]
+    for i, (rows, read, message) in enumerate(cases):
+        path = _write(spark, rows, "user_id long, cap int", tmp_path / f"bad{i}")
+        assert sorted(tuple(r) for r in io.load_capacities(spark, path)[0].collect()) == read
+        with pytest.raises(InputContractError, match=f"{message}.*--strict-input"):
+            io.load_capacities(spark, path, strict=True)
     csv = tmp_path / "caps.csv"
     csv.write_text("user_id,cap\na,1\nb,x\n")
+    assert sorted(tuple(r) for r in io.load_capacities(spark, str(csv))[0].collect()) == [
+        ("a", 1),
+        ("b", 0),
+    ]
     with pytest.raises(InputContractError, match="not integers"):
-        io.load_capacities(spark, str(csv))
+        io.load_capacities(spark, str(csv), strict=True)
+    floats = _write(spark, [(1, 1.5)], "user_id long, cap double", tmp_path / "f")
+    for strict in (False, True):  # the schema: refused in both modes
+        with pytest.raises(InputContractError, match="capacities must be integers"):
+            io.load_capacities(spark, floats, strict=strict)
 
 
 def test_atomic_parquet_writer(spark, tmp_path):

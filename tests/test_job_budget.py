@@ -14,6 +14,7 @@ import pytest
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.randomness.key_file import write_key_file
 from spark_dp.registry import Algorithm
 from spark_dp.release_ids import default_dataset_id
 
@@ -43,8 +44,7 @@ def _set_cap(url: str, dataset: str, epsilon: float, delta: float = 1e-3) -> Non
 
 def _key(tmp_path: Path, name: str = "key") -> str:
     path = tmp_path / name
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
+    write_key_file(path)
     return str(path)
 
 
@@ -168,8 +168,9 @@ def test_a_failure_before_the_read_is_freed_and_one_after_it_stays_charged(spark
     assert partition_selection.main([*argv, "--item-col", "word"]) == 2
     budget = _budget(store, "nulls")
     assert budget["reserved_epsilon"] == 0 and budget["spent_epsilon"] == 0
-    # null ids are found by reading the rows: the run stays charged (failed), never refunded
-    assert partition_selection.main(argv) == 2
+    # null ids are found by reading the rows (--strict-input fails on them): the run stays
+    # charged (failed), never refunded
+    assert partition_selection.main([*argv, "--strict-input"]) == 2
     budget = _budget(store, "nulls")
     assert budget["spent_epsilon"] == pytest.approx(0.6) and budget["failed_releases"] == 1
     assert budget["releases"] == 0 and not (tmp_path / "o").exists()

@@ -6,7 +6,9 @@ output and the rows read, and the key is bound to it, in every job and every lib
   and says why it may be left out; and, run for real, the allow-listed flags leave the release
   unchanged (same key: identical items, identical id).
 * The library entry points bind an unbound key to the digest of what they read, and refuse a
-  key-file or seeded key without one.
+  key-file or seeded key without one; a key object binds once, so one key cannot serve two
+  library releases (issue 43: an entropy key, bound without a digest, gave D and D minus one
+  user the same noise), and one key file read for two neighbours draws independent noise.
 
 The jobs with a real store are in tests/test_release_jobs.py; key files, file modes and what
 Spark shows in tests/test_release_files.py.
@@ -33,7 +35,7 @@ from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.phases import load_config, resolve_run_params, split_spark_conf
 from spark_dp.jobs.release_args import NOT_IN_RELEASE, release_arguments
 from spark_dp.jobs.run import Run
-from spark_dp.randomness import Randomness
+from spark_dp.randomness import KeyReusedError, Randomness
 from spark_dp.release_ids import release_id
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +142,7 @@ def test_the_allow_list_names_real_flags_and_says_why():
     dests = {a.dest for job in JOBS for a in build_parser(JOBS[job][0].SPEC)._actions}
     assert set(NOT_IN_RELEASE) <= dests, set(NOT_IN_RELEASE) - dests
     assert all(len(reason) > 10 for reason in NOT_IN_RELEASE.values())
-    for dest in ("input_format", "user_col", "item_col", "record_col", "drop_nulls",
+    for dest in ("input_format", "user_col", "item_col", "record_col", "strict_input",
                  "capacity_col", "components", "epsilon"):  # fmt: skip
         assert dest not in NOT_IN_RELEASE
 
@@ -153,6 +155,28 @@ def test_allow_listed_flags_leave_the_arguments_alone():
         "--budget-store", "sqlite:///b.db", "--private-spark-ui", "--noise-key-file", "k",
     ]  # fmt: skip
     assert _release("partition_selection", [*base, *extra]) == _release("partition_selection", base)
+
+
+def test_unsafe_debug_logs_enter_the_release_id_and_are_refused_with_a_store(tmp_path, capsys):
+    """``--unsafe-debug-logs`` is in the release id (its confirmation alone changes nothing),
+    and refused with a budget store, given as a flag or by the config file: exit 2, one line,
+    before anything is read or created."""
+    _, base = JOBS["partition_selection"]
+    unsafe = ["--unsafe-debug-logs", "--allow-unsafe-debug"]
+    plain = _release("partition_selection", base)
+    assert _release("partition_selection", [*base, *unsafe]) not in (None, plain)
+    assert _release("partition_selection", [*base, "--allow-unsafe-debug"]) == plain
+    store = tmp_path / "b.db"
+    config = tmp_path / "c.yaml"
+    config.write_text(f"budget_store: sqlite:///{store}\n")
+    for job in ("partition_selection", "distinct_count", "preview"):
+        module, argv = JOBS[job]
+        argv = [a if a != "in" else str(tmp_path / "absent") for a in argv]
+        for where in (["--budget-store", f"sqlite:///{store}"], ["--config", str(config)]):
+            assert module.main([*argv, *unsafe, *where]) == 2
+            errors = [ln for ln in capsys.readouterr().err.splitlines() if "error:" in ln]
+            assert len(errors) == 1 and "--unsafe-debug-logs" in errors[0], errors
+            assert "refused with a budget store" in errors[0] and not store.exists()
 
 
 # --------------------------------------------------------------------------- the library
@@ -240,8 +264,124 @@ def test_bound_contributions_binds_to_every_table(spark, monkeypatch, tmp_path):
 def test_a_released_curve_binds_to_the_curve():
     from spark_dp.distinct_count import dp_distinct_count
 
-    key = Randomness.create(5)
-    same = [dp_distinct_count([10, 20, 30], epsilon=0.01, randomness=key) for _ in range(2)]
-    other = dp_distinct_count([10, 20, 31], epsilon=0.01, randomness=key)
+    same = [dp_distinct_count([10, 20, 30], epsilon=0.01, randomness=Randomness.create(5))
+            for _ in range(2)]  # fmt: skip
+    other = dp_distinct_count([10, 20, 31], epsilon=0.01, randomness=Randomness.create(5))
     assert same[0] == same[1]
     assert other.lower_bound - same[0].lower_bound not in (0, 1) or other.ell != same[0].ell
+
+
+# --------------------------------------------------------------------------- a key binds once
+
+
+def test_a_job_binds_its_key_exactly_once(spark, neighbours, tmp_path, monkeypatch):
+    """The job runner binds once per run, when its last table is digested: one claim of the
+    key for a job reading one table, and one for contribution bounding reading two."""
+    from spark_dp.randomness.keys import ReleaseKey
+
+    claims: list[str] = []
+    claim = ReleaseKey.claim
+
+    def spy(key: ReleaseKey, release_id: str) -> None:
+        claims.append(release_id)
+        claim(key, release_id)
+
+    monkeypatch.setattr(ReleaseKey, "claim", spy)
+    pairs, graph = str(tmp_path / "pairs"), str(tmp_path / "graph")
+    neighbours[0].write.parquet(pairs)
+    neighbours[0].selectExpr("item AS record_id", "user_id").write.parquet(graph)
+    caps = str(tmp_path / "caps")
+    spark.createDataFrame([("u1", 1)], "user_id string, cap int").write.parquet(caps)
+    quiet = ["--log-level", "ERROR"]
+    assert partition_selection.main(["--input", pairs, "--output", str(tmp_path / "o"),
+                                     "--epsilon", "1", *quiet]) == 0  # fmt: skip
+    assert len(claims) == 1
+    assert contribution_bounding.main(["--input", graph, "--output", str(tmp_path / "b"),
+                                       "--max-contributions", "2", "--capacities", caps,
+                                       *quiet]) == 0  # fmt: skip
+    assert len(claims) == 2 and claims[0] != claims[1]
+
+
+def _library_call(entry: str, frame, key: Randomness, validate: bool) -> None:
+    """One release of library entry point ``entry`` on ``frame`` (user_id, item) with ``key``."""
+    from spark_dp.contribution_bounding import BoundingParams, bound_contributions
+    from spark_dp.distinct_count import DistinctCountParams, distinct_count
+    from spark_dp.partition_selection import (
+        PartitionSelectionParams,
+        PreviewParams,
+        preview_partitions,
+        select_partitions,
+    )
+
+    if entry == "select_partitions":
+        params = PartitionSelectionParams(algorithm="basic", epsilon=1.0, delta=1e-5)
+        select_partitions(frame, params, key, validate=validate).release()
+    elif entry == "preview_partitions":
+        preview_partitions(frame, PreviewParams(epsilon=0.3), key, validate=validate)
+    elif entry == "distinct_count":
+        params = DistinctCountParams(epsilon=1.0, max_contributions=4, method="greedy")
+        distinct_count(frame, params, key, validate=validate)
+    else:  # the items as records: (record_id, user_id)
+        graph = frame.selectExpr("item AS record_id", "user_id")
+        params = BoundingParams(max_contributions=2)
+        bound_contributions(graph, params, randomness=key, validate=validate).release()
+
+
+LIBRARY = ["select_partitions", "preview_partitions", "distinct_count", "bound_contributions"]
+
+
+@pytest.mark.parametrize("entry", LIBRARY)
+def test_one_key_cannot_serve_two_library_releases(spark, neighbours, entry):
+    """The attack of issue 43: one ``Randomness.create()`` for D and for D minus one user, with
+    ``validate=False`` (an entropy key binds without a digest, so both releases had one id and
+    the same noise). The second call is refused; so is a seeded key's, validated."""
+    d, d_minus_u = neighbours
+    key = Randomness.create()
+    _library_call(entry, d, key, validate=False)
+    with pytest.raises(KeyReusedError, match="create a fresh key per release"):
+        _library_call(entry, d_minus_u, key, validate=False)
+    seeded = Randomness.create(7)
+    _library_call(entry, d, seeded, validate=True)
+    with pytest.raises(KeyReusedError):
+        _library_call(entry, d_minus_u, seeded, validate=True)
+
+
+@pytest.fixture(scope="module")
+def borderline(spark):
+    """D: 150 items held by 18 users each (Basic at ε = 1, δ = 1e-5, Δ0 = 1 has ρ ≈ 18.16,
+    σ ≈ 3.88: each released with probability ≈ 0.48), and D + u, u holding one item of its own
+    that is never released (weight 1)."""
+    rows = [(f"u{i}-{k}", f"w{i}") for i in range(150) for k in range(18)]
+    d = spark.createDataFrame(rows, "user_id string, item string")
+    return d, d.union(spark.createDataFrame([("u", "u's own")], "user_id string, item string"))
+
+
+def _items(pairs, key: Randomness) -> set[str]:
+    from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
+
+    params = PartitionSelectionParams(
+        algorithm="basic", epsilon=1.0, delta=1e-5, max_contributions=1
+    )
+    with select_partitions(pairs, params, key) as selection:
+        return {r["item"] for r in selection.items.collect()}
+
+
+def test_one_key_file_on_neighbours_draws_independent_noise(spark, borderline, tmp_path):
+    """The same key, read twice (a key file given to two runs), on D and on D + u where u's item
+    is never released: each read binds to the digest of its rows, so the two releases draw
+    independent noise: each borderline item is in one release only with probability
+    2p(1 − p) ≈ 0.5, so about 75 differ (at most 30 with probability 3·10⁻¹⁴). With the noise
+    shared (both calls bound by hand to one id, what an entropy key without a digest did) the
+    releases are identical: the only possible difference would be u's own item."""
+    from spark_dp.randomness.key_file import write_key_file
+
+    d, d_plus_u = borderline
+    path = str(tmp_path / "key")
+    write_key_file(path)
+    a = _items(d, Randomness.from_key_file(path))
+    b = _items(d_plus_u, Randomness.from_key_file(path))
+    assert "u's own" not in a | b
+    assert 20 < len(a) < 130 and 20 < len(b) < 130  # borderline: the noise decides
+    assert len(a ^ b) > 30, len(a ^ b)
+    shared = Randomness.from_key_file(path).bind("one id for both")  # the bug, on purpose
+    assert _items(d, shared) == _items(d_plus_u, shared)

@@ -2,7 +2,8 @@
 
 * Key files refused before Spark starts (exit 2, one line, no JVM: ``JAVA_HOME`` points
   nowhere, so a started Spark would fail with exit 1; nothing new on disk): mode 0644 or 0666,
-  32 zero bytes, a repeated 4-byte pattern, 16 bytes, a key that is or lies inside an input;
+  32 raw random bytes, a passphrase, the format around 31 zero bytes then 0x01, a damaged file
+  (each saying how to make a key: ``spark-dp keygen``), a key that is or lies inside an input;
   ``--seed`` with a budget store (no store file is created).
 * The mode of every file each job writes: public outputs and reports as the umask gives them,
   confidential ones (contribution bounding's outputs, user state, report and kept work
@@ -23,6 +24,7 @@ import pytest
 
 from spark_dp.errors import ConfigError
 from spark_dp.jobs import contribution_bounding, distinct_count, partition_selection
+from spark_dp.randomness.key_file import KeyFileContent, encode_key_file, write_key_file
 from tests.cli_forkserver import run_in_server
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,27 +39,33 @@ def _workspace(root: Path) -> Path:
     (root / "words").mkdir()
     pq.write_table(table, root / "words" / "part-00000.parquet")
     pq.write_table(table, root / "data.parquet")
+    for name in ("k644", "k666", "good", "words/.release.key"):
+        write_key_file(root / name)
+    (root / "k644").chmod(0o644)
+    (root / "k666").chmod(0o666)
+    good = (root / "good").read_bytes()
+    forged = encode_key_file(KeyFileContent(os.urandom(16), bytes(31) + b"\x01"))
     keys = {
-        "k644": (os.urandom(32), 0o644),
-        "k666": (os.urandom(32), 0o666),
-        "zeros": (bytes(32), 0o600),
-        "rep4": (b"\x01\x02\x03\x04" * 8, 0o600),
-        "k16": (os.urandom(16), 0o600),
-        "words/.release.key": (os.urandom(32), 0o600),
+        "raw32": os.urandom(32),
+        "passphrase": b"correct horse battery staple\n",
+        "zeros-one": forged,
+        "damaged": good[:-3] + (b"0" if good[-3:-2] != b"0" else b"1") + good[-2:],
     }
-    for name, (content, mode) in keys.items():
+    for name, content in keys.items():
         (root / name).write_bytes(content)
-        (root / name).chmod(mode)
+        (root / name).chmod(0o600)
     (root / "data.parquet").chmod(0o600)  # a key-shaped file mode: refused as an input anyway
     return root
 
 
+KEYGEN = "spark-dp keygen --out key"
 KEY_CASES = [
     ("mode-0644", ["--noise-key-file", "k644"], ["--noise-key-file 'k644'", "0644", "chmod 600"]),
     ("mode-0666", ["--noise-key-file", "k666"], ["0666", "chmod 600 k666"]),
-    ("zeros", ["--noise-key-file", "zeros"], ["one repeated byte"]),
-    ("pattern", ["--noise-key-file", "rep4"], ["a pattern of 4 bytes repeated"]),
-    ("16-bytes", ["--noise-key-file", "k16"], ["holds 16 bytes", "at least 32"]),
+    ("raw-bytes", ["--noise-key-file", "raw32"], ["not a spark-dp key file", KEYGEN]),
+    ("passphrase", ["--noise-key-file", "passphrase"], ["not a spark-dp key file", KEYGEN]),
+    ("zeros-then-one", ["--noise-key-file", "zeros-one"], ["not random bytes", KEYGEN]),
+    ("damaged", ["--noise-key-file", "damaged"], ["is damaged", KEYGEN]),
     (
         "inside-input",
         ["--noise-key-file", "words/.release.key"],

@@ -17,6 +17,7 @@ import pytest
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import contribution_bounding, distinct_count, partition_selection
 from spark_dp.randomness import Randomness
+from spark_dp.randomness.key_file import write_key_file
 
 pytestmark = pytest.mark.slow  # about 20 small job runs in this session
 
@@ -25,8 +26,12 @@ BASIC = ["--algorithm", "basic", "--epsilon", "1", "--delta", "1e-5", "--max-con
 
 
 def _key(path: Path, content: bytes | None = None) -> str:
-    path.write_bytes(content if content is not None else os.urandom(32))
-    path.chmod(0o600)
+    """A new key file at ``path``, or a copy of a key file's ``content``."""
+    if content is None:
+        write_key_file(path)
+    else:
+        path.write_bytes(content)
+        path.chmod(0o600)
     return str(path)
 
 
@@ -149,7 +154,7 @@ def test_one_argument_changed_is_a_new_release_and_a_new_charge(spark, tmp_path)
     store = _store(tmp_path, "words", epsilon=2.0)
     base = ["--input", str(tmp_path / "in"), "--algorithm", "basic", "--epsilon", "0.5",
             "--noise-key-file", key, "--budget-store", store, "--dataset-id", "words"]  # fmt: skip
-    runs = [("a", []), ("b", ["--item-col", "item2"]), ("c", ["--drop-nulls"])]
+    runs = [("a", []), ("b", ["--item-col", "item2"]), ("c", ["--strict-input"])]
     for name, extra in runs:
         _run(partition_selection, [*base, *extra, "--output", str(tmp_path / name)])
     reports = {n: _report(tmp_path / f"{n}.report.json") for n, _ in runs}
@@ -203,10 +208,10 @@ def test_data_edited_with_size_and_mtime_kept_is_never_released_under_the_old_ch
 def test_allow_listed_flags_do_not_change_the_release(spark, borderline, tmp_path):
     """The release depends on the noise (borderline items); the second run changes every
     operational flag at once: another key file path (same key), output and report paths, log
-    level, unsafe debug logs, the private UI switch, Spark settings (shuffle partitions),
+    level, the private UI switch, Spark settings (shuffle partitions),
     another store and dataset id, ε moved into a config file. Same key, input and arguments:
     the identical items and release id."""
-    key = _key(tmp_path / "key", os.urandom(32))
+    key = _key(tmp_path / "key")
     copy_key = tmp_path / "elsewhere" / "key"
     copy_key.parent.mkdir()
     _key(copy_key, Path(key).read_bytes())
@@ -227,8 +232,7 @@ def test_allow_listed_flags_do_not_change_the_release(spark, borderline, tmp_pat
             "--input", str(borderline / "d"), "--output", str(tmp_path / "b" / "items"),
             "--report", str(tmp_path / "b.json"), *basic, "--config", str(config),
             "--noise-key-file", str(copy_key), "--budget-store", second_store,
-            "--dataset-id", "others", "--log-level", "DEBUG", "--unsafe-debug-logs",
-            "--allow-unsafe-debug", "--private-spark-ui",
+            "--dataset-id", "others", "--log-level", "DEBUG", "--private-spark-ui",
             "--spark-conf", "spark.sql.shuffle.partitions=5",
         ])  # fmt: skip
     finally:

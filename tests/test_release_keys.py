@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from spark_dp.randomness.key_file import write_key_file
 from tests.cluster_helpers import ROOT, SUBMIT_CONF
 from tests.key_material import find_key_material
 from tests.standalone_cluster import spark_submit
@@ -120,12 +121,11 @@ def data(spark, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def key_files(tmp_path_factory) -> list[Path]:
-    """Two key files of 48 random bytes."""
+    """Two key files (``spark-dp keygen``'s)."""
     base = tmp_path_factory.mktemp("keys")
     paths = [base / "a.key", base / "b.key"]
     for path in paths:
-        path.write_bytes(os.urandom(48))
-        path.chmod(0o600)
+        write_key_file(path)
     return paths
 
 

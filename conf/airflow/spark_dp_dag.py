@@ -24,9 +24,9 @@ database while the DAG is parsed):
   task sets when the dataset has none (defaults 10 and 1e-3). In production an operator sets
   caps with ``spark-dp budget set-cap``: a cap is policy, never a DAG parameter that whoever
   triggers a run could raise;
-* ``SPARK_DP_PYTHON``: the Python that runs ``spark-dp budget`` on the Airflow worker, with
-  spark_dp's dependencies (default ``PYSPARK_PYTHON``, else ``python3``; spark_dp itself comes
-  from the zip);
+* ``SPARK_DP_PYTHON``: the Python that runs ``spark-dp budget`` and ``spark-dp keygen`` on the
+  Airflow worker, with spark_dp's dependencies (default ``PYSPARK_PYTHON``, else ``python3``;
+  spark_dp itself comes from the zip);
 * ``SPARK_DP_SPARK_CONF``: extra Spark settings as a JSON object (tests: small shuffles);
 * ``SPARK_DP_TASK_TIMEOUT_MINUTES``: each task's ``execution_timeout`` (default 120);
 * ``SPARK_DP_TABLE_CONF``: the Spark settings of the table-based tasks as a JSON object: the
@@ -47,8 +47,9 @@ Privacy and re-runs:
   before reading data (``spark-dp budget --store URL`` lists the spending); a run over the cap
   fails with exit 3 and is not retried.
 * ``release_keys`` creates one key per privacy task and run (``<keys>/<dag>/<run>/<task>.key``,
-  32 random bytes, mode 0600) unless it exists; a retry reads the same key, so it is the same
-  release, never a second draw of the noise. Delete a run's keys when its outputs are final.
+  written by ``spark-dp keygen``: 32 random bytes in spark_dp's key file format, mode 0600)
+  unless it exists; a retry reads the same key, so it is the same release, never a second draw
+  of the noise. Delete a run's keys when its outputs are final.
 * Outputs live under ``<data>/runs/{{ ds }}/<run id>``: a retry or a cleared task replaces its
   own output (``--overwrite``, atomic), and another date or another run never shares a path.
 * A job that exits 2 (bad arguments, configuration or input) or 3 (the privacy budget refused
@@ -63,8 +64,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shlex
+import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -142,19 +143,18 @@ def pathsafe(value: str) -> str:
 
 
 def release_keys(directory: str, names: list[str]) -> list[str]:
-    """Create ``<directory>/<name>.key`` (32 bytes from OS entropy, mode 0600) for each name
-    unless it exists; return the paths. Idempotent: a retry or a re-run keeps the keys."""
+    """Create ``<directory>/<name>.key`` with ``spark-dp keygen`` (spark_dp's key file: 32 bytes
+    from OS entropy, mode 0600) for each name unless it exists; return the paths. Idempotent: a
+    retry or a re-run keeps the keys (``--if-missing`` checks that a kept file is a key)."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=PY_FILES)  # spark_dp from the zip the jobs ship
     paths = []
     for name in names:
         path = os.path.join(directory, f"{name}.key")
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as f:
-                f.write(secrets.token_bytes(32))
+        keygen = [PYTHON, "-m", "spark_dp", "keygen", "--out", path, "--if-missing"]
+        done = subprocess.run(keygen, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise AirflowFailException(f"spark-dp keygen failed: {done.stderr.strip()}")
         paths.append(path)
     return paths
 

@@ -43,7 +43,7 @@ from spark_dp.partition_selection import select_partitions
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import ITEM
 from spark_dp.partition_selection.result import SelectionPlan
-from spark_dp.randomness import Randomness
+from spark_dp.randomness import Randomness, ReleaseKey
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -90,10 +90,15 @@ def key_binding_audit(
     with_canary = {**base, CANARY: ["x"]}
     first = Copies(((base, runs), (with_canary, runs)))  # X = D, then X = D + canary
     second = Copies(((base, 2 * runs),))  # D, the same names copy for copy
-    key = Randomness.create(seed)
+    material = Randomness.create(seed).key
+    # one key, two releases: the same key material in two objects (a key file read by two
+    # runs), as a key object binds once; each call binds its own to the digest of its rows
+    keys = [Randomness(ReleaseKey(material.secret, material.mode)) for _ in range(2)]
+    key = keys[0]
     if reuse:  # both releases bound to one id: the same noise on the same item names
         key = key.bind("one id for every release")
-    one, two = (_released(target, c, key, spark) for c in (first, second))
+        keys = [key, key]
+    one, two = (_released(target, c, k, spark) for c, k in zip((first, second), keys, strict=True))
     differ = [one.get(k, set()) != two.get(k, set()) for k in range(2 * runs)]
     hits_d, hits_n = sum(differ[:runs]), sum(differ[runs:])
     confidence = Confidence(alpha).over(4)

@@ -114,8 +114,9 @@ def bound_contributions(
         work_dir_owner: who the work directory belongs to (a job and its inputs), recorded in
             it and checked before a resume (:func:`~.state_store.check_work_dir`).
         restart: discard a work directory that belongs to another run instead of failing.
-        validate: validate ``incidences`` (skip when already done by
-            :func:`spark_dp.io.load_incidences`). Repeated pairs need no separate pass: the
+        validate: validate ``incidences``: types, rows with a null id dropped (an empty
+            input selects nothing, docs/privacy/caveats.md#bad-rows); skip when already done
+            by :func:`spark_dp.io.load_incidences`. Repeated pairs need no separate pass: the
             first step of every algorithm drops them (a pair counts once,
             docs/design/bounding.md#inputs).
         input_rows: the row count of ``incidences`` when the caller validated them

@@ -320,7 +320,7 @@ def _counted(
         mapping,
         users.drop(INCIDENCE_COUNT),
         n_records=n_records,
-        n_incidences=int(s["incidences"]),
+        n_incidences=int(s["incidences"] or 0),  # no users: an empty input
         n_users=int(s["n"]),
         zero_cap_users=int(s["zero"] or 0),
         heavy_users=int(s["heavy"] or 0),

@@ -48,7 +48,8 @@ def distinct_count(
             constants, the content digest of ``pairs``, key): a key-file or seeded key needs
             that digest), or one the caller bound. The release draws on its child stream
             ``distinct_count``.
-        validate: check ``pairs`` (types, nulls, empty input) and digest them in one pass, and
+        validate: check ``pairs``' types, drop rows with a null id (an empty input counts 0
+            items, docs/privacy/caveats.md#bad-rows) and digest them in one pass, and
             deduplicate them unless the method does that itself; pass False for a table from
             :func:`spark_dp.io.load_pairs` (with its summary as ``digest``).
         user_col: user column of ``pairs`` (when validating).

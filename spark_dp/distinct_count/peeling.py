@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ELL",
     "FirstRound",
+    "count_as_ell",
     "explode_rows",
     "first_round",
     "peel_rounds",
@@ -102,6 +103,15 @@ def per_ell_sums(
     return out
 
 
+def count_as_ell(value: Column, ell_max: int) -> Column:
+    """A count (a degree, a number of private items) as an ``int`` ℓ, capped at ℓ_max + 1 first:
+    a count past 2^31 neither wraps nor fails the cast (Spark 4's ANSI mode: an error that
+    would depend on the data), and an ℓ past ℓ_max stays past it (ignored as before)."""
+    from pyspark.sql import functions as F
+
+    return F.least(value, F.lit(ell_max + 1)).cast("int")
+
+
 def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound:
     """Apply R1 and R2 once, for every ℓ = 1..ℓ_max simultaneously (see the module docstring).
 
@@ -147,7 +157,7 @@ def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound
         return F.when(
             when,
             F.struct(
-                ell.cast("int").alias(ELL),
+                count_as_ell(ell, ell_max).alias(ELL),
                 F.lit(slope).cast("long").alias("slope"),
                 jump.cast("long").alias("jump"),
             ),
@@ -172,9 +182,9 @@ def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound
         .select(
             USER_ID,
             ITEM,
-            (F.col("private") + 1).cast("int").alias(LO),
+            count_as_ell(F.col("private") + 1, ell_max).alias(LO),
             F.least(F.least("deg", "min_deg") - 1, F.lit(ell_max)).cast("int").alias(HI),
-            F.col("private").cast("int").alias(OFFSET),
+            count_as_ell(F.col("private"), ell_max).alias(OFFSET),  # kept: private < ℓ_max
         )
         .where(F.col(LO) <= F.col(HI))
     )  # -> (user_id, item, lo, hi, offset)

@@ -1,4 +1,13 @@
-"""Readers and validation of the input tables (id columns canonicalized to strings)."""
+"""Readers and validation of the input tables (id columns canonicalized to strings).
+
+Bad rows never decide the exit code (docs/privacy/caveats.md#bad-rows): by default a row with a
+null id is dropped, an empty input (or one of null ids only) is an empty table, and an invalid
+capacity row has a fixed reading (:func:`load_capacities`), so a job ends the same way whatever
+the rows hold, and how many rows were dropped is logged only through the unsafe-debug gate.
+``strict=True`` (a job's ``--strict-input``) fails on them instead: the failure then tells one
+bit about the data, which is why it is not the default. Checks that read the schema only (a
+missing column, a type that is not an id) fail in both modes: they reveal no row.
+"""
 
 from __future__ import annotations
 
@@ -142,7 +151,7 @@ def validate_edges(
     columns: dict[str, str],
     *,
     path: str = "<DataFrame>",
-    drop_nulls: bool = False,
+    strict: bool = False,
     dedupe: bool = True,
     persist: bool = True,
     gate: ReadGate | None = None,
@@ -154,7 +163,8 @@ def validate_edges(
         df: the raw table.
         columns: canonical name -> column in ``df``, e.g. ``{USER_ID: "uid", ITEM: "word"}``.
         path: shown in messages.
-        drop_nulls: drop rows with a null id (and log how many) instead of failing.
+        strict: fail on a null id or an empty input (``--strict-input``: the exit code then
+            depends on the rows) instead of dropping null rows and returning an empty table.
         dedupe: drop repeated rows here. An algorithm whose first step groups each user's rows
             anyway (the partition-selection cap) passes False and drops them there, which saves
             a full shuffle; the summary then has ``rows`` and ``duplicates_dropped`` None.
@@ -169,7 +179,8 @@ def validate_edges(
         unless ``dedupe`` is False; :class:`InputSummary`).
 
     Raises:
-        InputContractError: missing column, wrong type, nulls (unless dropped), empty input.
+        InputContractError: missing column, wrong type; with ``strict``, null ids or an empty
+            input.
     """
     from pyspark.sql import functions as F
 
@@ -189,24 +200,10 @@ def validate_edges(
     stats = typed.agg(*aggs).collect()[0]
     rows_read = int(stats["_rows"])
     digest = None if gate is None else finish_digest(table, rows_read, stats, gate)
-    if rows_read == 0:
-        raise InputContractError(
-            f"input {path!r} is empty (0 rows); check the path and any upstream filter"
-        )
     null_rows = int(stats["_null_any"] or 0)
-    if null_rows and not drop_nulls:
-        detail = ", ".join(
-            f"{columns[c]!r}: {private(int(stats[f'_null_{c}'] or 0))}"
-            for c in columns
-            if stats[f"_null_{c}"]
-        )
-        raise InputContractError(
-            f"input {path!r} has null ids ({detail} rows); remove them upstream or pass "
-            "--drop-nulls to drop those rows"
-        )
-    clean = typed.where(~null_any) if null_rows else typed
-    if rows_read == null_rows:
-        raise InputContractError(f"input {path!r} has no rows left after dropping null ids")
+    if strict:
+        _strict_edges(path, columns, rows_read, null_rows, stats)
+    clean = typed.where(~null_any)  # always: the plan does not depend on whether nulls exist
     if not dedupe:
         clean = clean.persist(storage_level()) if persist else clean
         return clean, InputSummary(path, rows_read, null_rows, None, None, digest)
@@ -233,6 +230,27 @@ def validate_edges(
     return deduped, summary
 
 
+def _strict_edges(
+    path: str, columns: dict[str, str], rows_read: int, null_rows: int, stats: Any
+) -> None:
+    """``--strict-input``: an empty input or a null id fails (one bit about the data)."""
+    if rows_read == 0:
+        raise InputContractError(
+            f"input {path!r} is empty (0 rows) and --strict-input is set; check the path and "
+            "any upstream filter, or run without --strict-input (an empty release)"
+        )
+    if null_rows:
+        detail = ", ".join(
+            f"{columns[c]!r}: {private(int(stats[f'_null_{c}'] or 0))}"
+            for c in columns
+            if stats[f"_null_{c}"]
+        )
+        raise InputContractError(
+            f"input {path!r} has null ids ({detail} rows) and --strict-input is set; remove "
+            "them upstream, or run without --strict-input to drop them (the default)"
+        )
+
+
 def _read_edges(
     spark: SparkSession,
     path: str,
@@ -242,7 +260,7 @@ def _read_edges(
     **options: Any,
 ) -> tuple[DataFrame, InputSummary]:
     """:func:`read_table` (a Delta table at ``version``) then :func:`validate_edges` with
-    ``options`` (drop_nulls, dedupe, persist, gate, table)."""
+    ``options`` (strict, dedupe, persist, gate, table)."""
     df = read_table(spark, path, fmt, version=version)
     return validate_edges(df, columns, path=str(path), **options)
 
@@ -254,7 +272,7 @@ def load_pairs(
     user_col: str = USER_ID,
     item_col: str = ITEM,
     fmt: str | None = None,
-    drop_nulls: bool = False,
+    strict: bool = False,
     dedupe: bool = True,
     persist: bool = True,
     gate: ReadGate | None = None,
@@ -262,7 +280,7 @@ def load_pairs(
 ) -> tuple[DataFrame, InputSummary]:
     """Read (user, item) pairs for partition selection and distinct count.
 
-    ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
+    ``strict``, ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
     ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`; ``version``: the version of
     a Delta input (``fmt="delta"``).
 
@@ -270,7 +288,7 @@ def load_pairs(
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).
     """
     columns = {USER_ID: user_col, ITEM: item_col}
-    options = {"drop_nulls": drop_nulls, "dedupe": dedupe, "persist": persist, "gate": gate}
+    options = {"strict": strict, "dedupe": dedupe, "persist": persist, "gate": gate}
     return _read_edges(spark, path, columns, fmt, version, table="pairs", **options)
 
 
@@ -281,7 +299,7 @@ def load_incidences(
     record_col: str = RECORD_ID,
     user_col: str = USER_ID,
     fmt: str | None = None,
-    drop_nulls: bool = False,
+    strict: bool = False,
     dedupe: bool = True,
     persist: bool = True,
     gate: ReadGate | None = None,
@@ -291,16 +309,16 @@ def load_incidences(
     as in :func:`load_pairs`).
 
     Only the id columns are read: bounding must never depend on record content
-    (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp). ``dedupe``, ``persist`` and ``gate``
-    as in :func:`validate_edges` (the bounding's first step, a window over each record's users,
-    drops repeated pairs itself).
+    (fixed-graph DP, docs/design/bounding.md#fixed-graph-dp). ``strict``, ``dedupe``,
+    ``persist`` and ``gate`` as in :func:`validate_edges` (the bounding's first step, a window
+    over each record's users, drops repeated pairs itself).
 
     Returns:
         ((record_id, user_id) strings, deduplicated and cached by default;
         :class:`InputSummary`).
     """
     columns = {RECORD_ID: record_col, USER_ID: user_col}
-    options = {"drop_nulls": drop_nulls, "dedupe": dedupe, "persist": persist, "gate": gate}
+    options = {"strict": strict, "dedupe": dedupe, "persist": persist, "gate": gate}
     return _read_edges(spark, path, columns, fmt, version, table="incidences", **options)
 
 
@@ -312,16 +330,25 @@ def load_capacities(
     cap_col: str = CAPACITY,
     fmt: str | None = None,
     gate: ReadGate | None = None,
+    strict: bool = False,
 ) -> tuple[DataFrame, ContentDigest | None]:
     """Read a per-user capacity table: (user_id string, cap long ≥ 0), one row per user.
+
+    Invalid rows have a fixed reading (docs/design/bounding.md#inputs), so no row value decides
+    the exit code: a row with a null user is dropped (it names nobody); a null, negative or
+    non-integer capacity reads as 0 (the user's records are never selected: the most
+    conservative bound); a user listed with several capacities gets the smallest; an empty
+    table lists nobody (every user gets the default). ``strict`` (``--strict-input``) fails on
+    any of them instead, as the exit code then may (one bit about the data).
 
     Returns:
         (the table; its keyed content digest over (user, capacity as read) when ``gate`` is
         given, computed in the checks' own aggregation, see :func:`validate_edges`).
 
     Raises:
-        InputContractError: missing columns, non-integer or negative or null capacities,
-            null users, or a user listed twice with different capacities.
+        InputContractError: missing columns or a capacity column that is not integers or text
+            (the schema); with ``strict``, an empty table, null users, null, negative or
+            non-integer capacities, or a user listed twice with different capacities.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -358,8 +385,25 @@ def load_capacities(
         gate.before_read()
     s = t.agg(*aggs).collect()[0]
     digest = None if gate is None else finish_digest("capacities", int(s["rows"]), s, gate)
+    if strict:
+        _strict_capacities(path, t, s, user_col, cap_col)
+    valid = F.col(CAPACITY).isNotNull() & (F.col(CAPACITY) >= 0)
+    # -> (user_id, cap): one row per named user, its smallest capacity, invalid ones as 0
+    return (
+        t.where(F.col(USER_ID).isNotNull())
+        .groupBy(USER_ID)
+        .agg(F.min(F.when(valid, F.col(CAPACITY)).otherwise(F.lit(0))).alias(CAPACITY)),
+        digest,
+    )
+
+
+def _strict_capacities(path: str, t: DataFrame, s: Any, user_col: str, cap_col: str) -> None:
+    """``--strict-input``: any invalid capacity row fails (one bit about the data)."""
     if not s["rows"]:
-        raise InputContractError(f"capacities {path!r} is empty; omit --capacities instead")
+        raise InputContractError(
+            f"capacities {path!r} is empty and --strict-input is set; omit --capacities "
+            "instead, or run without --strict-input (an empty table lists nobody)"
+        )
     problems = []
     if s["null_users"]:
         problems.append(f"{private(s['null_users'])} rows with a null {user_col!r}")
@@ -371,14 +415,16 @@ def load_capacities(
         problems.append(f"{private(s['negative'])} negative capacities")
     if problems:
         raise InputContractError(
-            f"capacities {path!r}: {'; '.join(problems)}. Capacities must be integers >= 0 "
-            "(0 means the user contributes nothing)"
+            f"capacities {path!r}: {'; '.join(problems)} (--strict-input). Capacities must be "
+            "integers >= 0 (0 means the user contributes nothing); without --strict-input "
+            "such rows read as capacity 0"
         )
-    t = t.drop("_bad", "_read").distinct()
-    conflicts = t.groupBy(USER_ID).count().where("count > 1").count()
+    conflicts = (
+        t.select(USER_ID, CAPACITY).distinct().groupBy(USER_ID).count().where("count > 1").count()
+    )
     if conflicts:
         raise InputContractError(
             f"capacities {path!r}: {private(conflicts)} users are listed with different "
-            "capacities; keep one row per user"
+            "capacities (--strict-input); keep one row per user, or run without --strict-input "
+            "(each gets its smallest)"
         )
-    return t, digest

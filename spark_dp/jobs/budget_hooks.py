@@ -87,6 +87,11 @@ def split_budget_conf(run: Run) -> None:
             "--debug-report writes the private curve: it is refused with a budget store "
             "(--budget-store); run it on test data without a store"
         )
+    if run.budget_store and getattr(args, "unsafe_debug_logs", False):
+        raise ConfigError(
+            "--unsafe-debug-logs writes private counts to the log: it is refused with a budget "
+            "store (--budget-store); run it on test data without a store"
+        )
     if run.budget_store and args.seed is not None and not args.allow_test_seed_with_budget_store:
         raise ConfigError(
             "--seed derives the key from a seed anyone can guess: it is refused with a budget "

@@ -11,12 +11,13 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --output-format F     parquet | delta (a Delta table, one commit, moved into place)
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace existing outputs (never a path the job also reads)
-    --noise-key-file PATH the release key: a file of at least 32 random bytes
+    --noise-key-file PATH the release key: a key file from `spark-dp keygen --out PATH`
     --seed INT            a key derived from a seed: tests only (generate: the data seed)
     --config FILE         YAML/JSON defaults: a local file, a Hadoop URI, or a file shipped
                           with spark-submit --files (give its name)
     --user-col/--item-col/--record-col NAME   input column names (the job's id columns only)
-    --drop-nulls          drop rows with null ids instead of failing
+    --strict-input        fail on a null id, an empty input or an invalid capacity row
+                          instead of dropping them (the exit code then tells one bit)
     --spark-conf K=V      extra Spark settings (never override spark-submit's)
     --master URL          master for a plain `python jobs/...` run (default local[*])
     --log-level LEVEL     DEBUG | INFO | WARNING | ERROR (default INFO)
@@ -69,6 +70,25 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         say(f"{self.prog}: error: {message} (see {self.prog} --help)")
         raise SystemExit(2)
+
+
+class _NoLongerNeeded(argparse.Action):
+    """``--drop-nulls``: what it asked for is the default now; a deprecated no-op (one warning,
+    removed in :data:`spark_dp.config.ALIASES_REMOVED_IN`; no dest, so not in the release id)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, **kw)  # type: ignore[arg-type]
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        notes = list(getattr(namespace, "deprecated_flags", None) or [])
+        why = "it does nothing: rows with a null id are dropped by default (--strict-input fails)"
+        namespace.deprecated_flags = [*notes, (option_string or self.option_strings[0], why)]
 
 
 class _Replaced(argparse.Action):
@@ -192,7 +212,14 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
         flag, default, what = _COLUMNS[col]
         files.add_argument(flag, default=default, help=f"{what} (default {default})")
     if spec.needs_input:
-        files.add_argument("--drop-nulls", action="store_true", help="drop rows with null ids")
+        files.add_argument(
+            "--strict-input",
+            action="store_true",
+            help="fail (exit 2) on a row with a null id, an empty input or an invalid capacity "
+            "row instead of dropping it (the default): the exit code then tells one bit about "
+            "the data (docs/privacy/caveats.md#bad-rows)",
+        )
+        files.add_argument("--drop-nulls", action=_NoLongerNeeded, help=argparse.SUPPRESS)
 
 
 def _key_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
@@ -209,9 +236,9 @@ def _key_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
     keys.add_argument(
         "--noise-key-file",
         metavar="PATH",
-        help="file with the release's secret key (>= 32 random bytes, e.g. from a secret "
-        "store); a re-run with the same key, input and parameters is the same release "
-        "(default: a fresh key from OS entropy)",
+        help="the release's secret key, a file written by `spark-dp keygen --out PATH` (kept "
+        "in a secret store, mode 0600); a re-run with the same key, input and parameters is "
+        "the same release (default: a fresh key from OS entropy)",
     )
     keys.add_argument(
         "--seed", type=int, default=None, help="derive the key from a seed: NOT for production"
@@ -287,8 +314,8 @@ def _debug_flags(parser: argparse.ArgumentParser) -> None:
     debug.add_argument(
         "--unsafe-debug-logs",
         action="store_true",
-        help="also log private counts of the input and intermediate data; the report "
-        "records it (needs --allow-unsafe-debug)",
+        help="also log private counts of the input and intermediate data; the report and the "
+        "release id record it (needs --allow-unsafe-debug; refused with a budget store)",
     )
     debug.add_argument(
         "--allow-unsafe-debug",

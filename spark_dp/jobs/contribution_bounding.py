@@ -96,6 +96,7 @@ def _execute(ctx: JobContext) -> str:
                 user_col=ctx.args.user_col,
                 cap_col=p.capacity_col,
                 gate=ctx.gate("capacities"),
+                strict=ctx.args.strict_input,
             )
     weights = _read_weights(ctx, plan.per_user) if p.record_weights else None
     result = bound_contributions(

@@ -54,8 +54,7 @@ NOT_IN_RELEASE: dict[str, str] = {
     "master": "where Spark runs: the same release on local[1] and a cluster",
     "private_spark_ui": "turns Spark's UI and event log off; the computation is the same",
     "log_level": "what the log shows",
-    "unsafe_debug_logs": "private counts in the log; the release is the same",
-    "allow_unsafe_debug": "confirms an unsafe debugging flag",
+    "allow_unsafe_debug": "confirms an unsafe debugging flag (the flags it confirms are in)",
     "dry_run": "prints the plan; no release",
     "json": "how the preview prints its predictions; the release is the same",
     # the budget: where the release is charged, not what it is

@@ -91,8 +91,9 @@ def select_partitions(
             :func:`spark_dp.release_ids.bind_release` for the rule (a key-file or seeded key
             needs the digest); a bound one is used as is.
         timer: stage logger.
-        validate: check ``pairs`` first (null ids, types, empty input) and digest them in the
-            same pass; pass False for a table from :func:`spark_dp.io.load_pairs`, which is
+        validate: check ``pairs``' types first, drop rows with a null id (an empty input
+            releases no item, docs/privacy/caveats.md#bad-rows) and digest them in the same
+            pass; pass False for a table from :func:`spark_dp.io.load_pairs`, which is
             already checked (then pass its summary as ``digest``). Repeated pairs need no
             separate pass: every algorithm's cap drops them.
         input_rows: the row count of ``pairs`` when the caller validated them

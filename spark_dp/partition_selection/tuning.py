@@ -7,11 +7,17 @@ chosen Δ0 reads the same table (:func:`~.capping.ranked_input`), so the choice 
 aggregation over the capped pairs to the run, not a shuffle. That aggregation holds one
 conditional fixed-point sum per candidate:
 
-    W_i(c) = Σ_{(u, i) : rank ≤ c} ⌊2^32/√min(d_u, c)⌋        (exact long sums)
+    W_i(c) = min(Σ_{(u, i) : rank ≤ c} ⌊2^32/√min(d_u, c)⌋, 2^53)      (exact sums)
 
 then a vectorized pandas UDF evaluates each item's term ⌊2^32·g_c(W_i(c)/2^32)⌋ (scipy's
-``ndtr``) and Spark sums the terms as longs: only |C| integers reach the driver. GEM samples ĉ
+``ndtr``) and Spark sums the terms exactly: only |C| integers reach the driver. GEM samples ĉ
 from them on the choice's own stream (:class:`~.tuning_calibration.DeltaChoice`).
+
+Both sums add terms up to 2^32 and are taken as ``decimal(38,0)`` (:func:`exact_sum`): exact
+and order-independent, and no input can overflow them (10^38 > 2^126 would need 2^94 rows). A
+``long`` sum would overflow past 2^31 users of one item or 2^31 items, wrapping silently on
+Spark 3.5 (GEM's sensitivity void) and failing on Spark 4 (an error that depends on the data)
+(docs/design/tuning.md#exact-sums).
 
 Nothing here is logged but stage names, seconds and the chosen Δ0 (released); the scores and
 weights are private.
@@ -32,6 +38,7 @@ from spark_dp.partition_selection.capping import ranked_cap
 from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM
 from spark_dp.partition_selection.layout import aggregated_per_core, keep, per_core
 from spark_dp.partition_selection.tuning_calibration import (
+    WEIGHT_CAP,
     WEIGHT_SCALE,
     DeltaChoice,
     quantized_terms,
@@ -45,10 +52,35 @@ if TYPE_CHECKING:
     from spark_dp.partition_selection.tuning_composition import TightComposition
     from spark_dp.randomness import Randomness
 
-__all__ = ["CHOICE_LABEL", "Tuning", "candidate_weights", "choose_max_items", "score_totals"]
+__all__ = [
+    "CHOICE_LABEL",
+    "EXACT_SUM",
+    "Tuning",
+    "candidate_weights",
+    "choose_max_items",
+    "clipped_weight",
+    "exact_sum",
+    "score_totals",
+]
 
 CHOICE_LABEL = "private choice of Δ0"
 """The label of the choice's step in plans and reports."""
+
+EXACT_SUM = "decimal(38,0)"
+"""The Spark type of the exact sums: 38 decimal digits, so integers summed in it never overflow
+on any input Spark can hold."""
+
+
+def exact_sum(values: Column) -> Column:
+    """Σ ``values`` (integers) as ``decimal(38,0)``: exact, order-independent, never
+    overflowing (module docstring); null over no rows."""
+    return F.sum(values.cast(EXACT_SUM))
+
+
+def clipped_weight(total: Column) -> Column:
+    """A fixed-point weight sum clipped to :data:`~.tuning_calibration.WEIGHT_CAP` (2^53), as a
+    ``long`` (0 over no rows): 1-Lipschitz, so one user still moves it by at most its share."""
+    return F.least(F.coalesce(total, F.lit(0)), F.lit(WEIGHT_CAP)).cast("long")
 
 
 @dataclass(frozen=True)
@@ -100,18 +132,19 @@ def candidate_weights(ranked: DataFrame, candidates: tuple[int, ...]) -> DataFra
         candidates: the grid C.
 
     Returns:
-        (item, _w<c>_private per candidate): fixed-point Basic weights at Δ0 = c (0 where no
-        user keeps the item at c). Private: never log or write it.
+        (item, _w<c>_private per candidate): fixed-point Basic weights at Δ0 = c, clipped to
+        2^53 (0 where no user keeps the item at c). Private: never log or write it.
     """
     sums = [
-        F.coalesce(F.sum(_contribution(c)), F.lit(0)).alias(_weight_column(c)) for c in candidates
+        clipped_weight(exact_sum(_contribution(c))).alias(_weight_column(c)) for c in candidates
     ]
     # -> (item, _w<c>_private, ...)
     return per_core(ranked).groupBy(ITEM).agg(*sums)
 
 
 def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> list[int]:
-    """Σ_i ⌊2^32·g_c(W_i(c)/2^32)⌋ per candidate (private), summed exactly in Spark.
+    """Σ_i ⌊2^32·g_c(W_i(c)/2^32)⌋ per candidate (private), summed exactly in Spark
+    (:func:`exact_sum`).
 
     One pandas UDF per candidate, each its own constants (σ, ρ(c) of ``scores``, one Basic
     calibration per candidate); Spark evaluates them in one Python pass over the item weights
@@ -121,7 +154,7 @@ def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> li
         _term(float(c.sigma), float(c.rho))(F.col(_weight_column(c.max_items))) for c in scores
     ]
     spread = aggregated_per_core(weights)  # one Python task per core
-    totals = spread.select(*[F.sum(t).alias(f"_s{k}") for k, t in enumerate(terms)]).collect()
+    totals = spread.select(*[exact_sum(t).alias(f"_s{k}") for k, t in enumerate(terms)]).collect()
     # -> one row: the |C| integer totals
     return [int(totals[0][k] or 0) for k in range(len(terms))]
 

@@ -17,8 +17,9 @@ runs the algorithm with (ε − ε_t, δ) at the chosen Δ0. Everything here is 
   1/√k, and nothing else: so s(c) moves by at most k·min(1, φ(0)/(σ(c)·√k)) ≤
   min(c, √c/(σ(c)·√(2π))) (docs/design/tuning.md#sensitivity).
 * The sums are exact: weights are fixed-point integers (1/√k rounded down to a multiple of
-  2^−32) summed as longs, and each term g_c is rounded down to a multiple of 2^−32 and summed
-  as longs, so no floating-point order changes any value between neighbours; a term's rounding
+  2^−32) summed as ``decimal(38,0)`` and clipped to 2^53 (1-Lipschitz), and each term g_c is
+  rounded down to a multiple of 2^−32 and summed as ``decimal(38,0)``: no floating-point order
+  changes any value between neighbours and no input size overflows a sum; a term's rounding
   and the float evaluation of Φ add at most :data:`TERM_SLACK` per changed term, which the
   stated sensitivity includes: Δ(c) = min(c, √c/(σ(c)·√(2π))) + c·η.
 * :class:`DeltaChoice` samples ĉ by the generalized exponential mechanism (Raskhodnikova & Smith
@@ -53,6 +54,7 @@ __all__ = [
     "TERM_SCALE",
     "TERM_SLACK",
     "TUNING_BETA",
+    "WEIGHT_CAP",
     "WEIGHT_SCALE",
     "AnyCandidate",
     "DeltaChoice",
@@ -66,8 +68,13 @@ WEIGHT_SCALE = 2**32
 ⌊2^32/√k⌋ (:func:`fixed_point_weight`)."""
 
 TERM_SCALE = 2**32
-"""Each score term g_c(w) ∈ [0, 1] is rounded down to a multiple of 2^−32 (summed as longs:
-exact below 2^31 items)."""
+"""Each score term g_c(w) ∈ [0, 1] is rounded down to a multiple of 2^−32 (summed exactly as
+``decimal(38,0)`` in Spark: no overflow at any number of items, :mod:`.tuning`)."""
+
+WEIGHT_CAP = 2**53
+"""A fixed-point weight W is clipped to 2^53 (w ≤ 2^21 users' worth) before its term: exact as
+a double, and clipping is 1-Lipschitz, so the sensitivity holds; every term has saturated long
+before unless ρ + 8.3σ > 2^21 (docs/design/tuning.md#exact-sums)."""
 
 TERM_SLACK = 2.0**-30
 """η: a bound on what rounding a term down and evaluating Φ in floating point add to the change
@@ -89,13 +96,15 @@ def fixed_point_weight(degree: int | np.ndarray) -> int | np.ndarray:
 
 
 def quantized_terms(weights: np.ndarray, sigma: float, rho: float) -> np.ndarray:
-    """⌊2^32·g(w)⌋ for fixed-point weights W (w = W/2^32), g(w) = Φ((w − ρ)/σ) − Φ(−ρ/σ).
+    """⌊2^32·g(w)⌋ for fixed-point weights W (w = min(W, 2^53)/2^32), g(w) = Φ((w − ρ)/σ) −
+    Φ(−ρ/σ).
 
-    Vectorized (scipy ``ndtr``); the Spark pass evaluates it in a pandas UDF. A term depends on
-    its item's weight only, so an item whose weight is the same on two neighbours gets the
-    same term, bit for bit.
+    Vectorized (scipy ``ndtr``); the Spark pass evaluates it in a pandas UDF on weights it has
+    clipped already (:data:`WEIGHT_CAP`). A term depends on its item's weight only, so an item
+    whose weight is the same on two neighbours gets the same term, bit for bit.
     """
-    w = np.asarray(weights, dtype=np.int64).astype(np.float64) / WEIGHT_SCALE
+    clipped = np.minimum(np.asarray(weights, dtype=np.int64), WEIGHT_CAP)
+    w = clipped.astype(np.float64) / WEIGHT_SCALE
     g = special.ndtr((w - rho) / sigma) - special.ndtr(-rho / sigma)
     return np.floor(np.clip(g, 0.0, 1.0) * TERM_SCALE).astype(np.int64)
 

@@ -5,7 +5,8 @@ to and a stream label path. A key must never give two different releases correla
 nothing can be drawn from an **unbound** Randomness: :meth:`Randomness.bind` derives the root of
 one release's streams from (key, release id) first (the job runner binds with the release id of
 its arguments and the content digest of the rows it read; the library entry points bind the
-same way, :func:`spark_dp.release_ids.bind_release`). Then :meth:`Randomness.child` names a
+same way, :func:`spark_dp.release_ids.bind_release`), and a key object binds once: a second
+bind raises, so one key never serves two releases. Then :meth:`Randomness.child` names a
 sub-stream for one purpose ("capping", ("noise", 2), ...), so two purposes never share bits.
 Everything random is drawn through a bound Randomness:
 
@@ -51,7 +52,8 @@ class Randomness:
     """The release key, the release it is bound to and the stream label path drawn on.
 
     Build it with :meth:`create` (entropy or a test seed) or :meth:`from_key_file`, then
-    :meth:`bind` it to one release id before drawing.
+    :meth:`bind` it to one release id before drawing; a key binds once, so make one per
+    release.
 
     Attributes:
         key: the release key (secret; its ``repr`` shows only the fingerprint).
@@ -74,7 +76,7 @@ class Randomness:
 
     @classmethod
     def from_key_file(cls, path: str) -> Randomness:
-        """The key held in ``path`` (at least 32 random bytes, mode 0600; unbound)."""
+        """The key held in ``path``, a key file ``spark-dp keygen`` wrote (mode 0600; unbound)."""
         return cls(ReleaseKey.from_file(path))
 
     @property
@@ -100,8 +102,12 @@ class Randomness:
     def bind(self, release_id: str) -> Randomness:
         """The root stream of release ``release_id``: K_R = HMAC(K, "spark_dp/v2/release" ‖ R).
 
+        A key binds once: this object (and every copy sharing its key) cannot be bound again,
+        whatever the release id (:meth:`~.keys.ReleaseKey.claim`; ``docs/privacy/keys.md``).
+
         Raises:
             ParameterError: already bound, or an empty release id.
+            KeyReusedError: the key was bound before (a :class:`ParameterError`).
         """
         if self.release is not None:
             raise ParameterError(
@@ -110,6 +116,7 @@ class Randomness:
             )
         if not isinstance(release_id, str) or not release_id:
             raise ParameterError("bind(release_id) needs a non-empty release id string")
+        self.key.claim(release_id)
         return Randomness(self.key, release_id)
 
     def digest_salts(self) -> tuple[int, int]:

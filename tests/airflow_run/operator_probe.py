@@ -41,7 +41,7 @@ first = dag_module.release_keys(keys, ["a", "b"])
 before = [open(p, "rb").read() for p in first]
 again = dag_module.release_keys(keys, ["a", "b"])
 out["keys_kept"] = again == first and [open(p, "rb").read() for p in again] == before
-out["key_sizes"] = [len(b) for b in before]
+out["key_headers"] = [b.split(b"\n", 1)[0].decode() for b in before]
 out["key_modes"] = [oct(os.stat(p).st_mode & 0o777) for p in first]
 out["keys_distinct"] = before[0] != before[1]
 out["pathsafe"] = dag_module.pathsafe("manual__2026-01-01T00:00:00+00:00")

@@ -26,6 +26,7 @@ import pytest
 
 from spark_dp.budget import BudgetStore
 from spark_dp.randomness import Randomness
+from spark_dp.randomness.key_file import KEY_FILE_HEADER
 
 ROOT = Path(__file__).resolve().parents[2]
 AIRFLOW_BIN = Path(
@@ -193,5 +194,6 @@ def test_exit_codes_2_and_3_are_not_retried(tmp_path):
     assert out["crash"] == "retry"
     assert out["ok"] == "ok"
     assert out["keys_kept"] and out["keys_distinct"]
-    assert out["key_sizes"] == [32, 32] and out["key_modes"] == ["0o600", "0o600"]
+    assert out["key_headers"] == [KEY_FILE_HEADER] * 2  # spark-dp keygen's files
+    assert out["key_modes"] == ["0o600", "0o600"]
     assert out["pathsafe"] == "manual__2026-01-01T00_00_00_00_00"

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from spark_dp.jobs.partition_selection import main
+from spark_dp.randomness.key_file import write_key_file
 
 
 def test_partition_selection_job_over_connect(spark, server, tmp_path):
@@ -41,7 +42,6 @@ def test_the_budget_rules_hold_over_connect(spark, tmp_path):
     charge becomes durable before the read, a data-dependent error afterwards stays charged, a
     retry of a committed request costs nothing more, and the same request to another output is
     refused without reading or charging (docs/privacy/budget.md)."""
-    import os
 
     from spark_dp.budget import BudgetStore
 
@@ -49,8 +49,7 @@ def test_the_budget_rules_hold_over_connect(spark, tmp_path):
     with BudgetStore.open(store) as s:
         s.set_cap("words", 1.0, 1e-3)
     key = tmp_path / "key"
-    key.write_bytes(os.urandom(32))
-    key.chmod(0o600)
+    write_key_file(key)
     rows = [(f"u{u}", f"w{u % 7}") for u in range(200)]
     spark.createDataFrame(rows, "user_id string, item string").write.parquet(str(tmp_path / "ok"))
     spark.createDataFrame([*rows, (None, "w1")], "user_id string, item string").write.parquet(
@@ -58,7 +57,8 @@ def test_the_budget_rules_hold_over_connect(spark, tmp_path):
     )
     common = ["--epsilon", "0.4", "--noise-key-file", str(key), "--budget-store", store]
     common += ["--dataset-id", "words", "--log-level", "WARNING"]
-    assert main(["--input", str(tmp_path / "nulls"), "--output", str(tmp_path / "n"), *common]) == 2
+    nulls = ["--input", str(tmp_path / "nulls"), "--strict-input"]
+    assert main([*nulls, "--output", str(tmp_path / "n"), *common]) == 2  # found in the rows
     ok = ["--input", str(tmp_path / "ok"), *common]
     assert main([*ok, "--output", str(tmp_path / "a")]) == 0
     assert main([*ok, "--output", str(tmp_path / "a"), "--overwrite"]) == 0  # a retry: left as is

@@ -131,9 +131,13 @@ def test_only_id_columns_are_read(spark: SparkSession, tmp_path: Path) -> None:
             "per-user",
         ),
         ("renamed", ["--max-contributions", "2"], "has no column 'record_id'"),
-        ("empty", ["--max-contributions", "2"], "is empty"),
+        ("empty", ["--max-contributions", "2", "--strict-input"], "is empty"),
         ("float", ["--max-contributions", "2"], "floating-point"),
-        ("good", ["--capacities", "CAPS_NEG", "--max-contributions", "1"], "negative capacities"),
+        (
+            "good",
+            ["--capacities", "CAPS_NEG", "--max-contributions", "1", "--strict-input"],
+            "negative capacities",
+        ),
         ("good", ["--capacities", "CAPS_PART"], "missing from the capacities table"),
     ],
 )

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
+from spark_dp.randomness.key_file import write_key_file
 from tests.job_processes import FAST, job_env
 from tests.spark_session import DELTA_JARS_ENV
 
@@ -94,8 +95,7 @@ def test_a_release_is_one_delta_commit_and_overwrite_replaces_it(
 
 def _key(tmp_path: Path) -> str:
     path = tmp_path / "key"
-    path.write_bytes(os.urandom(32))
-    path.chmod(0o600)
+    write_key_file(path)
     return str(path)
 
 

@@ -130,3 +130,22 @@ def test_spark_greedy_curve_equals_the_reference_with_the_same_orders(
     repeated = df.unionByName(df.sample(fraction=0.5, seed=4)).unionByName(df.limit(7))
     assert repeated.count() > df.count()  # a repeated pair counts once
     assert greedy_curve(repeated, ELL_MAX).tolist() == want
+
+
+def test_counts_past_the_int_range_become_an_ell_past_ell_max(spark: SparkSession) -> None:
+    """Crafted degrees at the boundary (2^31 − 1 to 2^63 − 1, in ANSI mode, where a plain int
+    cast fails): the first round's ℓ of a count is the count up to ℓ_max + 1, then ℓ_max + 1,
+    which the curve ignores as it ignored any ℓ past ℓ_max."""
+    from spark_dp.distinct_count.peeling import count_as_ell
+
+    counts = [1, 100, 101, 2**31 - 1, 2**31, 2**40, 2**63 - 1]
+    frame = spark.createDataFrame([(c,) for c in counts], "n bigint")
+    previous = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        got = [r[0] for r in frame.select(count_as_ell(F.col("n"), 100)).collect()]
+        with pytest.raises(Exception, match=r"(?i)overflow|cast"):
+            frame.select(F.col("n").cast("int")).collect()  # what the cast alone did
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+    assert got == [1, 100, 101, 101, 101, 101, 101]

@@ -109,13 +109,19 @@ def test_bad_parameters_exit_2_with_a_message(tmp_path, input_path, capsys, flag
     assert not out.exists()
 
 
-def test_bad_input_exits_2(tmp_path, spark, capsys):
+def test_bad_rows_exit_0_with_an_empty_release_unless_strict(tmp_path, spark, capsys):
+    """docs/privacy/caveats.md#bad-rows: an empty input and one of null ids only release no
+    item with exit 0; --strict-input exits 2 instead, nothing written."""
     empty = tmp_path / "empty"
     spark.createDataFrame([], "user_id string, item string").write.parquet(str(empty))
-    assert main(["--input", str(empty), "--output", str(tmp_path / "o1"), "--epsilon", "1"]) == 2
-    assert "is empty" in capsys.readouterr().err
     nulls = tmp_path / "nulls"
     spark.createDataFrame([("u", None)], "user_id string, item string").write.parquet(str(nulls))
-    assert main(["--input", str(nulls), "--output", str(tmp_path / "o2"), "--epsilon", "1"]) == 2
-    assert "--drop-nulls" in capsys.readouterr().err
-    assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+    for k, (data, error) in enumerate(((empty, "is empty"), (nulls, "null ids"))):
+        out = tmp_path / f"o{k}"
+        assert main(["--input", str(data), "--output", str(out), "--epsilon", "1"]) == 0
+        assert spark.read.parquet(str(out)).count() == 0
+        strict = tmp_path / f"s{k}"
+        argv = ["--input", str(data), "--output", str(strict), "--epsilon", "1", "--strict-input"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert error in err and "--strict-input" in err and not strict.exists()

@@ -28,6 +28,7 @@ from spark_dp.partition_selection.preview import (
 )
 from spark_dp.partition_selection.tuning_calibration import TERM_SCALE, score_sensitivity
 from spark_dp.randomness import Randomness
+from spark_dp.randomness.key_file import write_key_file
 from tests.reference import partition_selection as ref
 
 
@@ -147,8 +148,7 @@ def test_the_preview_job_prints_its_table_and_json_and_is_charged_once(words, tm
     with BudgetStore.open(store) as s:
         s.set_cap("words", 0.5, 1e-3)
     key = tmp_path / "key"
-    key.write_bytes(os.urandom(32))
-    key.chmod(0o600)
+    write_key_file(key)
     argv = ["--input", str(words), "--epsilon", "0.3", "--budget-store", store]
     argv += ["--dataset-id", "words", "--log-level", "WARNING"]
     report = tmp_path / "preview.json"

@@ -19,6 +19,7 @@ from spark_dp.partition_selection.auto import AutoPlan
 from spark_dp.partition_selection.tuning_calibration import (
     TERM_SCALE,
     TERM_SLACK,
+    WEIGHT_CAP,
     DeltaChoice,
     fixed_point_weight,
     quantized_terms,
@@ -222,3 +223,61 @@ def test_the_candidates_are_sorted_and_a_fixed_plan_refuses_auto():
     assert p.tuning_candidates == (3, 10, 100) and p.auto
     with pytest.raises(ParameterError, match="plan_selection"):
         _ = p.max_items
+
+
+# --------------------------------------------------------------------------- exact sums
+
+
+@pytest.mark.parametrize("ansi", ["false", "true"])
+def test_the_exact_sums_hold_past_the_range_of_a_long(spark, ansi):
+    """Crafted rows at the boundary: four terms of 2^63 − 1 and one of 2^62 + 5 (a sum past
+    2^65, what 2^33 items' terms of 2^32 add up to). The exact sum is exact in either ANSI mode;
+    the ``long`` sum the choice used before wraps (Spark 3.5's default) or fails (Spark 4's)."""
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from spark_dp.partition_selection.tuning import exact_sum
+
+    values = [2**63 - 1] * 4 + [2**62 + 5]
+    frame = spark.createDataFrame([(v,) for v in values], "v bigint")
+    previous = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        total = frame.agg(exact_sum(F.col("v"))).first()[0]
+        assert isinstance(total, Decimal) and int(total) == sum(values)
+        try:
+            as_long = frame.agg(F.sum("v")).first()[0]
+        except Exception as exc:  # Spark 4 / ANSI: ARITHMETIC_OVERFLOW
+            assert "overflow" in str(exc).lower() and ansi == "true"
+        else:
+            assert as_long != sum(values) and ansi == "false"  # wrapped silently
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+
+
+def test_weights_are_clipped_to_an_exact_double_and_summed_exactly(spark):
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from spark_dp.partition_selection.tuning import candidate_weights, clipped_weight
+
+    totals = [Decimal(2**53 - 1), Decimal(2**53), Decimal(2**70), None]
+    frame = spark.createDataFrame([(t,) for t in totals], "t decimal(38,0)")
+    clipped = [r[0] for r in frame.select(clipped_weight(F.col("t"))).collect()]
+    assert clipped == [2**53 - 1, 2**53, 2**53, 0] == [min(int(t or 0), WEIGHT_CAP) for t in totals]
+    # the package's terms see the same clip: a weight past the cap scores as the cap
+    big = np.array([WEIGHT_CAP, 2**60, 2**63 - 1], dtype=np.int64)
+    assert len(set(quantized_terms(big, SIGMA, 19.9).tolist())) == 1
+    ranked = spark.createDataFrame(
+        [("u", "a", 1, 1), ("v", "a", 2, 3), ("v", "b", 1, 3)],
+        "user_id string, item string, cap_rank int, degree long",
+    )
+    weights = candidate_weights(ranked, (1, 2))
+    plan = weights._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("as decimal(38,0)") == 2  # each candidate's sum, in decimal(38,0)
+    got = {r["item"]: (r["_w1_private"], r["_w2_private"]) for r in weights.collect()}
+    # u keeps 1 item; v keeps min(3, c): ⌊2^32/√1⌋ at c = 1 (its rank-1 item b), ⌊2^32/√2⌋ at 2
+    one, half = int(fixed_point_weight(1)), int(fixed_point_weight(2))
+    assert got == {"a": (one, one + half), "b": (one, half)}

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spark_dp.driver_jvm import log_line
+from spark_dp.randomness.key_file import write_key_file
 
 __all__ = [
     "JVM_NOTICES",
@@ -151,8 +152,7 @@ def build_template(root: Path) -> Path:
     _typed(root)
     _corrupt(root / "corrupt" / "part-0.parquet", _pairs())
     _corrupt(root / "gcorrupt" / "part-0.parquet", _graph())
-    (root / "key32").write_bytes(bytes(range(32)))
-    (root / "key32").chmod(0o600)  # a key file readable by its owner only (issue 34)
+    write_key_file(root / "key32")  # a key file as spark-dp keygen writes it (0600)
     (root / "notadb.db").write_text("a text file, not a database\n")
     (root / "good.yaml").write_text("epsilon: 1.0\n")
     (root / "twice.yaml").write_text("max_items_per_user: 5\nmax_contributions: 6\n")
@@ -196,9 +196,8 @@ def apply(root: Path, op: tuple[str, ...]) -> str | None:
         os.symlink(op[2], path)
     elif kind == "mkdir":
         path.mkdir(parents=True)
-    elif kind == "keyfile":  # a good key (32 bytes, 0600) at a place that is refused
-        path.write_bytes(bytes(range(7, 39)))
-        path.chmod(0o600)
+    elif kind == "keyfile":  # a good key (spark-dp keygen's, 0600) at a place that is refused
+        write_key_file(path)
     elif kind == "tmpfs":
         return _full_tmpfs(path, int(op[2]))
     else:
