@@ -84,6 +84,7 @@ def test_second_release_over_the_cap_is_refused_before_spark_starts(words, store
     assert run.run == run_id and run.release == report["release"]["id"] and not run.test_seed
     assert report["budget"] == {
         "enforced": True,
+        "recorded": True,
         "store": store,
         "dataset": dataset,
         "charged": True,
