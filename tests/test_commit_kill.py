@@ -40,18 +40,23 @@ def _run(job: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[st
     )
 
 
-def _killed_at(command: str, args: list[str], cwd: Path, step: int) -> None:
-    """Run the job, SIGKILLed (by itself) after change ``step`` of its commit; the JVM of its
-    process group after it."""
-    proc = subprocess.Popen(
-        at_moment(f"KILL@commit {step}", command, *args, *FAST),
+def _spawn(cmd: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """A job process in a session of its own (the JVM dies with the driver's process group)."""
+    return subprocess.Popen(
+        cmd,
         cwd=cwd,
         env=job_env(),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        start_new_session=True,  # the JVM dies with the driver's process group
+        start_new_session=True,
     )
+
+
+def _killed_at(command: str, args: list[str], cwd: Path, step: int) -> None:
+    """Run the job, SIGKILLed (by itself) after change ``step`` of its commit; the JVM of its
+    process group after it."""
+    proc = _spawn(at_moment(f"KILL@commit {step}", command, *args, *FAST), cwd)
     try:
         _, err = proc.communicate(timeout=900)
         assert proc.returncode == -signal.SIGKILL, err[-3000:]
@@ -64,15 +69,7 @@ def _killed_at(command: str, args: list[str], cwd: Path, step: int) -> None:
 
 def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool]) -> None:
     """Start the job, SIGKILL it (and its JVM) as soon as ``moment()`` holds."""
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
-        cwd=cwd,
-        env=job_env(),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,  # the JVM dies with the driver's process group
-    )
+    proc = _spawn([sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST], cwd)
     deadline = time.monotonic() + 900
     try:
         while not moment():

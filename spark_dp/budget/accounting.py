@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from spark_dp.budget.filters import ZcdpFilter, filter_epsilon
 from spark_dp.errors import ConfigError
@@ -48,7 +49,9 @@ __all__ = [
     "check_accountant",
     "composed_multiplier",
     "fits_cap",
+    "fmt",
     "noise_steps",
+    "refusal",
     "tight_delta",
     "tight_epsilon",
     "tight_profile",
@@ -115,3 +118,24 @@ def certified_epsilon(charges: Iterable[Charge], cap_delta: float, accountant: s
         return filter_epsilon(charges, cap_delta)
     eps, delta = basic_totals(charges)
     return eps if delta <= cap_delta * (1 + REL_TOL) else math.inf
+
+
+def fmt(eps: float, delta: float) -> str:
+    """(ε, δ) as messages show it."""
+    return f"ε={eps:.6g}, δ={delta:.3g}"
+
+
+def refusal(dataset: str, cap: Any, others: list[Charge], charge: Charge, accountant: str) -> str:
+    """The one line of a refused reservation: what the dataset has spent (basic sums), what the
+    release requests, the cap (``cap``: its row), and the filter's figure when it is not basic."""
+    eps, delta = basic_totals(others)
+    window = f" per {cap.window_days:g} days" if cap.window_days is not None else ""
+    msg = (
+        f"budget refused: dataset {dataset!r} has spent {fmt(eps, delta)} (committed, "
+        f"failed and in flight, basic composition); this release requests "
+        f"{fmt(charge.epsilon, charge.delta)}; cap {fmt(cap.epsilon, cap.delta)}{window}"
+    )
+    if _filtered(cap.delta, accountant):
+        needed = certified_epsilon([*others, charge], cap.delta, accountant)
+        msg += f"; {accountant} filter: with it they need a cap of ε={needed:.6g}"
+    return msg

@@ -1,54 +1,36 @@
 """A run's life in the budget store: reserve → charge → bind → commit, or abandon; settle.
 
-The rules (``docs/privacy/budget.md``; the job runner follows them, :mod:`spark_dp.jobs.runner`).
-The store decides from a run's **request** alone, its pre-read identity
-(:func:`spark_dp.release_ids.run_identity`: job, arguments, input locations and listings, key),
-and from what its own earlier runs recorded, never from the rows a run reads, so no charge
-decision can tell anyone anything about the data:
+The rules (``docs/privacy/budget.md``; the job runner follows them). The store decides from a
+run's **request** alone (:func:`spark_dp.release_ids.run_identity`: job, arguments, input
+locations and listings, key) and from what its own runs recorded, never from the rows a run
+reads (a free repeat decided from a digest would tell whether two inputs are equal, e.g.
+whether one user is in D: ``docs/privacy/keys.md``):
 
-* :meth:`~RunLifecycle.reserve`, before any data is read. A request that was **committed**
-  before is not run again: the reservation comes back ``done`` (nothing is read or charged;
-  the runner points at the committed release). A run of the same request still in flight (its
-  process not provably gone) refuses this one (:class:`BudgetRefused`: two processes of one
-  request never run at once). A run of the same request that was charged and then failed or
-  died **before it recorded a release id** drew nothing from its key, so released nothing: it
-  is **adopted** (its charge is this run's: the retry costs nothing more). A run that recorded
-  a release id may have staged, or shown, a release: it is never adopted, and its retry is a
-  new charge. Otherwise the run's (ε, δ) must fit the cap with every ``reserved``,
-  ``charged``, ``failed`` and ``committed`` run of the dataset counted (within the window, if
-  the cap has one; by the store's filter, :mod:`.accounting`); the row is ``reserved``, the
-  only state that can be freed. The default ledger (``ledger=True``) records a dataset without
-  a cap instead of refusing it, and always runs a test-seeded request again (a new charge).
-* :meth:`~RunLifecycle.charge`, right before the first read of input rows: ``charged``,
-  durably. From here on the (ε, δ) is spent whatever happens: a failure, a kill, a
-  data-dependent error leave the run ``failed`` (charged), never freed.
-* :meth:`~RunLifecycle.bind`, once the data's digest is known and **before any value is drawn
-  from the key**: the run records its release id, once; it is never replaced or erased.
-* :meth:`~RunLifecycle.commit` right before outputs and report go into place: ``committed``,
-  only from ``charged`` with the release id the run bound.
-  :meth:`~RunLifecycle.abandon` when the run ends otherwise: ``reserved`` → ``released``,
-  ``charged`` → ``failed``.
-* :meth:`~RunLifecycle.settle` (``spark-dp budget settle``): a run whose process is provably
-  gone (:attr:`RunRecord.gone`) by the same rules.
+* :meth:`~RunLifecycle.reserve`, before any data is read: a request **committed** before is not
+  run again (``done``: nothing read or charged); one **in flight** (its process not provably
+  gone) refuses this run (:class:`BudgetRefused`); one charged that failed or died **before it
+  recorded a release id** drew nothing from its key and is **adopted** (the retry costs nothing
+  more), one that recorded its release id never is (its retry is a new charge). Otherwise the
+  (ε, δ) must fit the cap with every ``reserved``, ``charged``, ``failed`` and ``committed`` run
+  counted (within the window; by the store's filter, :mod:`.accounting`). The default ledger
+  (``ledger=True``) records a dataset without a cap, and runs a test-seeded request again.
+* :meth:`~RunLifecycle.charge`, right before the first read of rows: ``charged`` for good.
+* :meth:`~RunLifecycle.bind`, the data digested and **before anything is drawn from the key**:
+  the run records its release id, once; never replaced, never erased.
+* :meth:`~RunLifecycle.commit`, right before outputs and report go into place, only from
+  ``charged`` with that release id; :meth:`~RunLifecycle.abandon` otherwise (``reserved`` →
+  ``released``, ``charged`` → ``failed``); :meth:`~RunLifecycle.settle` a run whose process is
+  provably gone (:attr:`RunRecord.gone`), by the same rules.
 
-Every transition after the reservation is made only by the attempt that holds the run (its
-host, pid and start time, :class:`Reservation`): a run settled, or adopted by a retry, while
-its first process still runs cannot bind, commit or end it any more.
-
-Why not "the same rows again cost nothing": a free repeat decided from the rows' digest would
-tell whoever can choose what an input holds whether two inputs are equal, e.g. whether D minus
-one user's rows is D, i.e. whether that user is in D (``docs/privacy/keys.md``).
-
-Every transition locks the dataset's cap row, so runs of one dataset are serialized.
+Every transition after the reservation is made only by the attempt holding the run
+(:mod:`.leases`), and locks the dataset's cap row, so runs of one dataset are serialized.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -57,16 +39,17 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from spark_dp.budget.accounting import Charge, NoiseStep, basic_totals, certified_epsilon, fits_cap
-from spark_dp.budget.records import (
-    LEASE_SECONDS,
-    RENEW_SECONDS,
-    Lease,
-    Reservation,
-    RunRecord,
-    host_name,
-    process_started,
+from spark_dp.budget.accounting import Charge, NoiseStep, fits_cap, fmt, refusal
+from spark_dp.budget.leases import (
+    drop_lease,
+    held_by,
+    hold,
+    holder,
+    lease_of,
+    renew_lease,
+    run_record,
 )
+from spark_dp.budget.records import Reservation, RunRecord, host_name
 from spark_dp.budget.schema import CAPS, LEASES, RUNS, writing
 from spark_dp.errors import BudgetError, BudgetRefused
 
@@ -80,10 +63,8 @@ __all__ = [
     "FAILED",
     "RELEASED",
     "RESERVED",
-    "Heartbeat",
     "RunLifecycle",
     "counted_rows",
-    "fmt",
     "row_charge",
 ]
 
@@ -92,11 +73,6 @@ FAILED, RELEASED = "failed", "released"
 COUNTED = (RESERVED, CHARGED, FAILED, COMMITTED)
 """States whose (ε, δ) counts against the cap."""
 _DAY = 86_400.0
-log = logging.getLogger("spark_dp.budget")
-
-
-def fmt(eps: float, delta: float) -> str:
-    return f"ε={eps:.6g}, δ={delta:.3g}"
 
 
 def row_charge(row: Row[Any]) -> Charge:
@@ -117,22 +93,6 @@ def counted_rows(conn: Connection, dataset: str, window_days: float | None) -> l
         sa.or_(RUNS.c.state.in_((RESERVED, CHARGED)), spent),
     )
     return list(conn.execute(query.order_by(RUNS.c.started_at)))
-
-
-def _record(row: Row[Any], lease: Row[Any] | None = None) -> RunRecord:
-    fields = {f: getattr(row, f) for f in RunRecord.__dataclass_fields__ if f != "lease"}
-    held = None
-    if lease is not None and (lease.host, lease.pid, lease.started_at) == (
-        row.host,
-        row.pid,
-        row.started_at,
-    ):
-        held = Lease(lease.process_started, lease.renewed_at, lease.lease_seconds)
-    return RunRecord(**fields, lease=held)
-
-
-def _lease_of(conn: Connection, run: str) -> Row[Any] | None:
-    return conn.execute(sa.select(LEASES).where(LEASES.c.run == run)).first()
 
 
 class RunLifecycle:
@@ -186,22 +146,13 @@ class RunLifecycle:
             if not (self.ledger and test_seed):
                 committed = self._committed(conn, dataset, identity)
                 if committed is not None:
-                    return Reservation(
-                        dataset,
-                        committed.run,
-                        job,
-                        committed.epsilon,
-                        committed.delta,
-                        COMMITTED,
-                        release=committed.release,
-                        done=_record(committed),
-                    )
+                    return _done(committed, job)
             adopted = self._adoptable(conn, dataset, identity)
             if adopted is not None:
                 self._update(
                     conn, adopted.run, state=CHARGED, ended_at=None, outputs=written, **owner
                 )
-                self._hold(conn, adopted.run, owner)
+                hold(conn, adopted.run, owner)
                 return Reservation(
                     dataset,
                     adopted.run,
@@ -218,7 +169,7 @@ class RunLifecycle:
             if cap is not None and not fits_cap(
                 [*others, charge], cap.epsilon, cap.delta, accountant
             ):
-                raise BudgetRefused(self._refusal(dataset, cap, others, charge, accountant))
+                raise BudgetRefused(refusal(dataset, cap, others, charge, accountant))
             run = uuid.uuid4().hex
             conn.execute(
                 RUNS.insert().values(
@@ -239,7 +190,7 @@ class RunLifecycle:
                     **owner,
                 )
             )
-            self._hold(conn, run, owner)
+            hold(conn, run, owner)
         return Reservation(
             dataset, run, job, epsilon, delta, RESERVED, host=host, pid=pid, started_at=now
         )
@@ -252,7 +203,7 @@ class RunLifecycle:
         with writing(self._engine, self.url) as conn:
             found = conn.execute(
                 RUNS.update()
-                .where(_owned(res), RUNS.c.state == RESERVED)
+                .where(held_by(res), RUNS.c.state == RESERVED)
                 .values(state=CHARGED, charged_at=time.time())
             ).rowcount
         if not found:
@@ -275,7 +226,7 @@ class RunLifecycle:
             found = conn.execute(
                 RUNS.update()
                 .where(
-                    _owned(res),
+                    held_by(res),
                     RUNS.c.state == CHARGED,
                     sa.or_(RUNS.c.release.is_(None), RUNS.c.release == release),
                 )
@@ -284,24 +235,14 @@ class RunLifecycle:
             if not found:
                 raise BudgetError(
                     f"run {res.run} of dataset {res.dataset!r} cannot record its release id: "
-                    f"{self._holder(conn, res)}; nothing was drawn or written"
+                    f"{holder(conn, res)}; nothing was drawn or written"
                 )
         return replace(res, release=release)
 
     def renew(self, res: Reservation) -> bool:
         """Renew the run's lease (its heartbeat); False once the run is not this attempt's."""
         with writing(self._engine, self.url) as conn:
-            found = conn.execute(
-                LEASES.update()
-                .where(
-                    LEASES.c.run == res.run,
-                    LEASES.c.host == res.host,
-                    LEASES.c.pid == res.pid,
-                    LEASES.c.started_at == res.started_at,
-                )
-                .values(renewed_at=time.time())
-            ).rowcount
-        return bool(found)
+            return renew_lease(conn, res)
 
     # ------------------------------------------------------------------ the end of a run
     def commit(self, res: Reservation) -> None:
@@ -312,7 +253,7 @@ class RunLifecycle:
             BudgetError: the run is in another state (settled while it ran, ...) or held by
                 another process: its outputs must not go into place.
         """
-        where = [_owned(res), RUNS.c.state == CHARGED]
+        where = [held_by(res), RUNS.c.state == CHARGED]
         if res.release is not None:
             where.append(RUNS.c.release == res.release)
         with writing(self._engine, self.url) as conn:
@@ -322,9 +263,9 @@ class RunLifecycle:
             if not found:
                 raise BudgetError(
                     f"cannot commit run {res.run} of dataset {res.dataset!r}: "
-                    f"{self._holder(conn, res)}; its outputs are not put in place"
+                    f"{holder(conn, res)}; its outputs are not put in place"
                 )
-            conn.execute(LEASES.delete().where(LEASES.c.run == res.run))
+            drop_lease(conn, res.run)
 
     def abandon(self, res: Reservation) -> str:
         """End a run without a commit: ``released`` if it never read data, else ``failed``
@@ -339,7 +280,7 @@ class RunLifecycle:
                 return str(row.state)
             state = {RESERVED: RELEASED, CHARGED: FAILED}.get(row.state, row.state)
             self._update(conn, res.run, state=state, ended_at=now)
-            conn.execute(LEASES.delete().where(LEASES.c.run == res.run))
+            drop_lease(conn, res.run)
         return str(state)
 
     def settle(self, run: str, *, force: bool = False) -> str:
@@ -354,7 +295,7 @@ class RunLifecycle:
             row = conn.execute(sa.select(RUNS).where(RUNS.c.run == run)).first()
             if row is None:
                 raise BudgetError(f"--run {run}: no such run in {self.url}")
-            record = _record(row, _lease_of(conn, run))
+            record = run_record(row, lease_of(conn, run))
             if record.state not in (RESERVED, CHARGED):
                 raise BudgetError(f"--run {run} is {record.shown_state}: nothing to settle")
             if not (record.gone or force):
@@ -365,7 +306,7 @@ class RunLifecycle:
                 )
             state = RELEASED if record.state == RESERVED else FAILED
             self._update(conn, run, state=state, ended_at=time.time())
-            conn.execute(LEASES.delete().where(LEASES.c.run == run))
+            drop_lease(conn, run)
         return state
 
     def runs(self, dataset: str | None = None) -> list[RunRecord]:
@@ -375,7 +316,7 @@ class RunLifecycle:
             query = query.where(RUNS.c.dataset == dataset)
         with self._engine.connect() as conn:
             leases = {r.run: r for r in conn.execute(sa.select(LEASES))}
-            return [_record(r, leases.get(r.run)) for r in conn.execute(query)]
+            return [run_record(r, leases.get(r.run)) for r in conn.execute(query)]
 
     # ------------------------------------------------------------------ helpers
     def _lock_cap(self, conn: Connection, dataset: str, epsilon: float, delta: float) -> Any:
@@ -421,7 +362,7 @@ class RunLifecycle:
         )
         adoptable = None
         for row in list(rows):
-            record = _record(row, _lease_of(conn, row.run))
+            record = run_record(row, lease_of(conn, row.run))
             if row.state in (RESERVED, CHARGED) and not record.gone:
                 raise BudgetRefused(
                     f"budget refused: run {row.run} of this request (same key, arguments and "
@@ -431,92 +372,29 @@ class RunLifecycle:
                 )
             if row.state == RESERVED:  # gone before it read anything: freed
                 RunLifecycle._update(conn, row.run, state=RELEASED, ended_at=time.time())
-                conn.execute(LEASES.delete().where(LEASES.c.run == row.run))
+                drop_lease(conn, row.run)
             elif row.release is None and adoptable is None:
                 adoptable = row
         return adoptable
 
     @staticmethod
-    def _hold(conn: Connection, run: str, owner: Mapping[str, Any]) -> None:
-        """Give the run's lease to the attempt ``owner`` (this process)."""
-        conn.execute(LEASES.delete().where(LEASES.c.run == run))
-        conn.execute(
-            LEASES.insert().values(
-                run=run,
-                process_started=process_started(int(owner["pid"])),
-                renewed_at=owner["started_at"],
-                lease_seconds=LEASE_SECONDS,
-                **owner,
-            )
-        )
-
-    @staticmethod
-    def _holder(conn: Connection, res: Reservation) -> str:
-        """Why a transition of ``res`` found nothing: the run's state and holder now."""
-        row = conn.execute(sa.select(RUNS).where(RUNS.c.run == res.run)).first()
-        if row is None:
-            return "the store holds no such run"
-        if (row.host, row.pid, row.started_at) != (res.host, res.pid, res.started_at):
-            return f"it is held by another process now (pid {row.pid} on {row.host})"
-        return f"the store holds it as {_record(row).shown_state}"
-
-    @staticmethod
     def _update(conn: Connection, run: str, **values: Any) -> None:
         conn.execute(RUNS.update().where(RUNS.c.run == run).values(**values))
 
-    def _refusal(
-        self, dataset: str, cap: Any, others: list[Charge], charge: Charge, accountant: str
-    ) -> str:
-        eps, delta = basic_totals(others)
-        window = f" per {cap.window_days:g} days" if cap.window_days is not None else ""
-        msg = (
-            f"budget refused: dataset {dataset!r} has spent {fmt(eps, delta)} (committed, "
-            f"failed and in flight, basic composition); this release requests "
-            f"{fmt(charge.epsilon, charge.delta)}; cap {fmt(cap.epsilon, cap.delta)}{window}"
-        )
-        if accountant != "basic" and cap.delta > 0:
-            needed = certified_epsilon([*others, charge], cap.delta, accountant)
-            msg += f"; {accountant} filter: with it they need a cap of ε={needed:.6g}"
-        return msg
 
-
-def _owned(res: Reservation) -> sa.ColumnElement[bool]:
-    """The run ``res`` names, as long as the attempt ``res`` holds it."""
-    return sa.and_(
-        RUNS.c.run == res.run,
-        RUNS.c.host == res.host,
-        RUNS.c.pid == res.pid,
-        RUNS.c.started_at == res.started_at,
+def _done(committed: Row[Any], job: str) -> Reservation:
+    """The reservation of a request committed before (run ``committed``): nothing to run."""
+    return Reservation(
+        committed.dataset,
+        committed.run,
+        job,
+        committed.epsilon,
+        committed.delta,
+        COMMITTED,
+        release=committed.release,
+        done=run_record(committed),
     )
 
 
 def _window(cap: Any) -> float | None:
     return None if cap is None else cap.window_days
-
-
-class Heartbeat:
-    """A run's lease renewed every :data:`~spark_dp.budget.records.RENEW_SECONDS` from a daemon
-    thread, until :meth:`stop` (or until the run is no longer this process's: settled or taken
-    over). A driver that dies stops renewing: its lease expires after
-    :data:`~spark_dp.budget.records.LEASE_SECONDS` and its run becomes provably gone on every
-    host. A renewal that fails (the database briefly unreachable) is retried at the next beat."""
-
-    def __init__(self, store: RunLifecycle, res: Reservation, every: float = RENEW_SECONDS) -> None:
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(
-            target=self._beat, args=(store, res, every), name="spark_dp budget lease", daemon=True
-        )
-        self._thread.start()
-
-    def _beat(self, store: RunLifecycle, res: Reservation, every: float) -> None:
-        while not self._stopped.wait(every):
-            try:
-                if not store.renew(res):
-                    return
-            except Exception:  # the next beat tries again; the lease has minutes to spare
-                log.debug("budget: renewing the lease of run %s failed", res.run, exc_info=True)
-
-    def stop(self) -> None:
-        """Stop renewing (the run ends: its lease row goes with its last transition)."""
-        self._stopped.set()
-        self._thread.join(timeout=10)

@@ -10,58 +10,33 @@ job run (see :mod:`spark_dp.jobs.runner`).
   :func:`spark_dp.release_ids.run_identity` of its effective arguments, key and the metadata
   identity of every table it reads (location and listing, never rows; for a Delta table its
   location and the version read, :func:`spark_dp.io.delta.delta_identity`).
-* :class:`BudgetLease`: the run's one claim on the books, from its reservation to its end:
-
-  - :meth:`BudgetLease.reserve` (before any data is read): the (ε, δ) of the job's data-free
-    plan, under the run's request. A refusal is :class:`~spark_dp.errors.BudgetRefused` (exit
-    code 3, one line); a request committed before is not run again
-    (:class:`~spark_dp.errors.AlreadyReleased`: exit 0 when this run asks for exactly the paths
-    that release wrote, else exit 2, nothing read, written or charged). The run's lease is then
-    renewed from a daemon thread (:class:`~spark_dp.budget.lifecycle.Heartbeat`).
-  - :meth:`BudgetLease.binding`: the job's :class:`~spark_dp.jobs.binding.ReleaseBinding`,
-    whose hooks are :meth:`BudgetLease.charge` (right before the first read of rows: the charge
-    becomes durable) and :meth:`BudgetLease.bind` (every table digested: the release id,
-    recorded before the key is bound to it, so before anything is drawn).
-  - :meth:`BudgetLease.commit` before the staged outputs go into place (after
-    :func:`check_spent`): a crash between the two leaves a release recorded as committed that
-    nobody can read (never the reverse); :meth:`BudgetLease.end` at the end of every run: a run
-    that never read data frees its reservation, one that did stays charged (``failed``).
-  - :meth:`BudgetLease.replacing` and :meth:`BudgetLease.replaced`: ``--overwrite`` of an
-    output whose release spent ε says, in one line, what it replaced and what the input has
-    now spent.
-
-Without a store or ledger (``--no-ledger``) a job runs unrecorded and its report says so.
+* :func:`check_spent` (before the commit): the run spent exactly what its plan reserved.
+* The run's claim on the books itself, from its reservation to its end, is
+  :class:`spark_dp.jobs.budget_lease.BudgetLease`.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spark_dp.calibration_protocol import Calibration
-from spark_dp.errors import AlreadyReleased, ConfigError
-from spark_dp.io.digest import ContentDigest
+from spark_dp.errors import ConfigError
 from spark_dp.io.fs import is_connect
-from spark_dp.jobs.binding import ReleaseBinding
-from spark_dp.jobs.paths import APPEND, READ, WRITE, PathSpec
+from spark_dp.jobs.paths import APPEND, READ, PathSpec
 from spark_dp.jobs.release_args import release_arguments
-from spark_dp.jobs.run import Run, default_report_path
-from spark_dp.jobs.signals import raise_pending
+from spark_dp.jobs.run import Run
 from spark_dp.report import Plan, Step
 
-if TYPE_CHECKING:
-    from spark_dp.budget.lifecycle import Heartbeat
-    from spark_dp.budget.records import Reservation, RunRecord
-    from spark_dp.budget.store import BudgetStore
-
 __all__ = [
-    "BudgetLease",
     "budget_path_spec",
     "check_spent",
     "needs_session_for_identity",
+    "plan_steps",
+    "planned_spend",
+    "recorded_path",
     "request_identity",
     "split_budget_conf",
 ]
@@ -145,7 +120,7 @@ def budget_path_spec(run: Run) -> list[PathSpec]:
     return [PathSpec("budget_store", "--budget-store", path.split("?", 1)[0], APPEND, file=True)]
 
 
-def _plan(run: Run) -> tuple[str | None, Sequence[Step[Calibration]]]:
+def plan_steps(run: Run) -> tuple[str | None, Sequence[Step[Calibration]]]:
     """The algorithm and the budget steps of the run's one plan (``run.algorithm_plan``)."""
     if run.spec.spends_budget:
         plan: Plan = run.algorithm_plan
@@ -153,7 +128,7 @@ def _plan(run: Run) -> tuple[str | None, Sequence[Step[Calibration]]]:
     return getattr(run.params, "algorithm", None) or getattr(run.params, "method", None), ()
 
 
-def _planned_spend(run: Run, steps: Sequence[Step[Calibration]]) -> tuple[float, float]:
+def planned_spend(run: Run, steps: Sequence[Step[Calibration]]) -> tuple[float, float]:
     """The plan's total (ε, δ): its certificate's when it has one (an ``auto`` selection's
     PLD certificate is below the sum of its steps), else basic composition over the steps."""
     plan = run.algorithm_plan if run.spec.spends_budget else None
@@ -179,7 +154,7 @@ def request_identity(run: Run) -> None:
             run.inputs[s.role] = _delta_input(run, s, spark)
         else:
             run.inputs[s.role] = input_identity(s.path, spark=spark)
-    algorithm, _ = _plan(run)
+    algorithm, _ = plan_steps(run)
     run.identity = run_identity(
         job=run.spec.name,
         algorithm=algorithm,
@@ -216,7 +191,7 @@ def needs_session_for_identity(run: Run) -> bool:
     return any(books or s.fmt == "delta" for s in remote)
 
 
-def _where(path: str) -> str:
+def recorded_path(path: str) -> str:
     """A written path as the store records it: local paths resolved, URIs as given."""
     from spark_dp.release_ids import is_uri
 
@@ -237,273 +212,3 @@ def check_spent(run: Run) -> None:
             f"the run spent (ε={spent[0]:g}, δ={spent[1]:g}) but its plan reserved "
             f"(ε={planned[0]:g}, δ={planned[1]:g}): a bug in the job's plan"
         )
-
-
-class BudgetLease:
-    """One run's claim on the books (a budget store or the default ledger), from the
-    reservation to the run's end (module docstring). Without books (``--no-ledger``, or a job
-    that spends nothing) every step is a no-op and the report says nothing was recorded.
-
-    Attributes:
-        store: the open store (``None``: unrecorded).
-        reservation: the store's reservation, as each step hands it back.
-    """
-
-    def __init__(self, run: Run) -> None:
-        self._run = run
-        self.store: BudgetStore | None = None
-        self.reservation: Reservation | None = None
-        self.committed = False
-        self._heartbeat: Heartbeat | None = None
-
-    # ------------------------------------------------------------------ reserve
-    @classmethod
-    def reserve(cls, run: Run) -> BudgetLease:
-        """Reserve the plan's (ε, δ) before any data is read (exit 3 if refused); the lease is
-        ``run.lease`` from here on, so the run's end closes it whatever happens.
-
-        Raises:
-            AlreadyReleased: this request (same arguments, key, input locations and listings)
-                was committed before: nothing is read, written or charged.
-        """
-        from spark_dp.budget import BudgetStore, noise_steps
-        from spark_dp.budget.lifecycle import Heartbeat
-        from spark_dp.release_ids import default_dataset_id
-
-        assert run.randomness is not None and run.plan is not None
-        lease = run.lease = cls(run)
-        if not run.spec.spends_budget or not (run.budget_store or run.ledger is not None):
-            return lease
-        algorithm, steps = _plan(run)
-        input_path = getattr(run.args, "input", None)
-        dataset = run.dataset_id or (
-            default_dataset_id(input_path) if input_path else run.spec.name
-        )
-        run.dataset_id = dataset
-        run.planned_spend = _planned_spend(run, steps)
-        written = {s.role: _where(s.path) for s in run.plan.specs if s.access == WRITE}
-        if run.ledger is not None:
-            lease.store = BudgetStore.open(run.ledger.prepare(), ledger=True)
-        else:
-            assert run.budget_store is not None
-            lease.store = BudgetStore.open(run.budget_store)
-        res = lease.reservation = lease.store.reserve(
-            dataset=dataset,
-            identity=run.identity,
-            job=run.spec.name,
-            epsilon=run.planned_spend[0],
-            delta=run.planned_spend[1],
-            noise=noise_steps(steps),
-            algorithm=algorithm,
-            test_seed=run.randomness.seeded,
-            outputs=written,
-        )
-        if res.done is not None:
-            lease.reservation = None  # nothing of it is this run's to end
-            _already_released(res.done, written)
-        lease._heartbeat = Heartbeat(lease.store, res)
-        if res.adopted:
-            run.log.info(
-                "budget: run %s took over the charge of an earlier run of the same request "
-                "that was charged and ended before it recorded a release id",
-                res.run,
-            )
-        else:
-            run.log.info(
-                "budget: reserved ε=%g, δ=%g on dataset %s (run %s, %s)",
-                res.epsilon,
-                res.delta,
-                dataset,
-                res.run,
-                lease.store.url,
-            )
-        return lease
-
-    # ------------------------------------------------------------------ charge, bind
-    def binding(self, moment: Callable[[str], None]) -> ReleaseBinding:
-        """The job's binding: its unbound key, the tables it reads, the charge and bind hooks
-        (``moment(name)`` after each: the run's test moments, :mod:`spark_dp.jobs.runner`)."""
-        run = self._run
-        assert run.randomness is not None and run.plan is not None
-        tables = [s.role for s in run.plan.specs if s.access == READ and s.table]
-
-        def charge() -> None:
-            self.charge()
-            moment("charged")
-
-        def bind(digests: list[ContentDigest]) -> str:
-            release = self.bind(digests)
-            moment("bound")
-            return release
-
-        return ReleaseBinding(run.randomness, tables, charge=charge, bind=bind)
-
-    def charge(self) -> None:
-        """Right before the first read of input rows: the charge becomes durable (unless the
-        run was interrupted before: then nothing is read and nothing charged)."""
-        raise_pending()
-        if self.store is not None and self.reservation is not None:
-            self.reservation = self.store.charge(self.reservation)
-            self._run.log.info("budget: charged (the run now reads data; it will not be refunded)")
-
-    def bind(self, digests: list[ContentDigest]) -> str:
-        """Every table is digested: the release id (the key is bound to it once this returns,
-        so the store records it before anything is drawn), in the store and the report."""
-        from spark_dp.release_ids import release_id
-
-        run = self._run
-        assert run.randomness is not None
-        algorithm, _ = _plan(run)
-        run.release_id = release_id(
-            job=run.spec.name,
-            algorithm=algorithm,
-            arguments=release_arguments(run),
-            digests=digests,
-            key_fingerprint=run.randomness.fingerprint,
-            inputs=run.inputs,
-        )
-        if run.report is not None:
-            run.report.release_id = run.release_id
-        if self.store is not None and self.reservation is not None:
-            self.reservation = self.store.bind(self.reservation, run.release_id)
-        return run.release_id
-
-    # ------------------------------------------------------------------ the report, the commit
-    def report(self) -> dict[str, Any]:
-        """The report's ``budget`` entry: what was recorded and enforced, never credentials."""
-        run = self._run
-        store, res = self.store, self.reservation
-        if store is None or res is None:
-            return {
-                "enforced": False,
-                "recorded": False,
-                "note": "no budget store (--budget-store) and no ledger (--no-ledger): this "
-                "release was not recorded, checked against or charged to any budget",
-            }
-        capped = store.dataset_budget(res.dataset)
-        out: dict[str, Any] = {
-            "enforced": capped is not None and capped.cap_epsilon is not None,
-            "recorded": True,
-            "store": store.url,
-            "dataset": run.dataset_id,
-            "charged": res.charged,
-            "epsilon": res.epsilon,
-            "delta": res.delta,
-            "accountant": store.accountant,
-            "run": res.run,
-        }
-        if store.ledger:
-            out["ledger"] = True  # the default ledger: recorded; refused only over a cap set
-        if res.adopted:
-            out["adopted"] = True  # the charge of an earlier run that drew nothing
-        if run.randomness is not None and run.randomness.seeded:
-            out["test_seed"] = True
-        return out
-
-    def commit(self) -> None:
-        """Book the run as committed, right before its staged outputs go into place.
-
-        Raises:
-            BudgetError: the store no longer holds the run as this process's charged run
-                (settled or taken over meanwhile): the outputs must not go into place.
-        """
-        if self.store is not None and self.reservation is not None:
-            self.store.commit(self.reservation)
-        self.committed = True
-
-    def replacing(self, role: str, path: str) -> dict[str, Any] | None:
-        """Before the commit: what the existing ``path`` (the run's ``role``, an output it
-        replaces with ``--overwrite``) holds, if its release spent ε: the committed run of the
-        books that wrote it, else the ε its report states (the report beside it)."""
-        where = _where(path)
-        if self.store is not None:
-            found: RunRecord | None = self.store.committed_writer(role, where)
-            if found is not None:
-                return {"run": found.run, "epsilon": found.epsilon, "delta": found.delta}
-        beside = Path(default_report_path(path, self._run.spec.confidential))
-        try:
-            doc = json.loads(beside.read_text(encoding="utf-8"))
-            privacy = doc["privacy"]
-            return {"epsilon": float(privacy["epsilon_spent"]), "delta": privacy["delta_spent"]}
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
-
-    def replaced(self, path: str, old: dict[str, Any]) -> None:
-        """After the commit: one line, what ``path`` held and what its input has now spent."""
-        what = f"ε={old['epsilon']:g}, δ={float(old['delta']):.3g}"
-        if "run" in old:
-            what = f"run {old['run']}, {what}"
-        line = f"--overwrite replaced the release at {path} ({what}); "
-        res = self.reservation
-        total = self.store.dataset_budget(res.dataset) if self.store and res else None
-        if total is None or res is None:
-            line += "no ledger records what its input has spent in all (--no-ledger)"
-        else:
-            line += (
-                f"dataset {res.dataset} has now spent ε={total.spent_epsilon:g}, "
-                f"δ={total.spent_delta:.3g} in all (basic composition; {self._books()})"
-            )
-        self._run.log.warning("%s", line)
-
-    def _books(self) -> str:
-        assert self.store is not None
-        return f"ledger {self.store.url}" if self.store.ledger else f"store {self.store.url}"
-
-    # ------------------------------------------------------------------ the end
-    def end(self) -> None:
-        """At the end of every run: a run without a commit is abandoned (freed if it read no
-        data, else failed and charged), the lease's heartbeat stopped and the store closed."""
-        store, res, run = self.store, self.reservation, self._run
-        if store is None:
-            return
-        try:
-            if self._heartbeat is not None:
-                self._heartbeat.stop()
-            if res is not None and not self.committed:
-                state = store.abandon(res)
-                if state == "failed":
-                    run.log.warning(
-                        "budget: run %s failed after reading data: it stays charged (spark-dp "
-                        "budget runs lists it as failed (charged)); a retry of the same request "
-                        "costs nothing more only if it failed before its release id was recorded",
-                        res.run,
-                    )
-                elif state == "released":
-                    run.log.info("budget: run %s read no data: its reservation is freed", res.run)
-        finally:
-            store.close()
-            self.store = None
-
-
-def _already_released(done: RunRecord, written: dict[str, str]) -> None:
-    """This request was committed before (run ``done``): nothing is read or charged. Exit 0
-    only when this run asks for exactly the paths that release wrote and its report is still
-    there (an Airflow retry of a task that finished); else exit 2, saying where it is."""
-    import datetime as dt
-
-    from spark_dp.release_ids import is_uri
-
-    when = dt.datetime.fromtimestamp(done.ended_at or done.started_at, dt.timezone.utc)
-    stamp = when.isoformat(timespec="seconds")
-    recorded = done.written
-    where = recorded.get("report") or "stdout"
-    report = written.get("report")
-    same = report is not None and written == recorded
-    if same and report is not None and (is_uri(report) or Path(report).exists()):
-        raise AlreadyReleased(
-            f"this request (same key, arguments and input listing) was committed by run "
-            f"{done.run} at {stamp}; its report is {where}; nothing was read, written or charged",
-            exit_code=0,
-        )
-    other = [
-        f"--{role.replace('_', '-')} {path} (it wrote {recorded[role]})"
-        for role, path in sorted(written.items())
-        if role in recorded and recorded[role] != path
-    ]
-    asked = f"; this run asks for {', '.join(other)}" if other else ""
-    raise AlreadyReleased(
-        f"this request (same key, arguments and input listing) was committed by run {done.run} "
-        f"at {stamp} with its report at {where}{asked}; nothing was read, written or charged. "
-        "Read that release, or use a fresh key (--noise-key-file) for a new release",
-        exit_code=2,
-    )

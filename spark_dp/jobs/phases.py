@@ -19,7 +19,7 @@ import numpy as np
 from spark_dp.checks import check_finite_plan, privacy_warnings
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides, resolve_params
 from spark_dp.config_flags import cli_overrides, deprecation_warnings
-from spark_dp.errors import ConfigError, OutputExistsError, ParameterError, PathConflictError
+from spark_dp.errors import ConfigError, ParameterError
 from spark_dp.io.catalog import register_output, resolve_input, resolve_output
 from spark_dp.io.delta import DELTA_EXTENSION, DELTA_SESSION_CONF
 from spark_dp.io.fs import local_path
@@ -27,7 +27,8 @@ from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
 from spark_dp.jobs.config_source import locate_config
 from spark_dp.jobs.paths import READ, WRITE, PathPlan, PathSpec
-from spark_dp.jobs.run import Run, default_report_path, report_path
+from spark_dp.jobs.report_pairs import check_reports_beside
+from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 
@@ -292,54 +293,7 @@ def plan_paths(run: Run) -> None:
     run.plan.check_conflicts()
     args = run.args
     run.plan.prepare_local(overwrite=args.overwrite, recover_commits=not args.dry_run)
-    check_reports_beside(run)
-
-
-def check_reports_beside(run: Run) -> None:
-    """No report is left beside an output it does not describe (local paths; a reader of
-    ``X`` takes ``X.report.json`` for the report of ``X``):
-
-    * a ``--report`` named as the report of another existing path (``--output out2 --report
-      out.report.json`` while ``out`` exists) is refused: exit 2, nothing read or charged;
-    * the report beside ``--output`` (``out.report.json``), when this run's report goes
-      elsewhere, leaves with the output it describes: in the same commit with ``--overwrite``
-      (:meth:`spark_dp.io.staging.Staging.retire`), refused without it.
-
-    Raises:
-        PathConflictError: the first case.
-        OutputExistsError: the second, without ``--overwrite``.
-    """
-    assert run.plan is not None
-    plan, args, confidential = run.plan, run.args, run.spec.confidential
-    output, report = plan.get("output"), report_path(args, confidential)
-    if output is None or report is None:
-        return
-    suffix = default_report_path("", confidential)
-    described = report[: -len(suffix)] if report.endswith(suffix) else ""
-    if (
-        args.report is not None
-        and described
-        and plan.is_local_path(report)
-        and os.path.exists(local_path(described))
-        and not plan.same_path(described, output)
-    ):
-        raise PathConflictError(
-            f"--report {report} is the report of {described}, which exists: a reader of "
-            f"{described} would take this run's report for its own; pass another --report "
-            f"(the default is {default_report_path(output, confidential)})"
-        )
-    beside = default_report_path(output, confidential)
-    if (
-        plan.is_local_path(beside)
-        and not plan.same_path(beside, report)
-        and os.path.isfile(local_path(beside))
-        and not args.overwrite
-    ):
-        raise OutputExistsError(
-            f"{beside}, the report of an earlier release at {output}, would be left beside this "
-            "run's output, which it does not describe; pass --overwrite to replace both, or "
-            "remove it"
-        )
+    check_reports_beside(run)  # no report beside an output it does not describe
 
 
 def dry_run(run: Run) -> int:

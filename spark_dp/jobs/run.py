@@ -96,5 +96,5 @@ class Run:
     identity: str = ""  # the request: job, arguments, key, inputs (ids.run_identity)
     release_id: str = ""  # the request and the content digests of the rows read (ids.release_id)
     planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan
-    lease: Any = None  # the run's BudgetLease (jobs.budget_hooks): its books, reserve to end
+    lease: Any = None  # the run's BudgetLease (jobs.budget_lease): its books, reserve to end
     moments: Callable[[str], None] | None = None  # tests: called at each named moment (runner)

@@ -13,7 +13,7 @@ Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a
 value, config file, key file or path is one line on stderr and exit code 2 without a JVM, and a
 refused budget is exit code 3 before any data is read. The job's data-free plan is computed
 once, from the checked parameters, and the same plan is reserved and executed. The run's
-:class:`~.budget_hooks.BudgetLease` reserves the plan's (ε, δ) in the books (the budget store
+:class:`~.budget_lease.BudgetLease` reserves the plan's (ε, δ) in the books (the budget store
 of ``--budget-store``, else the default ledger, unless ``--no-ledger``) under the run's request
 (arguments, key, input locations and listings: a request committed before is not run again,
 exit 0 or 2 without reading anything; a run of a request that ended after its charge and before
@@ -54,12 +54,12 @@ from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
 from spark_dp.jobs.budget_hooks import (
-    BudgetLease,
     check_spent,
     needs_session_for_identity,
     request_identity,
     split_budget_conf,
 )
+from spark_dp.jobs.budget_lease import BudgetLease
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.config_source import read_deferred
 from spark_dp.jobs.failures import (
@@ -87,7 +87,8 @@ from spark_dp.jobs.phases import (
     split_spark_conf,
     uses_tables,
 )
-from spark_dp.jobs.run import Run, default_report_path, report_path
+from spark_dp.jobs.report_pairs import retire_old_report
+from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.signals import (
     Interrupted,
     ignored_signals,
@@ -196,7 +197,7 @@ def _execute(run: Run) -> str:
     )
     on_step = None if run.moments is None else (lambda k: _moment(run, f"commit {k}"))
     run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct, on_step=on_step)
-    _retire_old_report(run)
+    retire_old_report(run)  # the report beside --output leaves with it
     run.report = _new_report(run)
     timer = StageTimer(run.log)
     ctx = JobContext(
@@ -221,23 +222,6 @@ def _execute(run: Run) -> str:
     _LAST_STAGE_SECONDS.update(timer.seconds)
     run.after_commit = ctx.after_commit
     return summary
-
-
-def _retire_old_report(run: Run) -> None:
-    """The report beside ``--output`` (``<output>.report.json``) when this run's report goes
-    elsewhere: it describes the output this run replaces (the path plan refused it without
-    ``--overwrite``), so it leaves with that output, in the same commit."""
-    assert run.plan is not None and run.staging is not None
-    output = run.plan.get("output")
-    report = report_path(run.args, run.spec.confidential)
-    if output is None or report is None or not run.args.overwrite:
-        return
-    beside = default_report_path(output, run.spec.confidential)
-    fs = run.staging.fs_for(beside)
-    if run.plan.same_path(beside, report) or not fs.exists(beside) or fs.is_dir(beside):
-        return
-    run.staging.retire("report of the replaced output", beside)
-    run.log.warning("%s describes the output this run replaces: it goes with it", beside)
 
 
 def _commit(run: Run) -> None:

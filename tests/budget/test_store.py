@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from spark_dp.budget import BudgetRefused, BudgetStore
-from spark_dp.budget.lifecycle import Heartbeat
+from spark_dp.budget.leases import Heartbeat
 from spark_dp.budget.schema import LEASES, RUNS, writing
 from spark_dp.errors import BudgetError, BudgetStoreUnavailable, ConfigError
 
