@@ -216,20 +216,20 @@ class BudgetStore(RunLifecycle):
                     raise
 
     # ------------------------------------------------------------------ reading
-    def summary(self) -> list[DatasetBudget]:
-        """Cap, spent, in-flight and remaining budget per dataset (sorted by dataset): every
-        dataset with a cap, and every dataset with runs (the ledger records datasets without a
-        cap: their cap and remaining budget are ``None``)."""
+    def summary(self, only: str | None = None) -> list[DatasetBudget]:
+        """Cap, spent, in-flight and remaining budget per dataset (sorted by dataset; dataset
+        ``only``, if given): every dataset with a cap, and every dataset with runs (the ledger
+        records datasets without a cap: their cap and remaining budget are ``None``)."""
         accountant = self.accountant
         stale: dict[str, int] = {}
-        for record in self.runs():
+        for record in self.runs(only):
             if record.stale:
                 stale[record.dataset] = stale.get(record.dataset, 0) + 1
         out = []
         with self._engine.connect() as conn:
             caps = {c.dataset: c for c in conn.execute(sa.select(CAPS))}
             names = set(caps) | set(conn.execute(sa.select(RUNS.c.dataset).distinct()).scalars())
-            for dataset in sorted(names):
+            for dataset in sorted(names if only is None else names & {only}):
                 cap = caps.get(dataset)
                 rows = counted_rows(conn, dataset, None if cap is None else cap.window_days)
                 if cap is None and not rows:
@@ -264,7 +264,7 @@ class BudgetStore(RunLifecycle):
 
     def dataset_budget(self, dataset: str) -> DatasetBudget | None:
         """:meth:`summary`'s row of ``dataset`` (``None``: no cap and no run)."""
-        return next((b for b in self.summary() if b.dataset == dataset), None)
+        return next(iter(self.summary(dataset)), None)
 
     def committed_writer(self, role: str, path: str) -> RunRecord | None:
         """The last committed run that wrote ``path`` as its ``role`` (``output``, ``report``),

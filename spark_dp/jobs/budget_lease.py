@@ -186,9 +186,8 @@ class BudgetLease:
                 "note": "no budget store (--budget-store) and no ledger (--no-ledger): this "
                 "release was not recorded, checked against or charged to any budget",
             }
-        capped = store.dataset_budget(res.dataset)
         out: dict[str, Any] = {
-            "enforced": capped is not None and capped.cap_epsilon is not None,
+            "enforced": not store.ledger or store.has_cap(res.dataset),
             "recorded": True,
             "store": store.url,
             "dataset": run.dataset_id,
