@@ -132,3 +132,23 @@ def test_a_driver_that_cannot_write_its_ledger_says_so_and_runs_only_without_it(
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     both = _without_a_jvm([*argv, "--no-ledger", "--budget-store", "sqlite:///b.db"], {})
     assert both.returncode == 2 and "only applies to a run without a store" in both.stderr
+
+
+def test_the_ledger_is_found_by_flag_environment_or_state_directory(tmp_path, monkeypatch):
+    from spark_dp.errors import BudgetStoreUnavailable
+
+    monkeypatch.setenv("SPARK_DP_LEDGER", str(tmp_path / "env.db"))
+    assert Ledger.resolve() == Ledger(tmp_path / "env.db", default=False)
+    assert Ledger.resolve(str(tmp_path / "flag.db")).path == tmp_path / "flag.db"
+    monkeypatch.delenv("SPARK_DP_LEDGER")
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # ignored, as the spec says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert Ledger.resolve().path == tmp_path / "home/.local/state/spark-dp/ledger.db"
+    monkeypatch.delenv("XDG_STATE_HOME")
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    with pytest.raises(BudgetStoreUnavailable, match=r"no home directory.*--no-ledger"):
+        Ledger.resolve()

@@ -61,7 +61,12 @@ class Ledger:
             if not given.strip():
                 raise ConfigError("--ledger-file is an empty string; pass a file path")
             return cls(Path(os.path.abspath(os.path.expanduser(given))), default=False)
-        return cls(default_ledger_path(), default=True)
+        try:
+            return cls(default_ledger_path(), default=True)
+        except (RuntimeError, KeyError):  # no home directory (a bare cluster container)
+            raise BudgetStoreUnavailable(
+                f"cannot find the default ledger (no home directory, no XDG_STATE_HOME): {_HINT}"
+            ) from None
 
     @property
     def url(self) -> str:
