@@ -141,7 +141,7 @@ def test_the_ledger_is_found_by_flag_environment_or_state_directory(tmp_path, mo
     assert Ledger.resolve() == Ledger(tmp_path / "env.db", default=False)
     assert Ledger.resolve(str(tmp_path / "flag.db")).path == tmp_path / "flag.db"
     monkeypatch.delenv("SPARK_DP_LEDGER")
-    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # ignored, as the spec says
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # ignored (XDG base directories)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert Ledger.resolve().path == tmp_path / "home/.local/state/spark-dp/ledger.db"
     monkeypatch.delenv("XDG_STATE_HOME")

@@ -40,7 +40,7 @@ _HINT = (
 
 def default_ledger_path() -> Path:
     """``$XDG_STATE_HOME/spark-dp/ledger.db``, ``~/.local/state/spark-dp/ledger.db`` without
-    it (a relative ``XDG_STATE_HOME`` is ignored, as the specification says)."""
+    it (a relative ``XDG_STATE_HOME`` is ignored, as the XDG base directories require)."""
     state = os.environ.get("XDG_STATE_HOME", "")
     base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
     return base / "spark-dp" / "ledger.db"
