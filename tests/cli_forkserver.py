@@ -9,10 +9,12 @@ console script does: ``sys.exit(spark_dp.cli.main(argv))``, or a ``jobs/<name>.p
 
 A case: ``{"id", "argv", "cwd", "script"?, "env"?, "copy_from"?}``, or ``{"id", "cwd",
 "steps": [{"argv", "env"?}, ...]}`` whose steps run one after the other in the same directory
-(``copy_from``: a directory copied to ``cwd`` first). A result: ``{"id", "code", "stdout",
-"stderr", "seconds", "files"}`` (``files``: what is in ``cwd`` afterwards, see
-:func:`tests.sweep.workspace.snapshot`); a case with steps: ``{"id", "steps": [results]}``.
-Cases run ``PARALLEL`` at a time.
+(``copy_from``: a directory copied to ``cwd`` first). An ``env`` entry :data:`MOMENT` is no
+environment variable: the job command then runs with the moment callback it names
+(``KILL@3``, ``TERM@staged``: :func:`tests.job_processes.moment_callback`). A result:
+``{"id", "code", "stdout", "stderr", "seconds", "files"}`` (``files``: what is in ``cwd``
+afterwards, see :func:`tests.sweep.workspace.snapshot`); a case with steps: ``{"id", "steps":
+[results]}``. Cases run ``PARALLEL`` at a time.
 
 ``--spark`` (the Spark cases of the sweep, ``tests/sweep``): the server first starts one local
 SparkSession (as a job would, :func:`spark_dp.session.get_session`), then forks the children
@@ -37,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+MOMENT = "moment"
+"""The key of a case's ``env`` that names a moment callback instead of a variable."""
 PARALLEL = 4
 TIMEOUT = 600.0  # seconds a child may run before it is killed (its code is then -9)
 SPARK_CONF = {
@@ -72,10 +76,14 @@ def _run(case: dict[str, Any], out: str, err: str, warm: bool) -> int:
     code = 1
     try:
         os.chdir(case["cwd"])
-        os.environ.update(case.get("env") or {})
+        env = dict(case.get("env") or {})
+        moment = env.pop(MOMENT, None)
+        os.environ.update(env)
         if warm:
             _own_connection()
-        if case.get("script"):
+        if moment is not None:
+            code = _at_moment(case["argv"], moment)
+        elif case.get("script"):
             sys.argv = [case["script"], *case["argv"]]
             runpy.run_path(case["script"], run_name="__main__")
             code = 0
@@ -95,6 +103,16 @@ def _run(case: dict[str, Any], out: str, err: str, warm: bool) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
     return int(code)
+
+
+def _at_moment(argv: list[str], moment: str) -> int:
+    """``spark-dp argv`` (a job command) with the moment callback ``moment``."""
+    from spark_dp.cli import JOBS
+    from spark_dp.jobs.runner import run_job
+    from tests.job_processes import moment_callback
+
+    job = importlib.import_module(f"spark_dp.jobs.{JOBS[argv[0]][0]}")
+    return run_job(job.SPEC, argv[1:], moments=moment_callback(moment))
 
 
 def _start(case: dict[str, Any], tmp: str, warm: bool) -> tuple[int, str, str]:

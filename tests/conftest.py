@@ -1,9 +1,19 @@
 """Shared fixtures: one local SparkSession for the whole test run (its settings:
-tests/spark_session.py), and small data helpers."""
+tests/spark_session.py), and small data helpers.
+
+Every job run without a budget store is recorded in the default ledger, in the user's state
+directory (``$XDG_STATE_HOME/spark-dp/ledger.db``): the test session points ``XDG_STATE_HOME``
+at a directory of its own, removed at its end, before anything runs (the job processes, the
+sweep, the Airflow and Spark Connect suites inherit it), so no test ever writes the
+developer's real ``~/.local/state``; ``SPARK_DP_LEDGER`` is unset for the same reason.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -16,6 +26,11 @@ from tests.spark_session import session_builder
 # each its own process, minutes long) and tests/delta (make test-delta: Delta Lake's jars, on the
 # Spark line a Delta release is built for).
 SEPARATE_SUITES = ("airflow_run", "connect", "delta", "sweep")
+
+STATE_HOME = tempfile.mkdtemp(prefix="spark_dp-test-state-")
+os.environ["XDG_STATE_HOME"] = STATE_HOME
+os.environ.pop("SPARK_DP_LEDGER", None)
+atexit.register(shutil.rmtree, STATE_HOME, True)
 collect_ignore = [s for s in SEPARATE_SUITES if os.environ.get("SPARK_DP_TEST_SUITE") != s]
 
 

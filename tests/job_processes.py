@@ -1,16 +1,24 @@
-"""Jobs run as real processes in tests that kill them: the quick Spark settings and the
-environment (tests/test_commit_kill.py, tests/test_budget_kills.py).
+"""Jobs run as real processes in tests that kill them: the quick Spark settings, the
+environment, and a job held at a moment of its run (tests/test_commit_kill.py,
+tests/test_budget_kills.py, the sweep, the Delta suite).
 
-``SPARK_DP_TEST_COMMIT_DELAY`` slows each commit step to the given seconds, so that a test can
-kill the driver at a chosen moment of the write.
+A job's moments (``run_job(..., moments=callback)``, :mod:`spark_dp.jobs.runner`) are reached
+from a process through :func:`at_moment`: a tiny ``python -c`` wrapper that runs the
+``spark-dp`` command with a callback that, at the named moment, sends the process a signal
+(``KILL@commit 3``, ``TERM@staged``) or writes a file and waits there until it is killed
+(``HOLD@charged``, the file ``<cwd>/.held``), so a test acts on a run held in a window of its
+choice. Nothing in the environment changes a job's behaviour.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
-__all__ = ["FAST", "job_env"]
+__all__ = ["FAST", "HELD", "at_moment", "job_env", "moment_callback"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 FAST = [
     "--master", "local[2]",
@@ -21,11 +29,52 @@ FAST = [
 ]  # fmt: skip
 """Settings that roughly halve a small job's start-up and per-query time."""
 
+HELD = ".held"
+"""The file a ``HOLD@moment`` run writes in its working directory once it is held."""
 
-def job_env(delay: float | None = None) -> dict[str, str]:
-    """The job's environment: this interpreter for the workers; slow commit steps if ``delay``."""
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
-    env.pop("SPARK_DP_TEST_COMMIT_DELAY", None)
-    if delay is not None:
-        env["SPARK_DP_TEST_COMMIT_DELAY"] = str(delay)
-    return env
+_WRAPPER = """
+import sys
+from tests.job_processes import moment_callback
+from spark_dp.cli import JOBS
+from spark_dp.jobs.runner import run_job
+import importlib
+job = importlib.import_module("spark_dp.jobs." + JOBS[sys.argv[2]][0])
+sys.exit(run_job(job.SPEC, sys.argv[3:], moments=moment_callback(sys.argv[1])))
+"""
+
+
+def moment_callback(spec: str):
+    """The callback of ``SIG@moment`` (a signal to this process at that moment, its name as
+    the runner says it: ``charged``, ``staged``, ``commit 3``; a bare number is a commit step)
+    or ``HOLD@moment`` (write :data:`HELD`, then wait to be killed)."""
+    import signal
+    import time
+
+    action, _, at = spec.partition("@")
+    at = f"commit {at}" if at.isdigit() else at
+
+    def moment(name: str) -> None:
+        if name != at:
+            return
+        if action == "HOLD":
+            Path(HELD).write_text(str(os.getpid()), encoding="utf-8")
+            while True:
+                time.sleep(1)
+        os.kill(os.getpid(), getattr(signal, f"SIG{action}"))
+
+    return moment
+
+
+def at_moment(spec: str, command: str, *argv: str) -> list[str]:
+    """The command line of ``spark-dp <command> argv`` run with :func:`moment_callback`
+    (``spec``), for ``subprocess`` (with :func:`job_env`, which puts this checkout first)."""
+    return [sys.executable, "-c", _WRAPPER, spec, command, *argv]
+
+
+def job_env() -> dict[str, str]:
+    """The job's environment: this interpreter for the workers, this checkout importable (the
+    wrapper of :func:`at_moment` imports this module)."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return dict(
+        os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=path
+    )

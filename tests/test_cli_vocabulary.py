@@ -151,14 +151,15 @@ def test_old_config_keys_of_the_bound_still_work_with_a_warning(
 def test_dry_run_prints_paths_and_calibration_and_writes_nothing(capsys, monkeypatch, words):
     argv = ["partition-selection", "--input", "w.parquet", "--output", "o", "--epsilon", "20"]
     doc, err = _dry_run(capsys, monkeypatch, words, argv)
-    assert [p["role"] for p in doc["paths"]] == ["input", "output", "report"]
+    # the default ledger is a path the run writes too (checked; a dry run creates nothing)
+    assert [p["role"] for p in doc["paths"]] == ["input", "output", "report", "ledger"]
     assert doc["paths"][2]["resolved"] == str(words / "o.report.json")
     assert doc["calibration"]["rounds"][0]["algorithm"] == "mad2r"
     assert "epsilon=20 is above 10" in err  # a weak but accepted ε is warned about
     doc, _ = _dry_run(capsys, monkeypatch, words, ["distinct-count", "--input", "w.parquet",
                                                    "--epsilon", "1"])  # fmt: skip
     assert doc["calibration"]["epsilon_select"] == 0.5
-    assert [p["role"] for p in doc["paths"]] == ["input"]  # the report goes to stdout
+    assert [p["role"] for p in doc["paths"]] == ["input", "ledger"]  # the report: to stdout
     bounding = ["contribution-bounding", "--input", "w.parquet", "--output", "o"]
     doc, _ = _dry_run(capsys, monkeypatch, words, [*bounding, "--max-contributions", "2"])
     assert {p["role"] for p in doc["paths"]} >= {"work_dir", "user_state", "report"}

@@ -1,9 +1,10 @@
 """A driver killed (SIGKILL) during the write or the commit leaves no release or a complete
 one, and the next run on the same target succeeds; contribution bounding resumes its rounds.
 
-Real jobs in subprocesses. ``SPARK_DP_TEST_COMMIT_DELAY`` slows each commit step to a second, so
-the test can kill the driver at a chosen moment: while the outputs are staged, right after the
-commit journal appeared, and after the output was moved into place but before the report.
+Real jobs in subprocesses, killed at a chosen moment of their commit by the moment callback of
+:func:`tests.job_processes.at_moment`: everything staged and nothing moved (commit step 0),
+right after the commit journal appeared (4), and after the output was moved into place but
+before the report (7).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.job_processes import FAST, job_env
+from tests.job_processes import FAST, at_moment, job_env
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,17 +40,36 @@ def _run(job: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[st
     )
 
 
-def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool]) -> str:
-    """Start the job with slow commit steps, SIGKILL it when ``moment()`` holds; its stderr."""
-    proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST],
+def _spawn(cmd: list[str], cwd: Path) -> subprocess.Popen[str]:
+    """A job process in a session of its own (the JVM dies with the driver's process group)."""
+    return subprocess.Popen(
+        cmd,
         cwd=cwd,
-        env=job_env(delay=1.0),
+        env=job_env(),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
-        start_new_session=True,  # the JVM dies with the driver's process group
+        start_new_session=True,
     )
+
+
+def _killed_at(command: str, args: list[str], cwd: Path, step: int) -> None:
+    """Run the job, SIGKILLed (by itself) after change ``step`` of its commit; the JVM of its
+    process group after it."""
+    proc = _spawn(at_moment(f"KILL@commit {step}", command, *args, *FAST), cwd)
+    try:
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == -signal.SIGKILL, err[-3000:]
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool]) -> None:
+    """Start the job, SIGKILL it (and its JVM) as soon as ``moment()`` holds."""
+    proc = _spawn([sys.executable, str(ROOT / "jobs" / f"{job}.py"), *args, *FAST], cwd)
     deadline = time.monotonic() + 900
     try:
         while not moment():
@@ -59,7 +79,6 @@ def _kill_when(job: str, args: list[str], cwd: Path, moment: Callable[[], bool])
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    return proc.stderr.read()
 
 
 def _hidden(root: Path) -> list[str]:
@@ -89,25 +108,15 @@ def test_partition_selection_killed_at_every_moment(tmp_path: Path) -> None:
     before = (tmp_path / "words.parquet").read_bytes()
     args = ["--input", "words.parquet", "--output", "out", "--epsilon", "2", "--overwrite"]
 
-    def staged() -> bool:
-        return any(n.startswith(".out.tmp-") for n in _hidden(tmp_path))
-
-    def journal() -> bool:
-        return (tmp_path / ".out.report.json.journal").exists()
-
-    def output_moved() -> bool:
-        return (
-            journal()
-            and (tmp_path / "out").exists()
-            and not any(n.startswith(".out.tmp-") for n in _hidden(tmp_path))
-        )
-
     first = _run("partition_selection", [*args, "--seed", "1"], tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     old = _release(tmp_path, "out", _items)
     assert old is not None
-    for k, moment in enumerate((staged, journal, output_moved)):
-        _kill_when("partition_selection", [*args, "--seed", str(k + 2)], tmp_path, moment)
+    # everything staged, nothing moved; the journal written; the output moved in, not the report
+    for k, step in enumerate((0, 4, 7)):
+        _killed_at("partition-selection", [*args, "--seed", str(k + 2)], tmp_path, step)
+        if step == 4:
+            assert (tmp_path / ".out.report.json.journal").exists()
         left = _release(tmp_path, "out", _items)  # no report, or a complete release
         assert left is None or left["release"]["id"] == old["release"]["id"], k
         assert (tmp_path / "words.parquet").read_bytes() == before
@@ -147,25 +156,19 @@ def test_contribution_bounding_resumes_after_a_kill(tmp_path: Path) -> None:
     assert pq.read_table(tmp_path / "out_user_state").num_rows == 700
 
 
-def _hook(signal_at: str) -> dict[str, str]:
-    return {**job_env(), "SPARK_DP_TEST_COMMIT_SIGNAL": signal_at}
-
-
 def test_a_later_release_to_the_same_output_survives_the_re_run(tmp_path: Path) -> None:
     """Issue 39: a run with --overwrite killed during its commit (its output moved in, the old
     report moved aside); a release with another --report and --overwrite; a plain re-run. The
-    re-run must not delete the later release's output or put an old report back."""
+    re-run must not delete the later release's output or put an old report back. Issue 44: the
+    later release replaces the output and its report together: the old out.report.json, which
+    described the output it replaced, leaves with it (no report beside an output it does not
+    describe)."""
     users = [f"u{i}" for i in range(400) for _ in range(3)]
     items = [f"w{(i * 7 + k) % 40}" for i in range(400) for k in range(3)]
     pq.write_table(pa.table({"user_id": users, "item": items}), tmp_path / "words.parquet")
     args = ["--input", "words.parquet", "--output", "out", "--epsilon", "2"]
     assert _run("partition_selection", [*args, "--seed", "1"], tmp_path).returncode == 0
-    killed = subprocess.run(
-        [sys.executable, str(ROOT / "jobs" / "partition_selection.py"), *args, "--seed", "2",
-         "--overwrite", *FAST],
-        cwd=tmp_path, env=_hook("KILL@7"), capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    _killed_at("partition-selection", [*args, "--seed", "2", "--overwrite"], tmp_path, 7)
     assert (tmp_path / ".out.report.json.journal").exists()  # killed mid-commit
     later = _run(
         "partition_selection",
@@ -174,6 +177,8 @@ def test_a_later_release_to_the_same_output_survives_the_re_run(tmp_path: Path) 
     )
     assert later.returncode == 0, later.stderr[-3000:]
     assert "restored" in later.stderr and "rolled back" in later.stderr  # logged as it happened
+    assert not (tmp_path / "out.report.json").exists()  # left with the output it described
+    assert "out.report.json describes the output this run replaces" in later.stderr
     doc = json.loads((tmp_path / "other.json").read_text())
     files = sorted(p.name for p in (tmp_path / "out").iterdir())
     again = _run("partition_selection", [*args, "--seed", "1"], tmp_path)

@@ -84,6 +84,7 @@ def test_second_release_over_the_cap_is_refused_before_spark_starts(words, store
     assert run.run == run_id and run.release == report["release"]["id"] and not run.test_seed
     assert report["budget"] == {
         "enforced": True,
+        "recorded": True,
         "store": store,
         "dataset": dataset,
         "charged": True,
@@ -195,10 +196,12 @@ def test_distinct_count_reserves_its_whole_plan_and_config_can_name_the_store(
     assert distinct_count.main(again) == 3  # a fresh key: 1 + 1 > 1.5
 
 
-def test_without_a_store_the_report_says_nothing_was_enforced(words, tmp_path):
-    assert partition_selection.main(_selection(words, tmp_path / "o", None)) == 0
+def test_without_a_store_or_ledger_the_report_says_nothing_was_recorded(words, tmp_path):
+    argv = [*_selection(words, tmp_path / "o", None), "--no-ledger"]
+    assert partition_selection.main(argv) == 0
     budget = json.loads((tmp_path / "o.report.json").read_text())["budget"]
-    assert budget["enforced"] is False and "--budget-store" in budget["note"]
+    assert budget["enforced"] is False and budget["recorded"] is False
+    assert "--budget-store" in budget["note"] and "--no-ledger" in budget["note"]
 
 
 def test_an_auto_release_is_one_charge_and_is_refused_over_the_cap_before_any_read(

@@ -183,8 +183,9 @@ def test_data_edited_with_size_and_mtime_kept_is_never_released_under_the_old_ch
     """One user's row edited in place, the file's size and modification time restored: the
     listing (metadata) is unchanged, so it is the same request. With a store, a committed
     request is not run again: the edited rows are never read, nothing is released or charged
-    (before, the edit was released for free with the old noise). Without a store the run reads
-    the rows: the content digest sees the edit, a new release id, independent noise."""
+    (before, the edit was released for free with the old noise); the default ledger applies the
+    same rule. Without any books (``--no-ledger``) the run reads the rows: the content digest
+    sees the edit, a new release id, independent noise."""
     csv = tmp_path / "pairs.csv"
     lines = ["user_id,item", *[f"u{u:03d},w{(u * 7) % 40:02d}" for u in range(400)]]
     csv.write_text("\n".join(lines) + "\n")
@@ -193,12 +194,16 @@ def test_data_edited_with_size_and_mtime_kept_is_never_released_under_the_old_ch
     argv = ["--input", str(csv), "--epsilon", "1", "--noise-key-file", key,
             "--max-contributions", "5"]  # fmt: skip
     charged = [*argv, "--budget-store", store, "--dataset-id", "csv"]
+    ledger = [*argv, "--ledger-file", str(tmp_path / "ledger.db")]
     _run(distinct_count, [*charged, "--report", str(tmp_path / "a.json")])
-    _run(distinct_count, [*argv, "--report", str(tmp_path / "plain-a.json")])
+    _run(distinct_count, [*ledger, "--report", str(tmp_path / "l-a.json")])
+    _run(distinct_count, [*argv, "--no-ledger", "--report", str(tmp_path / "plain-a.json")])
     _edit_keeping_size_and_mtime(csv)
     _run(distinct_count, [*charged, "--report", str(tmp_path / "b.json")], code=2)
     assert not (tmp_path / "b.json").exists() and _summary(store, "csv").releases == 1
-    _run(distinct_count, [*argv, "--report", str(tmp_path / "plain-b.json")])
+    _run(distinct_count, [*ledger, "--report", str(tmp_path / "l-b.json")], code=2)
+    assert not (tmp_path / "l-b.json").exists()
+    _run(distinct_count, [*argv, "--no-ledger", "--report", str(tmp_path / "plain-b.json")])
     a, b = _report(tmp_path / "plain-a.json"), _report(tmp_path / "plain-b.json")
     assert a["release"]["id"] != b["release"]["id"]
     # the store is not part of a release: the charged run and the plain one are the same

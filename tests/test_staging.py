@@ -262,3 +262,47 @@ def test_a_release_to_the_same_paths_makes_an_old_journal_inert(
         assert not [p for p in os.listdir(root) if p.startswith(".")], (k, os.listdir(root))
         k += 1
     assert k >= 8 and seen == {False, True}  # killed before and after its commit point
+
+
+def _retiring_release(root: Path, fs: LocalFS, generation: str) -> None:
+    """A release to ``out`` whose report goes to ``other.json``: the report beside ``out``
+    (which described the output it replaces) is retired in the same commit."""
+    staging = Staging(lambda _p: fs, overwrite=True)
+    staging.retire("report of the replaced output", str(root / "out.report.json"))
+    staged = staging.stage("out", str(root / "out"))
+    fs.mkdirs(staged)
+    fs.write_text(f"{staged}/part-0", generation)
+    staging.commit(str(root / "other.json"), json.dumps({"generation": generation}))
+
+
+def test_a_retired_report_leaves_with_its_output_at_every_kill(tmp_path: Path) -> None:
+    """Issue 44: an output and the report that describes it are replaced together or not at
+    all, a kill at any operation included (the next run's recovery: its output's pointer)."""
+    counting = DyingFS()
+    root = tmp_path / "count"
+    root.mkdir()
+    _release(root, LocalFS(), "old", overwrite=False)
+    _retiring_release(root, counting, "new")
+    assert not (root / "out.report.json").exists() and (root / "out/part-0").read_text() == "new"
+    seen = set()
+    for k in range(counting.ops):
+        root = tmp_path / f"k{k}"
+        root.mkdir()
+        _release(root, LocalFS(), "old", overwrite=False)
+        with pytest.raises(Killed):
+            _retiring_release(root, DyingFS(kill_at=k), "new")
+        local = LocalFS()
+        for name in ("out", "out.report.json", "other.json"):
+            recover(journal_path(str(root / name)), lambda _p, fs=local: fs)
+            clean_stale(str(root / name), local)
+        out = (root / "out/part-0").read_text()
+        beside = root / "out.report.json"
+        if out == "old":  # rolled back: the old output with its own report, nothing new
+            assert json.loads(beside.read_text())["generation"] == "old"
+            assert not (root / "other.json").exists()
+        else:  # committed: the new output, its report elsewhere, the old report gone
+            assert out == "new" and not beside.exists()
+            assert json.loads((root / "other.json").read_text())["generation"] == "new"
+        seen.add(out)
+        assert [p for p in os.listdir(root) if p.startswith(".")] == [], k
+    assert seen == {"old", "new"}

@@ -1,15 +1,19 @@
 """``spark-dp budget``: list and set the caps of a budget store, list and settle its runs.
 
-    spark-dp budget --store sqlite:///var/spark_dp/budget.db [--json]
-    spark-dp budget set-cap --store URL --dataset ID --epsilon E [--delta D] [--window-days N]
+    spark-dp budget [--store sqlite:///var/spark_dp/budget.db] [--json]
+    spark-dp budget set-cap [--store URL] --dataset ID --epsilon E [--delta D] [--window-days N]
                             [--if-missing]
-    spark-dp budget set-accountant --store URL --accountant basic|pld|rdp
-    spark-dp budget runs --store URL [--dataset ID] [--json]
-    spark-dp budget settle --store URL (--run ID [--force] | --stale)
+    spark-dp budget set-accountant [--store URL] --accountant basic|zcdp
+    spark-dp budget runs [--store URL] [--dataset ID] [--json]
+    spark-dp budget settle [--store URL] (--run ID [--force] | --stale)
 
-A run left ``reserved`` or ``charged`` by a process that is gone (killed, its machine lost) is
-listed as **stale**; ``settle`` ends it by the budget rules: a reservation that never read data
-is freed, a charge stays spent (``failed (charged)``).
+Without ``--store`` each command works on the default ledger, where every job run without a
+store is recorded (:mod:`spark_dp.budget.ledger`; ``$SPARK_DP_LEDGER`` names another file).
+
+A run left ``reserved`` or ``charged`` by a process that is provably gone (on this host its pid
+is not alive or is another process; on any host its lease expired) is listed as **stale**;
+``settle`` ends it by the budget rules: a reservation that never read data is freed, a charge
+stays spent (``failed (charged)``).
 
 Exit codes: 0 ok, 2 bad arguments or an unusable store, 1 a store that cannot be written (one
 line says what to fix). Arguments are checked before the store is opened: a bad value never
@@ -30,11 +34,15 @@ from spark_dp.errors import SparkDPUserError
 
 if TYPE_CHECKING:
     from spark_dp.budget.records import DatasetBudget, RunRecord
+    from spark_dp.budget.store import BudgetStore
 
 __all__ = ["COMMANDS", "main"]
 
 _PROG = "spark-dp budget"
-_STORE_HELP = "budget store URL: sqlite:///path/budget.db or postgresql://user@host/db"
+_STORE_HELP = (
+    "budget store URL: sqlite:///path/budget.db or postgresql://user@host/db (default: the "
+    "default ledger, $SPARK_DP_LEDGER or $XDG_STATE_HOME/spark-dp/ledger.db)"
+)
 COMMANDS = ("set-cap", "set-accountant", "runs", "settle")
 
 
@@ -51,9 +59,10 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
         ap = _Parser(
             prog=f"{_PROG} set-cap",
             description="Set (or replace) the (ε, δ) cap of a dataset. Jobs run with "
-            "--budget-store refuse a dataset that has no cap.",
+            "--budget-store refuse a dataset that has no cap; the default ledger records one "
+            "without a cap and enforces a cap set on it.",
         )
-        ap.add_argument("--store", required=True, help=_STORE_HELP)
+        ap.add_argument("--store", help=_STORE_HELP)
         ap.add_argument("--dataset", required=True, help="dataset id (a job's --dataset-id)")
         ap.add_argument("--epsilon", required=True, type=float, help="ε cap (> 0)")
         ap.add_argument("--delta", type=float, default=0.0, help="δ cap in [0, 1) (default 0)")
@@ -74,11 +83,12 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
     if command == "set-accountant":
         ap = _Parser(
             prog=f"{_PROG} set-accountant",
-            description="Choose how the store composes releases: basic (Σ ε, Σ δ), or basic "
-            "plus a tight PLD or RDP accountant for Gaussian noise (dp-accounting).",
+            description="Choose how the store composes releases: basic (Σ ε, Σ δ), or the zcdp "
+            "privacy filter (Σ ρ of the noise; tighter for many Gaussian releases). Both hold "
+            "when releases are chosen from earlier ones (docs/privacy/budget.md).",
         )
-        ap.add_argument("--store", required=True, help=_STORE_HELP)
-        ap.add_argument("--accountant", required=True, choices=ACCOUNTANTS)
+        ap.add_argument("--store", help=_STORE_HELP)
+        ap.add_argument("--accountant", required=True, metavar="{" + ",".join(ACCOUNTANTS) + "}")
         return ap
     if command == "runs":
         ap = _Parser(
@@ -86,32 +96,35 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
             description="List the runs of a store: state (reserved, charged, committed, failed "
             "(charged), released), stale ones marked, test-seed releases marked.",
         )
-        ap.add_argument("--store", required=True, help=_STORE_HELP)
+        ap.add_argument("--store", help=_STORE_HELP)
         ap.add_argument("--dataset", help="only the runs of this dataset")
         ap.add_argument("--json", action="store_true", help="print a JSON list of objects")
         return ap
     if command == "settle":
         ap = _Parser(
             prog=f"{_PROG} settle",
-            description="End a run whose process is gone by the budget rules: a reservation "
-            "that read no data is freed, a charged run stays spent as failed (charged).",
+            description="End a run whose process is provably gone by the budget rules: a "
+            "reservation that read no data is freed, a charged run stays spent as failed "
+            "(charged).",
         )
-        ap.add_argument("--store", required=True, help=_STORE_HELP)
+        ap.add_argument("--store", help=_STORE_HELP)
         which = ap.add_mutually_exclusive_group(required=True)
         which.add_argument("--run", help="the run id (spark-dp budget runs lists them)")
         which.add_argument("--stale", action="store_true", help="every stale run")
         ap.add_argument(
             "--force",
             action="store_true",
-            help="settle --run even if its process may still be running (another host)",
+            help="settle --run even if its process may still be running (another host whose "
+            "lease has not expired; a run of an earlier spark_dp without a lease)",
         )
         return ap
     ap = _Parser(
         prog=_PROG,
-        description="List spent, in-flight and remaining budget per dataset of a budget store. "
+        description="List spent, in-flight and remaining budget per dataset of a budget store "
+        "(default: the default ledger). "
         f"Subcommands: {', '.join(COMMANDS)} (spark-dp budget <subcommand> --help).",
     )
-    ap.add_argument("--store", required=True, help=_STORE_HELP)
+    ap.add_argument("--store", help=_STORE_HELP)
     ap.add_argument("--json", action="store_true", help="print a JSON list of objects")
     return ap
 
@@ -127,9 +140,10 @@ def _table(rows: list[DatasetBudget]) -> str:
     lines = [head]
     for r in rows:
         line = (
-            f"{r.dataset:40s} {r.cap_epsilon:8.4g} {r.cap_delta:9.3g} {r.spent_epsilon:8.4g} "
-            f"{r.spent_delta:9.3g} {r.reserved_epsilon:8.4g} {r.reserved_delta:9.3g} "
-            f"{r.remaining_epsilon:8.4g} {r.remaining_delta:9.3g} {r.releases:8d}"
+            f"{r.dataset:40s} {_num(r.cap_epsilon, 8, '.4g')} {_num(r.cap_delta, 9, '.3g')} "
+            f"{r.spent_epsilon:8.4g} {r.spent_delta:9.3g} {r.reserved_epsilon:8.4g} "
+            f"{r.reserved_delta:9.3g} {_num(r.remaining_epsilon, 8, '.4g')} "
+            f"{_num(r.remaining_delta, 9, '.3g')} {r.releases:8d}"
         )
         if tight:
             line += f" {r.tight_epsilon if r.tight_epsilon is not None else float('nan'):9.4g}"
@@ -142,11 +156,17 @@ def _table(rows: list[DatasetBudget]) -> str:
         lines.append(line)
     if tight:
         lines.append(
-            f"({rows[0].accountant} ε: what the tight accountant proves for the spent and "
-            "reserved releases at δ = cap δ; inf: not within the cap δ)"
+            f"({rows[0].accountant} ε: the smallest cap ε at the cap's δ whose privacy filter "
+            "admits the spent and reserved releases; inf: their own δ exceeds the filter's share)"
         )
     lines.append("(spent: committed and failed (charged) runs; resv: runs in flight)")
+    if any(r.cap_epsilon is None for r in rows):
+        lines.append("(-: no cap: the run is recorded, never refused; spark-dp budget set-cap)")
     return "\n".join(lines)
+
+
+def _num(value: float | None, width: int, spec: str) -> str:
+    return f"{'-':>{width}s}" if value is None else f"{value:{width}{spec}}"
 
 
 def _when(t: float | None) -> str:
@@ -168,6 +188,10 @@ def _runs_table(runs: list[RunRecord]) -> str:
 
 def _check_before_opening(command: str | None, ns: argparse.Namespace) -> None:
     """What can be refused without the store, so a bad value creates no store file."""
+    if command == "set-accountant":
+        from spark_dp.budget.accounting import check_accountant
+
+        check_accountant(ns.accountant)
     if command == "set-cap":
         from spark_dp.budget.store import check_cap
         from spark_dp.errors import ConfigError
@@ -177,10 +201,26 @@ def _check_before_opening(command: str | None, ns: argparse.Namespace) -> None:
             raise ConfigError("--dataset must be a non-empty dataset id")
 
 
-def _run(command: str | None, ns: argparse.Namespace) -> int:
+def _open(command: str | None, ns: argparse.Namespace) -> BudgetStore | None:
+    """The store ``--store`` names, else the default ledger (``None`` when the ledger has no
+    file yet and the command only reads: nothing was recorded, nothing is created)."""
+    from spark_dp.budget.ledger import Ledger
     from spark_dp.budget.store import BudgetStore
 
-    with BudgetStore.open(ns.store) as store:
+    if ns.store is not None:
+        return BudgetStore.open(ns.store)
+    ledger = Ledger.resolve()
+    if not ledger.path.exists() and command not in ("set-cap", "set-accountant"):
+        print(f"{ledger.shown}: no run recorded yet")
+        return None
+    return BudgetStore.open(ledger.prepare(), ledger=True)
+
+
+def _run(command: str | None, ns: argparse.Namespace) -> int:
+    opened = _open(command, ns)
+    if opened is None:
+        return 0
+    with opened as store:
         if command == "set-cap":
             if ns.if_missing and store.has_cap(ns.dataset):
                 print(f"cap of {ns.dataset!r}: kept (--if-missing)")
@@ -203,7 +243,11 @@ def _run(command: str | None, ns: argparse.Namespace) -> int:
                 print("no stale runs")
         else:
             rows = store.summary()
-            print(json.dumps([r.to_dict() for r in rows], indent=2) if ns.json else _table(rows))
+            if ns.json:
+                print(json.dumps([r.to_dict() for r in rows], indent=2))
+            else:
+                print(_table(rows))
+                print(f"({'ledger' if store.ledger else 'store'} {store.url})")
     return 0
 
 

@@ -1,33 +1,29 @@
 """A run's life in the budget store: reserve → charge → bind → commit, or abandon; settle.
 
-The rules (``docs/privacy/budget.md``; the job runner follows them, :mod:`spark_dp.jobs.runner`).
-The store decides from a run's **request** alone, its pre-read identity
-(:func:`spark_dp.release_ids.run_identity`: job, arguments, input locations and listings, key),
-never from the rows it reads, so no charge decision can tell anyone anything about the data:
+The rules (``docs/privacy/budget.md``; the job runner follows them). The store decides from a
+run's **request** alone (:func:`spark_dp.release_ids.run_identity`: job, arguments, input
+locations and listings, key) and from what its own runs recorded, never from the rows a run
+reads (a free repeat decided from a digest would tell whether two inputs are equal, e.g.
+whether one user is in D: ``docs/privacy/keys.md``):
 
-* :meth:`~RunLifecycle.reserve`, before any data is read. A request that was **committed**
-  before is not run again: the reservation comes back ``done`` (nothing is read or charged;
-  the runner points at the committed release). A run of the same request that was charged and
-  then failed or died released nothing, and is **adopted** (its charge is this run's: the
-  retry costs nothing more). Otherwise the run's (ε, δ) must fit the cap with every
-  ``reserved``, ``charged``, ``failed`` and ``committed`` run of the dataset counted (within
-  the window, if the cap has one); the row is ``reserved``, the only state that can be freed.
-* :meth:`~RunLifecycle.charge`, right before the first read of input rows: ``charged``,
-  durably. From here on the (ε, δ) is spent whatever happens: a failure, a kill, a
-  data-dependent error leave the run ``failed`` (charged), never freed.
-* :meth:`~RunLifecycle.bind`, once the data's digest is known: the run records its release id
-  (for the listing only: nothing is decided from it).
-* :meth:`~RunLifecycle.commit` once outputs and report are in place: ``committed``.
-  :meth:`~RunLifecycle.abandon` when the run ends otherwise: ``reserved`` → ``released``,
-  ``charged`` → ``failed``.
-* :meth:`~RunLifecycle.settle` (``spark-dp budget settle``): a run whose process is gone
-  (:attr:`RunRecord.stale`) by the same rules.
+* :meth:`~RunLifecycle.reserve`, before any data is read: a request **committed** before is not
+  run again (``done``: nothing read or charged); one **in flight** (its process not provably
+  gone) refuses this run (:class:`BudgetRefused`); one charged that failed or died **before it
+  recorded a release id** drew nothing from its key and is **adopted** (the retry costs nothing
+  more), one that recorded its release id never is (its retry is a new charge). Otherwise the
+  (ε, δ) must fit the cap with every ``reserved``, ``charged``, ``failed`` and ``committed`` run
+  counted (within the window; by the store's filter, :mod:`.accounting`). The default ledger
+  (``ledger=True``) records a dataset without a cap, and runs a test-seeded request again.
+* :meth:`~RunLifecycle.charge`, right before the first read of rows: ``charged`` for good.
+* :meth:`~RunLifecycle.bind`, the data digested and **before anything is drawn from the key**:
+  the run records its release id, once; never replaced, never erased.
+* :meth:`~RunLifecycle.commit`, right before outputs and report go into place, only from
+  ``charged`` with that release id; :meth:`~RunLifecycle.abandon` otherwise (``reserved`` →
+  ``released``, ``charged`` → ``failed``); :meth:`~RunLifecycle.settle` a run whose process is
+  provably gone (:attr:`RunRecord.gone`), by the same rules.
 
-Why not "the same rows again cost nothing": a free repeat decided from the rows' digest would
-tell whoever can choose what an input holds whether two inputs are equal, e.g. whether D minus
-one user's rows is D, i.e. whether that user is in D (``docs/privacy/keys.md``).
-
-Every transition locks the dataset's cap row, so runs of one dataset are serialized.
+Every transition after the reservation is made only by the attempt holding the run
+(:mod:`.leases`), and locks the dataset's cap row, so runs of one dataset are serialized.
 """
 
 from __future__ import annotations
@@ -43,9 +39,18 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from spark_dp.budget.accounting import Charge, NoiseStep, basic_totals, fits_cap, tight_epsilon
-from spark_dp.budget.records import Reservation, RunRecord, host_name, process_gone
-from spark_dp.budget.schema import CAPS, RUNS, writing
+from spark_dp.budget.accounting import Charge, NoiseStep, fits_cap, fmt, refusal
+from spark_dp.budget.leases import (
+    drop_lease,
+    held_by,
+    hold,
+    holder,
+    lease_of,
+    renew_lease,
+    run_record,
+)
+from spark_dp.budget.records import Reservation, RunRecord, host_name
+from spark_dp.budget.schema import CAPS, LEASES, RUNS, writing
 from spark_dp.errors import BudgetError, BudgetRefused
 
 if TYPE_CHECKING:
@@ -60,7 +65,6 @@ __all__ = [
     "RESERVED",
     "RunLifecycle",
     "counted_rows",
-    "fmt",
     "row_charge",
 ]
 
@@ -69,10 +73,6 @@ FAILED, RELEASED = "failed", "released"
 COUNTED = (RESERVED, CHARGED, FAILED, COMMITTED)
 """States whose (ε, δ) counts against the cap."""
 _DAY = 86_400.0
-
-
-def fmt(eps: float, delta: float) -> str:
-    return f"ε={eps:.6g}, δ={delta:.3g}"
 
 
 def row_charge(row: Row[Any]) -> Charge:
@@ -95,15 +95,12 @@ def counted_rows(conn: Connection, dataset: str, window_days: float | None) -> l
     return list(conn.execute(query.order_by(RUNS.c.started_at)))
 
 
-def _record(row: Row[Any]) -> RunRecord:
-    return RunRecord(**{f: getattr(row, f) for f in RunRecord.__dataclass_fields__})
-
-
 class RunLifecycle:
     """The run transitions of :class:`~spark_dp.budget.store.BudgetStore` (module docstring)."""
 
     _engine: Engine
     url: str
+    ledger: bool = False  # the default ledger: a dataset without a cap is recorded, not refused
 
     @property
     def accountant(self) -> str:  # pragma: no cover - defined by the store
@@ -125,54 +122,54 @@ class RunLifecycle:
     ) -> Reservation:
         """Reserve (ε, δ) of ``dataset`` for a run of the request ``identity`` (module
         docstring): ``done`` if that request was committed before, adopted if a run of it died
-        after its charge, else a new ``reserved`` run.
+        after its charge and before its release id, else a new ``reserved`` run.
 
         Args:
             outputs: where the run writes (role → path), recorded so that a later run of the
                 same request can be told where its release is.
+            test_seed: the key comes from a test seed (marked; in the default ledger such a
+                request runs again, as a new charge, instead of pointing at its release).
 
         Raises:
-            BudgetRefused: the dataset has no cap, or the run would exceed it (exit 3).
+            BudgetRefused: the dataset has no cap (a store, not the ledger), the run would
+                exceed it, or a run of the same request is in flight (exit 3).
         """
         if not (math.isfinite(epsilon) and epsilon >= 0 and 0 <= delta < 1):
             raise BudgetError(f"a release must have ε >= 0 and δ in [0, 1), got {epsilon}, {delta}")
         charge = Charge(float(epsilon), float(delta), tuple(noise))
         accountant = self.accountant
         now, host, pid = time.time(), host_name(), os.getpid()
+        owner: dict[str, Any] = {"host": host, "pid": pid, "started_at": now}
         written = json.dumps(dict(outputs or {}), sort_keys=True)
         with writing(self._engine, self.url) as conn:
             cap = self._lock_cap(conn, dataset, epsilon, delta)
-            committed = self._committed(conn, dataset, identity)
-            if committed is not None:
-                return Reservation(
-                    dataset,
-                    committed.run,
-                    job,
-                    committed.epsilon,
-                    committed.delta,
-                    COMMITTED,
-                    release=committed.release,
-                    done=_record(committed),
-                )
+            if not (self.ledger and test_seed):
+                committed = self._committed(conn, dataset, identity)
+                if committed is not None:
+                    return _done(committed, job)
             adopted = self._adoptable(conn, dataset, identity)
             if adopted is not None:
                 self._update(
-                    conn,
+                    conn, adopted.run, state=CHARGED, ended_at=None, outputs=written, **owner
+                )
+                hold(conn, adopted.run, owner)
+                return Reservation(
+                    dataset,
                     adopted.run,
-                    state=CHARGED,
+                    job,
+                    adopted.epsilon,
+                    adopted.delta,
+                    CHARGED,
+                    adopted=True,
                     host=host,
                     pid=pid,
                     started_at=now,
-                    ended_at=None,
-                    release=None,
-                    outputs=written,
                 )
-                return Reservation(
-                    dataset, adopted.run, job, adopted.epsilon, adopted.delta, CHARGED, adopted=True
-                )
-            others = [row_charge(r) for r in counted_rows(conn, dataset, cap.window_days)]
-            if not fits_cap([*others, charge], cap.epsilon, cap.delta, accountant):
-                raise BudgetRefused(self._refusal(dataset, cap, others, charge, accountant))
+            others = [row_charge(r) for r in counted_rows(conn, dataset, _window(cap))]
+            if cap is not None and not fits_cap(
+                [*others, charge], cap.epsilon, cap.delta, accountant
+            ):
+                raise BudgetRefused(refusal(dataset, cap, others, charge, accountant))
             run = uuid.uuid4().hex
             conn.execute(
                 RUNS.insert().values(
@@ -188,16 +185,17 @@ class RunLifecycle:
                     state=RESERVED,
                     test_seed=bool(test_seed),
                     outputs=written,
-                    host=host,
-                    pid=pid,
-                    started_at=now,
                     charged_at=None,
                     ended_at=None,
+                    **owner,
                 )
             )
-        return Reservation(dataset, run, job, epsilon, delta, RESERVED)
+            hold(conn, run, owner)
+        return Reservation(
+            dataset, run, job, epsilon, delta, RESERVED, host=host, pid=pid, started_at=now
+        )
 
-    # ------------------------------------------------------------------ charge, bind
+    # ------------------------------------------------------------------ charge, bind, renew
     def charge(self, res: Reservation) -> Reservation:
         """Make the charge durable, right before the run's first read of input rows."""
         if res.state != RESERVED:
@@ -205,72 +203,110 @@ class RunLifecycle:
         with writing(self._engine, self.url) as conn:
             found = conn.execute(
                 RUNS.update()
-                .where(RUNS.c.run == res.run, RUNS.c.state == RESERVED)
+                .where(held_by(res), RUNS.c.state == RESERVED)
                 .values(state=CHARGED, charged_at=time.time())
             ).rowcount
         if not found:
             raise BudgetError(
-                f"run {res.run} of dataset {res.dataset!r} is no longer reserved in the store "
-                "(settled by an operator?); nothing was read"
+                f"run {res.run} of dataset {res.dataset!r} is no longer reserved for this "
+                "process in the store (settled by an operator?); nothing was read"
             )
         return replace(res, state=CHARGED)
 
     def bind(self, res: Reservation, release: str) -> Reservation:
-        """Record the run's release id, once its input is digested (nothing is decided from
-        it: the store's decisions were made from the request, module docstring)."""
-        with writing(self._engine, self.url) as conn:
-            self._update(conn, res.run, release=release)
-        return replace(res, release=release)
+        """Record the run's release id, once its input is digested and before anything is
+        drawn from its key: once only, never replaced (a run that holds a release id is never
+        adopted, module docstring).
 
-    # ------------------------------------------------------------------ the end of a run
-    def commit(self, res: Reservation) -> None:
-        """Mark the run committed (outputs and report in place)."""
+        Raises:
+            BudgetError: the run is not charged by this process any more (settled or taken
+                over), or holds another release id: the key is then never bound.
+        """
         with writing(self._engine, self.url) as conn:
             found = conn.execute(
                 RUNS.update()
-                .where(RUNS.c.run == res.run, RUNS.c.state.in_((RESERVED, CHARGED, FAILED)))
-                .values(state=COMMITTED, ended_at=time.time())
+                .where(
+                    held_by(res),
+                    RUNS.c.state == CHARGED,
+                    sa.or_(RUNS.c.release.is_(None), RUNS.c.release == release),
+                )
+                .values(release=release)
             ).rowcount
-        if not found:
-            raise BudgetError(
-                f"cannot commit run {res.run} of dataset {res.dataset!r}: the store holds no "
-                "reservation of it"
-            )
+            if not found:
+                raise BudgetError(
+                    f"run {res.run} of dataset {res.dataset!r} cannot record its release id: "
+                    f"{holder(conn, res)}; nothing was drawn or written"
+                )
+        return replace(res, release=release)
+
+    def renew(self, res: Reservation) -> bool:
+        """Renew the run's lease (its heartbeat); False once the run is not this attempt's."""
+        with writing(self._engine, self.url) as conn:
+            return renew_lease(conn, res)
+
+    # ------------------------------------------------------------------ the end of a run
+    def commit(self, res: Reservation) -> None:
+        """Mark the run committed, right before its outputs and report go into place: only a
+        ``charged`` run this process holds, with the release id it bound.
+
+        Raises:
+            BudgetError: the run is in another state (settled while it ran, ...) or held by
+                another process: its outputs must not go into place.
+        """
+        where = [held_by(res), RUNS.c.state == CHARGED]
+        if res.release is not None:
+            where.append(RUNS.c.release == res.release)
+        with writing(self._engine, self.url) as conn:
+            found = conn.execute(
+                RUNS.update().where(*where).values(state=COMMITTED, ended_at=time.time())
+            ).rowcount
+            if not found:
+                raise BudgetError(
+                    f"cannot commit run {res.run} of dataset {res.dataset!r}: "
+                    f"{holder(conn, res)}; its outputs are not put in place"
+                )
+            drop_lease(conn, res.run)
 
     def abandon(self, res: Reservation) -> str:
         """End a run without a commit: ``released`` if it never read data, else ``failed``
-        (charged). Returns the state the run ends in."""
+        (charged). Returns the state the run ends in (a run no longer held by this process
+        is left as it is: its state is returned)."""
         now = time.time()
         with writing(self._engine, self.url) as conn:
             row = conn.execute(sa.select(RUNS).where(RUNS.c.run == res.run)).first()
             if row is None:
                 return "unknown"
+            if (row.host, row.pid, row.started_at) != (res.host, res.pid, res.started_at):
+                return str(row.state)
             state = {RESERVED: RELEASED, CHARGED: FAILED}.get(row.state, row.state)
             self._update(conn, res.run, state=state, ended_at=now)
+            drop_lease(conn, res.run)
         return str(state)
 
     def settle(self, run: str, *, force: bool = False) -> str:
-        """Settle a run whose process is gone: ``reserved`` → ``released``, ``charged`` →
-        ``failed`` (charged). Returns the new state.
+        """Settle a run whose process is provably gone: ``reserved`` → ``released``,
+        ``charged`` → ``failed`` (charged). Returns the new state.
 
         Raises:
-            BudgetError: no such run, nothing to settle, or its process still runs (unless
+            BudgetError: no such run, nothing to settle, or its process may still run (unless
                 ``force``).
         """
         with writing(self._engine, self.url) as conn:
             row = conn.execute(sa.select(RUNS).where(RUNS.c.run == run)).first()
             if row is None:
                 raise BudgetError(f"--run {run}: no such run in {self.url}")
-            record = _record(row)
+            record = run_record(row, lease_of(conn, run))
             if record.state not in (RESERVED, CHARGED):
                 raise BudgetError(f"--run {run} is {record.shown_state}: nothing to settle")
-            if not (record.stale or force):
+            if not (record.gone or force):
                 raise BudgetError(
-                    f"--run {run} may still be running (pid {record.pid} on {record.host}); "
-                    "settle it once its process is gone, or pass --force if you know it is"
+                    f"--run {run} may still be running (pid {record.pid} on {record.host}, "
+                    "its lease not expired); settle it once its process is gone, or pass "
+                    "--force if you know it is"
                 )
             state = RELEASED if record.state == RESERVED else FAILED
             self._update(conn, run, state=state, ended_at=time.time())
+            drop_lease(conn, run)
         return state
 
     def runs(self, dataset: str | None = None) -> list[RunRecord]:
@@ -279,14 +315,15 @@ class RunLifecycle:
         if dataset is not None:
             query = query.where(RUNS.c.dataset == dataset)
         with self._engine.connect() as conn:
-            return [_record(r) for r in conn.execute(query)]
+            leases = {r.run: r for r in conn.execute(sa.select(LEASES))}
+            return [run_record(r, leases.get(r.run)) for r in conn.execute(query)]
 
     # ------------------------------------------------------------------ helpers
     def _lock_cap(self, conn: Connection, dataset: str, epsilon: float, delta: float) -> Any:
         cap = conn.execute(
             sa.select(CAPS).where(CAPS.c.dataset == dataset).with_for_update()
         ).first()
-        if cap is None:
+        if cap is None and not self.ledger:
             raise BudgetRefused(
                 f"budget refused: dataset {dataset!r} has no cap set (requested "
                 f"{fmt(epsilon, delta)}); set one with `spark-dp budget set-cap --store "
@@ -309,38 +346,55 @@ class RunLifecycle:
 
     @staticmethod
     def _adoptable(conn: Connection, dataset: str, identity: str) -> Any:
-        """A run of this request that was charged and then failed, or whose process is gone:
-        nothing of it was released (its staged outputs are removed by the next run's
-        recovery), so the next run of the same request takes its charge over."""
+        """The run of this request whose charge the next run of it takes over, if any: one
+        that was charged and then failed, or whose process is provably gone, **before it
+        recorded a release id** (its key was never bound, so nothing of it was drawn, staged or
+        released). A run of the request that still runs refuses this one; one of it that was
+        reserved and whose process is gone never read data and is released on the way."""
         rows = conn.execute(
             sa.select(RUNS)
             .where(
                 RUNS.c.dataset == dataset,
                 RUNS.c.identity == identity,
-                RUNS.c.state.in_((CHARGED, FAILED)),
+                RUNS.c.state.in_((RESERVED, CHARGED, FAILED)),
             )
             .order_by(RUNS.c.started_at)
         )
-        for row in rows:
-            if row.state == FAILED or process_gone(row.host, row.pid, row.started_at):
-                return row
-        return None
+        adoptable = None
+        for row in list(rows):
+            record = run_record(row, lease_of(conn, row.run))
+            if row.state in (RESERVED, CHARGED) and not record.gone:
+                raise BudgetRefused(
+                    f"budget refused: run {row.run} of this request (same key, arguments and "
+                    f"input listing) is in flight (pid {row.pid} on {row.host}); one run of a "
+                    "request at a time: wait for it to end, or settle it once its process is "
+                    f"gone (spark-dp budget settle --run {row.run})"
+                )
+            if row.state == RESERVED:  # gone before it read anything: freed
+                RunLifecycle._update(conn, row.run, state=RELEASED, ended_at=time.time())
+                drop_lease(conn, row.run)
+            elif row.release is None and adoptable is None:
+                adoptable = row
+        return adoptable
 
     @staticmethod
     def _update(conn: Connection, run: str, **values: Any) -> None:
         conn.execute(RUNS.update().where(RUNS.c.run == run).values(**values))
 
-    def _refusal(
-        self, dataset: str, cap: Any, others: list[Charge], charge: Charge, accountant: str
-    ) -> str:
-        eps, delta = basic_totals(others)
-        window = f" per {cap.window_days:g} days" if cap.window_days is not None else ""
-        msg = (
-            f"budget refused: dataset {dataset!r} has spent {fmt(eps, delta)} (committed, "
-            f"failed and in flight, basic composition); this release requests "
-            f"{fmt(charge.epsilon, charge.delta)}; cap {fmt(cap.epsilon, cap.delta)}{window}"
-        )
-        if accountant != "basic":
-            tight = tight_epsilon([*others, charge], cap.delta, accountant)
-            msg += f"; {accountant} accountant: ε={tight:.6g} at δ={cap.delta:.3g} with it"
-        return msg
+
+def _done(committed: Row[Any], job: str) -> Reservation:
+    """The reservation of a request committed before (run ``committed``): nothing to run."""
+    return Reservation(
+        committed.dataset,
+        committed.run,
+        job,
+        committed.epsilon,
+        committed.delta,
+        COMMITTED,
+        release=committed.release,
+        done=run_record(committed),
+    )
+
+
+def _window(cap: Any) -> float | None:
+    return None if cap is None else cap.window_days

@@ -12,6 +12,12 @@ names beside the old ones, and the first open imports what the old ones hold
   the host, pid and start time of its process. States (:mod:`.lifecycle`): ``reserved`` →
   ``charged`` → ``committed`` or ``failed``; ``released`` (freed before any read) costs
   nothing.
+* ``leases``: one row per run in flight: the process that holds it (host, pid, the process's
+  start time, so a reused pid is told apart) and its heartbeat (renewed by the run every
+  :data:`~spark_dp.budget.records.RENEW_SECONDS`, expired :data:`~spark_dp.budget.records.
+  LEASE_SECONDS` after the last renewal): what lets ``settle`` tell a run whose process is
+  provably gone from one that still runs (a table of its own beside ``runs``, whose layout is
+  never altered).
 * ``settings``: store-wide settings (the accountant, the v1 import marker).
 
 URLs: ``sqlite:///path/budget.db`` (a local file; SQLite's locking is not reliable on network
@@ -38,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPS",
+    "LEASES",
     "METADATA",
     "RUNS",
     "SETTINGS",
@@ -85,6 +92,19 @@ RUNS = sa.Table(
     sa.Column("charged_at", sa.Double, nullable=True),
     sa.Column("ended_at", sa.Double, nullable=True),
     sa.Index(f"{PREFIX}runs_release", "dataset", "release"),
+)
+
+LEASES = sa.Table(
+    f"{PREFIX}leases",
+    METADATA,
+    sa.Column("run", sa.String(64), primary_key=True),
+    # the attempt holding the run: RUNS.host, pid and started_at of that attempt
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.Double, nullable=False),
+    sa.Column("process_started", sa.Double, nullable=True),  # the pid's start time (Linux)
+    sa.Column("renewed_at", sa.Double, nullable=False),
+    sa.Column("lease_seconds", sa.Double, nullable=False),
 )
 
 SETTINGS = sa.Table(

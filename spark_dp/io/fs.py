@@ -25,6 +25,7 @@ import posixpath
 import re
 import shutil
 import stat
+import tempfile
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spark_dp.errors import ConfigError
@@ -36,6 +37,7 @@ __all__ = [
     "FileSystem",
     "HadoopFS",
     "LocalFS",
+    "can_create_in",
     "filesystem",
     "is_connect",
     "is_local",
@@ -92,6 +94,21 @@ def special_kind(path: str) -> str | None:
     except OSError:
         return None
     return next((name for test, name in _SPECIAL if test(mode)), None)
+
+
+def can_create_in(directory: str) -> bool:
+    """True if a file can be created in the local ``directory``: asked of the filesystem itself
+    (a probe file, removed at once), as permissions alone mislead for root and read-only
+    mounts."""
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".spark_dp-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(fd)
+    os.remove(probe)
+    return True
 
 
 def parent_and_name(path: str) -> tuple[str, str]:

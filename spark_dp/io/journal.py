@@ -68,7 +68,8 @@ def journal_path(path: str) -> str:
 
 @dataclass
 class Entry:
-    """One (staged, target) pair of a commit, as its journal records it."""
+    """One (staged, target) pair of a commit, as its journal records it (``staged`` empty: a
+    retired target, moved aside and never replaced: :meth:`spark_dp.io.staging.Staging.retire`)."""
 
     name: str
     target: str
@@ -160,9 +161,15 @@ def recover(journal: str, fs_for: Callable[[str], FileSystem]) -> str | None:
 
 def _undo(e: Entry, fs: FileSystem) -> None:
     """Roll back one entry of an interrupted commit, touching its target only while it is the
-    copy that commit moved there."""
-    staged, target, backup = fs.exists(e.staged), fs.exists(e.target), fs.exists(e.backup)
-    moved_in = target and not staged and (e.identity is None or fs.identity(e.target) == e.identity)
+    copy that commit moved there (a retired target was never replaced: only put back)."""
+    staged = bool(e.staged) and fs.exists(e.staged)
+    target, backup = fs.exists(e.target), fs.exists(e.backup)
+    moved_in = (
+        bool(e.staged)
+        and target
+        and not staged
+        and (e.identity is None or fs.identity(e.target) == e.identity)
+    )
     if moved_in:
         fs.delete(e.target)
         log.warning("recovery: removed %s, moved there by an interrupted commit", e.target)

@@ -9,7 +9,8 @@ until :meth:`Staging.commit` moves them into place together, **the report last**
    identity of each staged copy (each file written atomically: a temporary sibling renamed);
 2. an existing report is moved aside to its backup ``.<name>.old-<token>``;
 3. each output in turn: an existing target is moved aside to its backup, the staged copy is
-   renamed to the target;
+   renamed to the target; a *retired* target (:meth:`Staging.retire`: the report of an output
+   this commit replaces, when the new report goes elsewhere) is only moved aside;
 4. the staged report is renamed to the report: **this is the commit point**;
 5. the backups, then the journal, then the pointers are deleted.
 
@@ -33,19 +34,24 @@ only) as it happens.
 Without a report file (a report printed to stdout) the journal sits beside the last output. The
 journal, its pointers and the recovery live in :mod:`spark_dp.io.journal`.
 
+So an output and the report that describes it are replaced together or not at all: no report
+is left beside an output it does not describe.
+
 Under Spark Connect with a non-local URI no rename is available on the client: the staging is
 *direct* (``direct=True``): Spark writes each output straight to its target (its own commit
 protocol writes ``_SUCCESS`` last), and the report is written after every output finished, so
 its presence still marks a complete release; a killed run may leave an output without a report,
-which a reader must ignore and the next run replaces only with ``--overwrite``.
+which a reader must ignore and the next run replaces only with ``--overwrite`` (a retired
+report is deleted before any output is written there).
+
+Tests hold a commit at each of its changes on disk with ``on_step`` (a callback the job runner
+passes in from ``run_job(..., moments=...)``; nothing in the environment changes a commit).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -76,15 +82,6 @@ __all__ = [
     "staged_path",
 ]
 
-_TEST_DELAY_ENV = "SPARK_DP_TEST_COMMIT_DELAY"  # seconds between commit steps (kill tests only)
-_TEST_SIGNAL_ENV = "SPARK_DP_TEST_COMMIT_SIGNAL"  # "KILL@3": a signal to itself at step 3
-
-
-def _pause() -> None:
-    delay = os.environ.get(_TEST_DELAY_ENV)
-    if delay:
-        time.sleep(float(delay))
-
 
 @dataclass
 class Staging:
@@ -97,9 +94,9 @@ class Staging:
             existing target without it, and any target that is also read).
         direct: write straight to the targets (Spark Connect with a non-local URI).
         token: names this run's staged files.
-        test_moments: this is a job's commit, where ``SPARK_DP_TEST_COMMIT_SIGNAL=SIG@k`` makes
-            the process send itself ``SIG`` at step ``k`` (0: everything staged, nothing moved;
-            k: after the k-th change on disk). Kill tests only.
+        on_step: called with ``k`` at each step of the commit (0: everything staged, nothing
+            moved; k: after the k-th change on disk), so a test can hold, signal or kill the
+            process there (``run_job(..., moments=...)``).
     """
 
     fs_for: Callable[[str], FileSystem]
@@ -110,7 +107,7 @@ class Staging:
     committed: bool = False
     journal: str | None = None
     created: list[str] = field(default_factory=list)  # parent directories this run made
-    test_moments: bool = False
+    on_step: Callable[[int], None] | None = None
     _steps: int = 0
 
     def stage(self, name: str, target: str) -> str:
@@ -137,6 +134,19 @@ class Staging:
             fs.mkdirs(missing[0])
             self.created += [p for p in missing if p not in self.created]
 
+    def retire(self, name: str, target: str) -> None:
+        """Register an existing ``target`` that the commit moves aside with the outputs and
+        never puts back (the report of an output this run replaces, when its new report goes
+        elsewhere): restored by a roll-back, deleted with the backups once the commit point is
+        passed. In direct mode it is deleted now, before any output is written."""
+        fs = self.fs_for(target)
+        if isinstance(fs, LocalFS):
+            target = os.path.abspath(local_path(target))
+        if self.direct:
+            delete_quietly(fs, target, f"the {name}")
+            return
+        self.entries.append(Entry(name, target, "", backup_path(target, self.token)))
+
     def stage_text(self, name: str, target: str, text: str, *, private: bool = False) -> None:
         """Stage a small text file (a JSON debug file, the report); ``private``: created with
         mode 0600 (a confidential file: its staged copy, and the target it is renamed to)."""
@@ -147,13 +157,9 @@ class Staging:
             self.fs_for(target).write_text(path, text)
 
     def _step(self) -> None:
-        """One change on disk done: the test hooks (a delay, a signal to this process)."""
-        _pause()
-        hook = os.environ.get(_TEST_SIGNAL_ENV, "") if self.test_moments else ""
-        if hook:
-            name, _, at = hook.partition("@")
-            if int(at) == self._steps:
-                os.kill(os.getpid(), getattr(signal, f"SIG{name}"))
+        """One change on disk done: the test moment ``on_step(k)``."""
+        if self.on_step is not None:
+            self.on_step(self._steps)
         self._steps += 1
 
     def commit(
@@ -176,7 +182,7 @@ class Staging:
             return
         if not self.overwrite:  # a target that appeared since the path plan looked
             for e in self.entries:
-                if self.fs_for(e.target).exists(e.target):
+                if e.staged and self.fs_for(e.target).exists(e.target):
                     raise OutputExistsError(f"{e.target} appeared while the job ran; not replaced")
         for e in self.entries:  # a journal of a killed commit to these paths: retired first
             recover(journal_path(e.target), self.fs_for)
@@ -184,7 +190,8 @@ class Staging:
         final = self.entries[-1]
         journal = journal_path(final.target)
         for e in self.entries:
-            e.identity = self.fs_for(e.target).identity(e.staged)
+            if e.staged:  # a retired target has no new copy
+                e.identity = self.fs_for(e.target).identity(e.staged)
         pointer = json.dumps({"token": self.token, "journal": journal})
         for e in self.entries[:-1]:  # 1. the pointers, then the journal
             self._write_atomic(e.target, pointer)
@@ -197,7 +204,7 @@ class Staging:
             if fs.exists(e.target):  # 2. the old report, 3. each old output: aside
                 fs.rename(e.target, e.backup)
                 self._step()
-            if e is not final:  # 3. each new output into place
+            if e is not final and e.staged:  # 3. each new output into place
                 fs.rename(e.staged, e.target)
                 self._step()
         fs_j.rename(final.staged, final.target)  # 4. the commit point
@@ -234,7 +241,8 @@ class Staging:
         for e in self.entries:
             fs = self.fs_for(e.target)
             parent, name = parent_and_name(e.target)
-            for other in [] if self.committed else fs.list_names(parent):
+            staged = e.staged and not self.committed
+            for other in fs.list_names(parent) if staged else []:
                 if other.startswith(f".{name}.tmp-{self.token}"):  # staged, half-written
                     delete_quietly(fs, sibling_of(e.target, other), f"the staged {e.name}")
             if own_pointer(fs, journal_path(e.target), self.token):  # its journal is gone

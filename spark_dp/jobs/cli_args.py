@@ -27,6 +27,9 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
                           charged for good once data is read
     --dataset-id ID       the privacy unit charged (default: the resolved --input)
     --allow-test-seed-with-budget-store   --seed with a store (test stores only; marked)
+    --ledger-file PATH    without a store: the ledger the run is recorded in (default
+                          $SPARK_DP_LEDGER, else $XDG_STATE_HOME/spark-dp/ledger.db)
+    --no-ledger           without a store: run without any record of the ε spent
     --private-spark-ui    Spark's UI, console progress and event log off (they show row counts)
     --unsafe-debug-logs   log private counts (needs --allow-unsafe-debug; in the report)
     --allow-unsafe-debug  confirm an unsafe debugging flag (never on production data)
@@ -92,16 +95,15 @@ class _NoLongerNeeded(argparse.Action):
 
 
 class _Replaced(argparse.Action):
-    """``--ledger``: the JSONL ledger was replaced by the budget store (one clear error)."""
+    """``--ledger``: the JSONL ledger was replaced (one clear error)."""
 
     def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
         super().__init__(option_strings, dest, nargs=1, **kw)  # type: ignore[arg-type]
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         parser.error(
-            "--ledger was replaced by the budget store: pass --budget-store "
-            "sqlite:///PATH/budget.db (set a cap first: spark-dp budget set-cap --store URL "
-            "--dataset ID --epsilon E)"
+            "--ledger (a JSONL file) was replaced: every run is recorded in the default ledger "
+            "(--ledger-file PATH to choose its SQLite file), or pass --budget-store URL"
         )
 
 
@@ -291,7 +293,21 @@ def _budget_flags(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="budget store (sqlite:///path/budget.db or any SQLAlchemy URL): reserve this "
         "release's (ε, δ) before reading data, refuse with exit 3 over the dataset's cap "
-        "(default: the config file's budget_store, else none: nothing is enforced)",
+        "(default: the config file's budget_store, else the default ledger)",
+    )
+    ledger = budget.add_mutually_exclusive_group()
+    ledger.add_argument(
+        "--ledger-file",
+        metavar="PATH",
+        help="without a store, the SQLite file this run is recorded in (default: "
+        "$SPARK_DP_LEDGER, else $XDG_STATE_HOME/spark-dp/ledger.db); no cap unless one is set "
+        "(spark-dp budget set-cap)",
+    )
+    ledger.add_argument(
+        "--no-ledger",
+        action="store_true",
+        help="without a store, keep no record of the ε this run spends (on a cluster, prefer "
+        "a shared --budget-store)",
     )
     budget.add_argument(
         "--dataset-id",

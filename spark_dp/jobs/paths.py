@@ -33,7 +33,6 @@ import logging
 import os
 import posixpath
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,6 +42,7 @@ from spark_dp.io.fs import (
     FileSystem,
     HadoopFS,
     LocalFS,
+    can_create_in,
     is_connect,
     is_local,
     local_path,
@@ -106,20 +106,6 @@ def _normal_uri(path: str) -> str:
     return f"{m.group(1).lower()}://{m.group(2)}{posixpath.normpath(m.group(3) or '/')}"
 
 
-def _writable(directory: str) -> bool:
-    """True if a file can be created in ``directory``: asked of the filesystem itself (a
-    probe file, removed at once), as permissions alone mislead for root and read-only mounts."""
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return False
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".spark_dp-probe-", dir=directory)
-    except OSError:
-        return False
-    os.close(fd)
-    os.remove(probe)
-    return True
-
-
 def _relation(a: str, b: str) -> str | None:
     """How resolved path ``a`` relates to ``b``: equals, contains, inside or None."""
     if a == b:
@@ -163,10 +149,18 @@ class PathPlan:
         """Whether ``spec``'s path is on the local disk (else a Hadoop URI)."""
         return self._local(spec.path)
 
+    def is_local_path(self, path: str) -> bool:
+        """Whether ``path`` is on the local disk for this run (else a Hadoop URI)."""
+        return self._local(path)
+
     def _resolve(self, path: str) -> str:
         if self._local(path):
             return os.path.realpath(local_path(path))
         return _normal_uri(str(path))
+
+    def same_path(self, a: str, b: str) -> bool:
+        """Whether two paths of this run name the same file or directory (resolved)."""
+        return self._resolve(a) == self._resolve(b)
 
     def get(self, role: str) -> str | None:
         """The path (as given) of ``role``, or None."""
@@ -257,7 +251,7 @@ class PathPlan:
         if not os.path.isdir(p):
             what = special_kind(p) or "a file"
             raise PathConflictError(f"{s.shown()}: {p} is {what}, not a directory")
-        if not _writable(p):
+        if not can_create_in(p):
             raise PathConflictError(f"{s.shown()}: directory {p} is not writable")
 
     def _check_target(self, s: PathSpec, fs: FileSystem, overwrite: bool) -> None:

@@ -27,6 +27,7 @@ from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
 from spark_dp.jobs.config_source import locate_config
 from spark_dp.jobs.paths import READ, WRITE, PathPlan, PathSpec
+from spark_dp.jobs.report_pairs import check_reports_beside
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
@@ -292,6 +293,7 @@ def plan_paths(run: Run) -> None:
     run.plan.check_conflicts()
     args = run.args
     run.plan.prepare_local(overwrite=args.overwrite, recover_commits=not args.dry_run)
+    check_reports_beside(run)  # no report beside an output it does not describe
 
 
 def dry_run(run: Run) -> int:

@@ -61,6 +61,8 @@ NOT_IN_RELEASE: dict[str, str] = {
     "budget_store": "where the release is charged",
     "dataset_id": "which budget the release is charged to",
     "ledger": "replaced by --budget-store; refused",
+    "ledger_file": "where the release is recorded",
+    "no_ledger": "whether the release is recorded",
 }
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.io.staging import Staging
 from spark_dp.jobs.config_source import ConfigSource
@@ -14,7 +15,17 @@ from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 from spark_dp.report import PrivacyReport
 
-__all__ = ["CONFIDENTIAL_SUFFIX", "Run", "confidential_path", "report_path", "suffixed_path"]
+if TYPE_CHECKING:
+    from spark_dp.budget.ledger import Ledger
+
+__all__ = [
+    "CONFIDENTIAL_SUFFIX",
+    "Run",
+    "confidential_path",
+    "default_report_path",
+    "report_path",
+    "suffixed_path",
+]
 
 CONFIDENTIAL_SUFFIX = ".confidential.json"
 """How a file holding private values is named (and it is created with mode 0600)."""
@@ -36,18 +47,22 @@ def confidential_path(path: str) -> str:
     return suffixed_path(path, CONFIDENTIAL_SUFFIX)
 
 
+def default_report_path(output: str, confidential: bool = False) -> str:
+    """The report beside ``output``: ``<output>.report.json`` (``.report.confidential.json``
+    for a ``confidential`` job), which a reader of ``output`` takes for its report."""
+    path = f"{str(output).rstrip('/')}.report.json"
+    return confidential_path(path) if confidential else path
+
+
 def report_path(args: argparse.Namespace, confidential: bool = False) -> str | None:
     """``--report``, else ``<output>.report.json``, else ``None`` (the report goes to stdout).
 
     A ``confidential`` report (a job whose report holds private values: contribution bounding's
     counts) is named ``*.confidential.json`` (:func:`confidential_path`)."""
-    if args.report is not None:
-        path = str(args.report)  # an empty one is refused by the path plan
-    else:
+    if args.report is None:
         out = getattr(args, "output", None)
-        if not out:
-            return None
-        path = f"{str(out).rstrip('/')}.report.json"
+        return default_report_path(out, confidential) if out else None
+    path = str(args.report)  # an empty one is refused by the path plan
     return confidential_path(path) if confidential and path.strip() else path
 
 
@@ -73,6 +88,7 @@ class Run:
     failed: BaseException | None = None  # what ended the run, when it failed
     after_commit: list[Any] = field(default_factory=list)
     budget_store: str | None = None  # --budget-store URL (or the config file's budget_store)
+    ledger: Ledger | None = None  # the default ledger, when no store is given (--no-ledger: None)
     dataset_id: str | None = None  # the privacy unit the release is charged to
     inputs: dict[str, str] = field(default_factory=dict)  # role -> input identity (metadata)
     input_versions: dict[str, int] = field(default_factory=dict)  # role -> Delta version read
@@ -80,5 +96,5 @@ class Run:
     identity: str = ""  # the request: job, arguments, key, inputs (ids.run_identity)
     release_id: str = ""  # the request and the content digests of the rows read (ids.release_id)
     planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan
-    store: Any = None  # the open BudgetStore, closed at the end of the run
-    reservation: Any = None  # the budget store's reservation, between reserve and commit
+    lease: Any = None  # the run's BudgetLease (jobs.budget_lease): its books, reserve to end
+    moments: Callable[[str], None] | None = None  # tests: called at each named moment (runner)

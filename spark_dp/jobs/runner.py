@@ -4,24 +4,31 @@
 
     parse → config → params → plan → path plan → key (unbound) → request identity
           → budget reserve → session → execute: [charge durable → validation pass reads +
-             digests every table → release id → key bound → algorithm] (staged) → budget
-             commit → commit (outputs, report last)
+             digests every table → release id recorded → key bound → algorithm] (staged)
+             → budget commit → commit (outputs, report last)
     on failure: the staging is removed (or a half-done commit rolled back); the run's budget
     is freed if it read no data, else it stays charged (failed)
 
 Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a bad flag,
 value, config file, key file or path is one line on stderr and exit code 2 without a JVM, and a
 refused budget is exit code 3 before any data is read. The job's data-free plan is computed
-once, from the checked parameters, and the same plan is reserved and executed. The budget
-hooks (:mod:`.budget_hooks`) reserve the plan's (ε, δ) in the budget store (``--budget-store``)
-under the run's request (arguments, key, input locations and listings: a request committed
-before is not run again, exit 0 or 2 without reading anything; a run of a request that failed
-after its charge is taken over by its retry), make the charge durable right before the first
-read of input rows (from then on it is never refunded), bind the key to the release id once
-the rows are digested, and commit it right before the outputs go into place. Nothing derived
-from the data is computed, let alone logged, before the charge is durable. (A store-less run is
-reported as "no budget enforced"; when a table is read from a Hadoop URI the session starts
-before the reservation, to list it.)
+once, from the checked parameters, and the same plan is reserved and executed. The run's
+:class:`~.budget_lease.BudgetLease` reserves the plan's (ε, δ) in the books (the budget store
+of ``--budget-store``, else the default ledger, unless ``--no-ledger``) under the run's request
+(arguments, key, input locations and listings: a request committed before is not run again,
+exit 0 or 2 without reading anything; a run of a request that ended after its charge and before
+it recorded a release id is taken over by its retry; one of it still in flight refuses this
+one, exit 3), makes the charge durable right before the first read of input rows (from then on
+it is never refunded), records the release id before the key is bound to it, and commits it
+right before the outputs go into place. Nothing derived from the data is computed, let alone
+logged, before the charge is durable. (When a table is read from a Hadoop URI the session
+starts before the reservation, to list it.)
+
+Tests hold a run at each of its moments with ``run_job(..., moments=callback)``: the callback
+is called with ``"reserved"``, ``"charged"``, ``"bound"`` (the release id recorded, nothing
+drawn), ``"staged"`` (every output staged, the budget not committed), ``"booked"`` (the budget
+committed, nothing moved) and ``"commit k"`` at each change on disk of the commit
+(:class:`~spark_dp.io.staging.Staging`), and may raise, wait or kill the process there.
 
 Exit codes: 0 success; 2 bad arguments, configuration, settings, paths or input (one line says
 what to fix); 3 privacy budget refused; 1 a failure of the environment (a full disk, an
@@ -37,7 +44,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides
 from spark_dp.config_flags import name_flags
@@ -47,16 +54,12 @@ from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
 from spark_dp.jobs.budget_hooks import (
-    budget_commit,
-    budget_end,
-    budget_report,
-    budget_reserve,
     check_spent,
     needs_session_for_identity,
-    release_binding,
     request_identity,
     split_budget_conf,
 )
+from spark_dp.jobs.budget_lease import BudgetLease
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.config_source import read_deferred
 from spark_dp.jobs.failures import (
@@ -84,6 +87,7 @@ from spark_dp.jobs.phases import (
     split_spark_conf,
     uses_tables,
 )
+from spark_dp.jobs.report_pairs import retire_old_report
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.signals import (
     Interrupted,
@@ -110,9 +114,6 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_USAGE",
-    "budget_commit",
-    "budget_end",
-    "budget_reserve",
     "last_stage_seconds",
     "report_path",
     "run_job",
@@ -177,6 +178,12 @@ def _new_report(run: Run) -> PrivacyReport:
     return report
 
 
+def _moment(run: Run, name: str) -> None:
+    """A named moment of the run: the test callback of ``run_job(..., moments=...)``."""
+    if run.moments is not None:
+        run.moments(name)
+
+
 def _execute(run: Run) -> str:
     """Phase 7: the job, writing into the staging."""
     assert run.plan is not None and run.randomness is not None
@@ -188,7 +195,9 @@ def _execute(run: Run) -> str:
     direct = is_connect(run.spark) and any(
         not is_local(s.path, plain_is_local=plain) for s in run.plan.committed
     )
-    run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct, test_moments=True)
+    on_step = None if run.moments is None else (lambda k: _moment(run, f"commit {k}"))
+    run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct, on_step=on_step)
+    retire_old_report(run)  # the report beside --output leaves with it
     run.report = _new_report(run)
     timer = StageTimer(run.log)
     ctx = JobContext(
@@ -196,7 +205,7 @@ def _execute(run: Run) -> str:
         args=run.args,
         params=run.params,
         spark=run.spark,
-        binding=release_binding(run),
+        binding=run.lease.binding(lambda name: _moment(run, name)),
         report=run.report,
         timer=timer,
         log=run.log,
@@ -217,15 +226,24 @@ def _execute(run: Run) -> str:
 
 def _commit(run: Run) -> None:
     """Phase 8: outputs into place, the report last (its presence marks the release)."""
-    assert run.staging is not None and run.report is not None
+    assert run.staging is not None and run.report is not None and run.plan is not None
     check_spent(run)
     if run.spec.spends_budget:
-        run.report.extra["budget"] = budget_report(run)  # charged, or adopted from which run
+        run.report.extra["budget"] = run.lease.report()  # charged, or adopted from which run
     path = report_path(run.args, run.spec.confidential)
     text = run.report.to_json() if path is not None else None
-    budget_commit(run)  # first: a crash before the move leaves a charge, never a free release
+    output = run.plan.get("output")
+    fs = run.staging.fs_for(output) if output is not None and run.spec.spends_budget else None
+    replacing = None
+    if fs is not None and output is not None and fs.exists(output):
+        replacing = run.lease.replacing("output", output)
+    _moment(run, "staged")
+    run.lease.commit()  # first: a crash before the move leaves a charge, never a free release
+    _moment(run, "booked")
     run.staging.commit(path, text, private_report=run.spec.confidential)
     run.committed = True
+    if replacing is not None and output is not None:
+        run.lease.replaced(output, replacing)
     if path is None or run.spec.stdout is not None:
         printed = run.spec.stdout or (lambda report, _: report.to_json())
         sys.stdout.write(printed(run.report, run.args))
@@ -237,24 +255,40 @@ def _commit(run: Run) -> None:
 # --------------------------------------------------------------------------- the run
 
 
-def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+def run_job(
+    spec: JobSpec,
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str | None = None,
+    moments: Callable[[str], None] | None = None,
+) -> int:
     """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
 
     A run's ``--unsafe-debug-logs`` ends with the run: a notebook or a test that calls a job's
     ``main`` keeps its own setting afterwards. SIGTERM ends the run as SIGINT does (in the main
-    thread): the staged files are removed and the exit code is 143 (SIGINT: 130)."""
+    thread): the staged files are removed and the exit code is 143 (SIGINT: 130).
+
+    Args:
+        moments: tests only: called with the name of each moment of the run (module
+            docstring), where it may raise, wait or kill the process.
+    """
     with unsafe_debug(unsafe_debug_enabled()), signals_raise():
-        return _run_job(spec, argv, prog)
+        return _run_job(spec, argv, prog, moments)
 
 
-def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int:
+def _run_job(
+    spec: JobSpec,
+    argv: Sequence[str] | None,
+    prog: str | None,
+    moments: Callable[[str], None] | None,
+) -> int:
     parser = build_parser(spec, prog)
     try:
         args = parser.parse_args(argv)  # phase 1
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         return int(exc.code or 0)
     configure_logging(args.log_level, unsafe_debug=getattr(args, "unsafe_debug_logs", False))
-    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"))
+    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"), moments=moments)
     t0 = time.perf_counter()
     try:
         check_unsafe_flags(spec, args)
@@ -279,7 +313,8 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         if needs_session_for_identity(run):
             _start_session(run)  # lists a Hadoop input for its identity; reads no data
         request_identity(run)  # the request: arguments, key, input locations and listings
-        budget_reserve(run)  # before any data is read (exit 3 if refused)
+        BudgetLease.reserve(run)  # before any data is read (exit 3 if refused): run.lease
+        _moment(run, "reserved")
         _start_session(run)
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
@@ -289,8 +324,9 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int
         run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
         return EXIT_OK
     except AlreadyReleased as exc:
-        if exc.exit_code == EXIT_OK:
-            return EXIT_OK  # the same request's release is where this run asks for it
+        if exc.exit_code == EXIT_OK:  # the same request's release is where this run asks for it
+            run.log.warning("budget: %s", _one_line(exc))
+            return EXIT_OK
         say(f"{parser.prog}: error: {_one_line(exc)}")
         return exc.exit_code
     except SparkDPUserError as exc:
@@ -331,7 +367,8 @@ def _finish(run: Run) -> None:
     if run.failed is not None and no_space(run.failed) and run.plan is not None:
         _, path = fullest(run.plan, run.spark_conf)  # its work directories go too
         run.plan.remove_state(os.stat(existing_ancestor(path)).st_dev)
-    budget_end(run)  # freed if no data was read, else charged (failed); closes the store
+    if run.lease is not None:  # freed if no data was read, else charged (failed); closed
+        run.lease.end()
     if run.spark is not None and isinstance(run.failed, Interrupted):
         stop_after_interrupt(run.spark, stop=run.created_session)
     elif run.created_session and run.spark is not None:

@@ -321,12 +321,16 @@ class Preview:
 
 
 def preview_table(doc: Mapping[str, Any]) -> str:
-    """The text table of a preview's output (:meth:`Preview.to_dict`, as in its report)."""
+    """The text table of a preview's output (:meth:`Preview.to_dict`, as in its report): a
+    header saying what the preview spent (``--epsilon``) and the release its predictions are
+    for (``--release-epsilon``, ``--release-delta``), which are not the same budget."""
     release = doc["release"]
     lines = [
-        f"predicted released items at ε={release['epsilon']:g}, δ={release['delta']:g} (the "
-        f"preview spent ε={doc['preview_epsilon']:g}; intervals: the DP noise at 95%, the "
-        "release's own randomness and the model's measured range)",
+        f"preview: spent ε={doc['preview_epsilon']:g} (--epsilon, pure ε-DP, charged like any "
+        f"release); predictions for a release at ε={release['epsilon']:g}, "
+        f"δ={release['delta']:g} (--release-epsilon, --release-delta)",
+        "predicted released items (intervals: the DP noise at 95%, the release's own "
+        "randomness and the model's measured range)",
         f"{'algorithm':10s} {'Δ0':>6s} {'items':>9s}  interval",
     ]
     for p in doc["predictions"]:

@@ -75,6 +75,7 @@ def airflow_env(home: Path) -> dict[str, str]:
         SPARK_DP_DATA=str(home / "data"),
         SPARK_DP_KEYS=str(home / "keys"),
         SPARK_DP_BUDGET_STORE=f"sqlite:///{home / 'budget.db'}",
+        XDG_STATE_HOME=str(home / "state"),  # a run without a store: its ledger, never ~/.local
         SPARK_DP_PYTHON=sys.executable,
         SPARK_DP_SPARK_CONF=json.dumps(SPARK_CONF),
         PATH=f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",

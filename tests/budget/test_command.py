@@ -1,4 +1,5 @@
-"""``spark-dp budget``: set-cap, set-accountant, the table / JSON listing, runs and settle."""
+"""``spark-dp budget``: set-cap, set-accountant, the table / JSON listing, runs and settle; the
+default ledger when no ``--store`` is given."""
 
 from __future__ import annotations
 
@@ -68,16 +69,23 @@ def test_set_cap_if_missing_keeps_an_existing_cap(tmp_path, capsys):
         assert [b.cap_epsilon for b in store.summary()] == [2.0]
 
 
-def test_set_accountant_adds_the_tight_column(tmp_path, capsys):
+def test_set_accountant_adds_the_filter_column(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'budget.db'}"
     cli.main(["budget", "set-cap", "--store", url, "--dataset", "d", "--epsilon", "1"])
-    assert cli.main(["budget", "set-accountant", "--store", url, "--accountant", "rdp"]) == 0
+    cli.main(["budget", "set-cap", "--store", url, "--dataset", "e", "--epsilon", "1",
+              "--delta", "1e-6"])  # fmt: skip
+    assert cli.main(["budget", "set-accountant", "--store", url, "--accountant", "zcdp"]) == 0
     capsys.readouterr()
     assert cli.main(["budget", "--store", url]) == 0
-    assert "rdp ε" in capsys.readouterr().out
+    assert "zcdp ε" in capsys.readouterr().out
     assert cli.main(["budget", "--store", url, "--json"]) == 0
-    (row,) = json.loads(capsys.readouterr().out)
-    assert row["accountant"] == "rdp" and row["tight_epsilon"] == 0.0
+    rows = {r["dataset"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["e"]["accountant"] == "zcdp" and rows["e"]["tight_epsilon"] == 0.0
+    assert rows["d"]["tight_epsilon"] is None  # a cap with δ = 0: basic composition
+    for legacy in ("pld", "rdp"):  # no longer offered: one line, why and what instead
+        assert cli.main(["budget", "set-accountant", "--store", url, "--accountant", legacy]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "use zcdp" in err and "preview" in err
 
 
 def test_errors_exit_2_with_one_line(tmp_path, capsys):
@@ -91,9 +99,10 @@ def test_errors_exit_2_with_one_line(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err, err
     assert not (tmp_path / "budget.db").exists()  # a bad value never creates the store
-    assert cli.main(["budget"]) == 2  # --store is required
     assert cli.main(["budget", "set-accountant", "--store", url, "--accountant", "x"]) == 2
+    assert cli.main(["budget", "set-accountant", "--store", url]) == 2  # --accountant needed
     assert capsys.readouterr().err.count("\n") == 2
+    assert not (tmp_path / "budget.db").exists()
 
 
 def test_a_store_that_is_not_a_database_exits_2_with_one_line(tmp_path, capsys):
@@ -190,3 +199,37 @@ def test_the_installed_command_lists_json(tmp_path):
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(done.stdout)
     assert row["dataset"] == "words" and row["cap_epsilon"] == 1.0 and row["releases"] == 0
+
+
+def test_without_a_store_each_command_works_on_the_default_ledger(tmp_path, monkeypatch, capsys):
+    """``spark-dp budget`` lists the default ledger ($XDG_STATE_HOME/spark-dp/ledger.db; the
+    test session's own state directory), and creates nothing to list it."""
+    from spark_dp.budget.ledger import Ledger, default_ledger_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    ledger = tmp_path / "state" / "spark-dp" / "ledger.db"
+    assert default_ledger_path() == ledger
+    assert cli.main(["budget"]) == 0
+    assert "no run recorded yet" in capsys.readouterr().out
+    assert cli.main(["budget", "runs"]) == 0 and not ledger.exists()
+    capsys.readouterr()
+    with BudgetStore.open(Ledger.resolve().prepare(), ledger=True) as books:  # as a job does
+        r = books.reserve(dataset="/data/words", identity="i", job="j", epsilon=0.5, delta=0)
+        books.commit(books.bind(books.charge(r), "r1"))
+    assert cli.main(["budget"]) == 0
+    out = capsys.readouterr().out
+    assert "/data/words" in out and f"(ledger sqlite:///{ledger})" in out
+    assert "-: no cap" in out  # recorded, never refused
+    assert cli.main(["budget", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["cap_epsilon"], row["spent_epsilon"], row["releases"]) == (None, 0.5, 1)
+    assert cli.main(["budget", "set-cap", "--dataset", "/data/words", "--epsilon", "2"]) == 0
+    assert cli.main(["budget", "runs", "--json"]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("SPARK_DP_LEDGER", str(tmp_path / "elsewhere.db"))  # another ledger
+    assert cli.main(["budget"]) == 0
+    assert "elsewhere.db: no run recorded yet" in capsys.readouterr().out
+    monkeypatch.delenv("SPARK_DP_LEDGER")
+    assert cli.main(["budget", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["cap_epsilon"], row["remaining_epsilon"]) == (2.0, 1.5)

@@ -41,7 +41,7 @@ def _check_import(url: str) -> None:
     _v1_store(url)
     with BudgetStore.open(url) as store:
         rows = {b.dataset: b for b in store.summary()}
-        assert set(rows) == {"words", "clicks"} and store.accountant == "pld"
+        assert set(rows) == {"words", "clicks"} and store.accountant == "zcdp"  # was pld
         words = rows["words"]
         # the committed and the reserved release count; the released one does not
         assert words.spent_epsilon == pytest.approx(0.75) and words.spent_delta == 1e-6

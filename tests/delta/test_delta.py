@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.randomness.key_file import write_key_file
-from tests.job_processes import FAST, job_env
+from tests.job_processes import FAST, at_moment, job_env
 from tests.spark_session import DELTA_JARS_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,9 +189,12 @@ def test_a_kill_during_a_delta_release_leaves_the_previous_table_readable(
     before = spark.read.format("delta").load(str(out)).collect()
     args = _select(table, out, "--output-format", "delta", "--overwrite", "--input-version", "0")
     cmd = [sys.executable, str(ROOT / "jobs" / "partition_selection.py"), *args, *FAST]
-    env = {**job_env(), "SPARK_DP_TEST_COMMIT_SIGNAL": moment}
     killed = subprocess.run(
-        [*cmd, *_delta_args()], env=env, capture_output=True, text=True, timeout=900
+        at_moment(moment, "partition-selection", *args, *FAST, *_delta_args()),
+        env=job_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     if moment == "KILL@0":  # nothing moved: the previous table as it was

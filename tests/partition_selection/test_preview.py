@@ -154,7 +154,9 @@ def test_the_preview_job_prints_its_table_and_json_and_is_charged_once(words, tm
     report = tmp_path / "preview.json"
     assert preview_job.main([*argv, "--noise-key-file", str(key), "--report", str(report)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("predicted released items at ε=1, δ=1e-05")
+    header = out.splitlines()[0]  # what it spent, and the release its predictions are for
+    assert header.startswith("preview: spent ε=0.3 (--epsilon")
+    assert "predictions for a release at ε=1, δ=1e-05 (--release-epsilon" in header
     assert "recommended: --algorithm" in out
     doc = json.loads(report.read_text())
     assert doc["budget"]["charged"] and doc["budget"]["epsilon"] == pytest.approx(0.3)

@@ -19,14 +19,22 @@ def add(case_id: str, family: str, argv: tuple[str, ...], code: int, *words: str
 
 # --------------------------------------------------------------------------- kills
 def _kill(job: str, moment: int, variant: str, killed: tuple[str, ...],
-          later: tuple[str, ...], plain: tuple[str, ...]) -> None:  # fmt: skip
-    """Killed at ``moment`` of its commit; a release to some of the same paths; a re-run."""
+          later: tuple[str, ...], plain: tuple[str, ...],
+          refused: tuple[str, ...] = ()) -> None:  # fmt: skip
+    """Killed at ``moment`` of its commit; a release to some of the same paths (``refused``:
+    exit 2 with these words instead); a re-run."""
     CASES.append(Case(f"kill-{job}-{variant}-at-{moment}", "kills", kind="warm", job=job,
                       copy_from=f"tpl-{job}", steps=(
         Step(killed, -9, ((KILL, f"KILL@{moment}"),)),
-        Step(later, 0),
+        Step(later, 2 if refused else 0, words=refused),
         Step(plain, 2, words=("already exists",)),
     )))  # fmt: skip
+
+
+# Issue 44: a --report named as the report of another existing output (out.report.json while
+# out exists) is refused, nothing read or charged (no report beside an output it does not
+# describe); the killed commit is recovered first all the same.
+BESIDE = ("is the report of out",)
 
 
 # The moments (changes on disk before the kill): ps 13 (pointer, journal, report aside, output
@@ -40,12 +48,12 @@ for k in (0, 2, 4, 5, 6, 7, 8, 10):
              out="out"), plain)  # fmt: skip
     _kill("ps", k, "output", killed,
           ps("--epsilon", "2", "--seed", "3", "--report", "out.report.json", "--overwrite",
-             out="out2"), plain)  # fmt: skip
+             out="out2"), plain, BESIDE)  # fmt: skip
 for k in (0, 4, 6, 8, 9, 11, 12, 16):
     _kill("cb", k, "output", cb("--seed", "2", "--overwrite", out="out"),
           cb("--seed", "3", "--report", "out.report.confidential.json", "--overwrite",
              out="out2"),
-          cb("--seed", "1", out="out"))  # fmt: skip
+          cb("--seed", "1", out="out"), BESIDE)  # fmt: skip
 DEBUG = ("--debug-report", "d.json", "--allow-unsafe-debug")
 for k in (0, 2, 4, 5, 6, 7, 8, 10):  # the debug file's path is shared by the later release
     _kill("dc", k, "report", dc("--seed", "2", "--report", "count.json", "--overwrite", *DEBUG),
