@@ -296,6 +296,8 @@ def bind_release_id(run: Run, digests: list[ContentDigest]) -> str:
         key_fingerprint=run.randomness.fingerprint,
         inputs=run.inputs,
     )
+    if run.hooks.release_id is not None:  # a test binds one key by hand (RunHooks)
+        run.release_id = run.hooks.release_id(run.release_id)
     if run.report is not None:
         run.report.release_id = run.release_id
     if run.reservation is not None:

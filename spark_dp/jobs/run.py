@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,14 @@ from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 from spark_dp.report import PrivacyReport
 
-__all__ = ["CONFIDENTIAL_SUFFIX", "Run", "confidential_path", "report_path", "suffixed_path"]
+__all__ = [
+    "CONFIDENTIAL_SUFFIX",
+    "Run",
+    "RunHooks",
+    "confidential_path",
+    "report_path",
+    "suffixed_path",
+]
 
 CONFIDENTIAL_SUFFIX = ".confidential.json"
 """How a file holding private values is named (and it is created with mode 0600)."""
@@ -51,6 +59,22 @@ def report_path(args: argparse.Namespace, confidential: bool = False) -> str | N
     return confidential_path(path) if confidential and path.strip() else path
 
 
+@dataclass(frozen=True)
+class RunHooks:
+    """What a caller of :func:`spark_dp.jobs.runner.run_job` may plug into a run (tests; never
+    a command line, a config file or the environment).
+
+    Attributes:
+        release_id: ``release_id(computed) -> id``: the release id the key is bound to instead
+            of the one computed from the request and the rows read. The neighbour test
+            (tests/test_neighbour_artefacts.py) binds one key by hand this way, so that two
+            runs on neighbouring inputs draw the same noise and every other difference between
+            their artefacts is a leak (docs/privacy/boundary.md#neighbour-test).
+    """
+
+    release_id: Callable[[str], str] | None = None
+
+
 @dataclass
 class Run:
     """The state one run carries from phase to phase."""
@@ -82,3 +106,4 @@ class Run:
     planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan
     store: Any = None  # the open BudgetStore, closed at the end of the run
     reservation: Any = None  # the budget store's reservation, between reserve and commit
+    hooks: RunHooks = field(default_factory=RunHooks)  # a caller's seams (tests)

@@ -84,7 +84,7 @@ from spark_dp.jobs.phases import (
     split_spark_conf,
     uses_tables,
 )
-from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.run import Run, RunHooks, report_path
 from spark_dp.jobs.signals import (
     Interrupted,
     ignored_signals,
@@ -237,24 +237,31 @@ def _commit(run: Run) -> None:
 # --------------------------------------------------------------------------- the run
 
 
-def run_job(spec: JobSpec, argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+def run_job(
+    spec: JobSpec,
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str | None = None,
+    hooks: RunHooks | None = None,
+) -> int:
     """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
 
+    ``hooks``: a caller's seams into the run (:class:`~spark_dp.jobs.run.RunHooks`; tests).
     A run's ``--unsafe-debug-logs`` ends with the run: a notebook or a test that calls a job's
     ``main`` keeps its own setting afterwards. SIGTERM ends the run as SIGINT does (in the main
     thread): the staged files are removed and the exit code is 143 (SIGINT: 130)."""
     with unsafe_debug(unsafe_debug_enabled()), signals_raise():
-        return _run_job(spec, argv, prog)
+        return _run_job(spec, argv, prog, hooks or RunHooks())
 
 
-def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None) -> int:
+def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks: RunHooks) -> int:
     parser = build_parser(spec, prog)
     try:
         args = parser.parse_args(argv)  # phase 1
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         return int(exc.code or 0)
     configure_logging(args.log_level, unsafe_debug=getattr(args, "unsafe_debug_logs", False))
-    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"))
+    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"), hooks=hooks)
     t0 = time.perf_counter()
     try:
         check_unsafe_flags(spec, args)
