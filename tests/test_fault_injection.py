@@ -258,9 +258,10 @@ def test_mad2r_survives_lost_executors_in_round_2_and_before_the_write(
 
 
 def test_distinct_count_survives_lost_executors(spark, setup, fault_free, tmp_path):
-    # Two kills: while the first round reads the cached input, and before the solve reads the
-    # cached core (one kill alone may hit an executor that happened to hold no cached block).
-    triggers = [r"stage dc first round: started", r"stage dc solve: started"]
+    # Two kills: while the first round reads the cached input, and before the core (peeling,
+    # components, solve) reads the first round's cached rows (one kill alone may hit an
+    # executor that happened to hold no cached block).
+    triggers = [r"stage dc first round: started", r"stage dc core: started"]
     run_with_kills(setup, "distinct_count", triggers, tmp_path, [])
     assert released(spark, "distinct_count", tmp_path) == fault_free["distinct_count"]
 

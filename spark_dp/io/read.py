@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID, quoted
 from spark_dp.io.delta import read_delta
-from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
+from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private
 
@@ -183,10 +183,12 @@ def validate_edges(
     aggs = [F.count(F.lit(1)).alias("_rows")]
     aggs += [F.sum(F.col(c).isNull().cast("long")).alias(f"_null_{c}") for c in columns]
     aggs.append(F.sum(null_any.cast("long")).alias("_null_any"))
+    checked = typed
     if gate is not None:
-        aggs += digest_aggregates([F.col(c) for c in columns], gate)
+        checked, sums = digested(typed, [F.col(c) for c in columns], gate)
+        aggs += sums
         gate.before_read()
-    stats = typed.agg(*aggs).collect()[0]
+    stats = checked.agg(*aggs).collect()[0]
     rows_read = int(stats["_rows"])
     digest = None if gate is None else finish_digest(table, rows_read, stats, gate)
     if rows_read == 0:
@@ -353,10 +355,12 @@ def load_capacities(
         F.sum(F.col("_bad").cast("long")).alias("bad"),
         F.sum((F.col(CAPACITY) < 0).cast("long")).alias("negative"),
     ]
+    checked = t
     if gate is not None:
-        aggs += digest_aggregates([F.col(USER_ID), F.col("_read")], gate)
+        checked, sums = digested(t, [F.col(USER_ID), F.col("_read")], gate)
+        aggs += sums
         gate.before_read()
-    s = t.agg(*aggs).collect()[0]
+    s = checked.agg(*aggs).collect()[0]
     digest = None if gate is None else finish_digest("capacities", int(s["rows"]), s, gate)
     if not s["rows"]:
         raise InputContractError(f"capacities {path!r} is empty; omit --capacities instead")

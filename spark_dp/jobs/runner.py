@@ -4,8 +4,8 @@
 
     parse → config → params → plan → path plan → key (unbound) → request identity
           → budget reserve → session → execute: [charge durable → validation pass reads +
-             digests every table → release id → key bound → algorithm] (staged) → budget
-             commit → commit (outputs, report last)
+             digests every table → release id → key bound → algorithm] (staged) → publish
+             (:mod:`.publish`: budget commit → commit (outputs, report last) → stdout)
     on failure: the staging is removed (or a half-done commit rolled back); the run's budget
     is freed if it read no data, else it stays charged (failed)
 
@@ -49,9 +49,7 @@ from spark_dp.io.write import plain_paths_local, session_filesystems
 from spark_dp.jobs.budget_hooks import (
     budget_commit,
     budget_end,
-    budget_report,
     budget_reserve,
-    check_spent,
     needs_session_for_identity,
     release_binding,
     request_identity,
@@ -78,12 +76,12 @@ from spark_dp.jobs.phases import (
     make_key,
     plan_algorithm,
     plan_paths,
-    register_tables,
     resolve_run_params,
     resolve_tables,
     split_spark_conf,
     uses_tables,
 )
+from spark_dp.jobs.publish import EXIT_BUDGET, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, publish
 from spark_dp.jobs.run import Run, RunHooks, report_path
 from spark_dp.jobs.signals import (
     Interrupted,
@@ -117,8 +115,6 @@ __all__ = [
     "report_path",
     "run_job",
 ]
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 
 _LAST_STAGE_SECONDS: dict[str, float] = {}
 
@@ -215,25 +211,6 @@ def _execute(run: Run) -> str:
     return summary
 
 
-def _commit(run: Run) -> None:
-    """Phase 8: outputs into place, the report last (its presence marks the release)."""
-    assert run.staging is not None and run.report is not None
-    check_spent(run)
-    if run.spec.spends_budget:
-        run.report.extra["budget"] = budget_report(run)  # charged, or adopted from which run
-    path = report_path(run.args, run.spec.confidential)
-    text = run.report.to_json() if path is not None else None
-    budget_commit(run)  # first: a crash before the move leaves a charge, never a free release
-    run.staging.commit(path, text, private_report=run.spec.confidential)
-    run.committed = True
-    if path is None or run.spec.stdout is not None:
-        printed = run.spec.stdout or (lambda report, _: report.to_json())
-        sys.stdout.write(printed(run.report, run.args))
-        sys.stdout.flush()
-    for hook in run.after_commit:
-        hook()
-
-
 # --------------------------------------------------------------------------- the run
 
 
@@ -291,10 +268,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks:
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
         raise_pending()  # a signal whose exception Python swallowed: stop before the commit
-        _commit(run)
-        register_tables(run)  # one catalog operation, after the commit
-        run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
-        return EXIT_OK
+        return publish(run, summary, t0)
     except AlreadyReleased as exc:
         if exc.exit_code == EXIT_OK:
             return EXIT_OK  # the same request's release is where this run asks for it

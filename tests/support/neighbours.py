@@ -47,7 +47,8 @@ _TIMING = re.compile(r"(seconds=|done in )\d+(\.\d+)?( s)?")
 _EXPRESSION_ID = re.compile(r"#\d+L?")
 _LAMBDA = re.compile(r"\b([a-z]+)_\d+#")  # pyspark numbers its lambda variables per process
 _PLAN_IDS = re.compile(r"\b(plan_id|id)=#?\d+|\b(\w*RDD)\[\d+\]")
-_TOKEN = re.compile(r"(\.[0-9a-f]{8,})?\.tmp-[0-9a-f]+")
+_TOKEN = re.compile(r"(\.[0-9a-f]{8,})?\.tmp-[0-9a-f]+|(?<=/tmp/)[0-9a-f]{12}\b")
+_CALL_SITE = re.compile(r" at [\w$.<>]+ at [\w$.<>]+:\d+")  # where py4j created an RDD
 _RUN_ID = re.compile(r"\brun [0-9a-f]{32}\b")
 _RUN_COLUMNS = re.compile(r"^(run|host|pid|identity)$|_at$|heartbeat|process")
 
@@ -91,14 +92,15 @@ def _executions(spark: SparkSession) -> list[Any]:
 
 
 def _normal(text: str, root: Path) -> str:
-    """``text`` with the run's own directory, expression, plan and RDD ids, staging tokens,
-    the budget store's run ids and timings replaced by placeholders (they differ between any
-    two runs, whatever their data)."""
+    """``text`` with the run's own directory, expression, plan and RDD ids (and where an RDD
+    was created), staging and temporary names, the budget store's run ids and timings replaced
+    by placeholders (they differ between any two runs, whatever their data)."""
     text = text.replace(f"file:{root}", "<root>").replace(str(root), "<root>")
     text = _EXPRESSION_ID.sub("#", text)
     text = _LAMBDA.sub(r"\1_#", text)
     text = _PLAN_IDS.sub(r"\1\2[id]", text)
-    text = _TOKEN.sub(".tmp-<token>", text)
+    text = _TOKEN.sub("<token>", text)
+    text = _CALL_SITE.sub("", text)
     text = _RUN_ID.sub("run <id>", text)
     return _TIMING.sub(r"\1<t>", text)
 
@@ -215,6 +217,25 @@ def _diff(name: str, a: Sequence[str], b: Sequence[str]) -> str:
     return f"{name}:\n" + "\n".join(list(lines)[:60])
 
 
+_OPERATOR_ID = re.compile(r"\s*\(\d+\)|\[codegen id : \d+\]")
+_TREE = re.compile(r"^[\s:+\-*]*")
+
+
+def plan_lines(plans: Sequence[str]) -> set[str]:
+    """Every line of the plans (job descriptions, operators and their expressions, hence every
+    literal), without tree drawing and operator numbers: a set, so that a query an iteration
+    runs once more, or a plan whose lineage an extra round deepens, adds nothing (how many
+    queries run, and how deep, is Spark's own monitoring); a literal or an expression that
+    only one run has shows."""
+    out = set()
+    for plan in plans:
+        for line in plan.splitlines():
+            line = _TREE.sub("", _OPERATOR_ID.sub("", line)).strip()
+            if line:
+                out.add(line)
+    return out
+
+
 def differences(a: Artefacts, b: Artefacts, *, files: bool = True) -> list[str]:
     """What differs between two runs (empty: nothing but what may), each with a short diff.
     ``files``: compare the files byte for byte (off when the released rows differ)."""
@@ -241,11 +262,8 @@ def differences(a: Artefacts, b: Artefacts, *, files: bool = True) -> list[str]:
         )
     if a.budget != b.budget:
         found.append(_diff("budget rows", [str(r) for r in a.budget], [str(r) for r in b.budget]))
-    if a.plans != b.plans:
-        if len(a.plans) != len(b.plans):
-            found.append(f"plans: {len(a.plans)} queries != {len(b.plans)}")
-        for k, (pa, pb) in enumerate(zip(a.plans, b.plans, strict=False)):
-            if pa != pb:
-                found.append(_diff(f"plan of query {k}", pa.splitlines(), pb.splitlines()))
-                break
+    lines_a, lines_b = plan_lines(a.plans), plan_lines(b.plans)
+    if lines_a != lines_b:
+        only_a, only_b = sorted(lines_a - lines_b), sorted(lines_b - lines_a)
+        found.append(f"plans: on D only {only_a[:10]}; on D + u only {only_b[:10]}")
     return found
