@@ -28,6 +28,8 @@ from spark_dp.session import graphframes_missing
 from tests.support.neighbours import Artefacts, differences, run_job_in_process
 
 SEED = ["--seed", "5"]
+ROOTS = {"D": "D", "Du": "U"}
+"""Each run's directory: names of one length (Spark 3.5 cuts a plan's file paths at a length)."""
 COMMON = 12  # words every user holds: released by every algorithm
 USERS = 120
 
@@ -88,7 +90,7 @@ def inputs(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dic
     base = tmp_path_factory.mktemp("neighbours")
     made = {}
     for name, rows in {"D": _pairs(), "Du": _pairs() + NEVER}.items():
-        root = base / name
+        root = base / ROOTS[name]
         _write(spark, rows, root / "input" / "pairs")
         graph = _pairs() + (JOINS if name == "Du" else [])
         incidences = spark.createDataFrame(_records(graph), "record_id string, user_id string")
@@ -246,8 +248,8 @@ def released_inputs(spark, tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("released")
     made = {}
     for name, rows in {"D": RELEASED_D, "Du": RELEASED_D + RELEASED}.items():
-        _write(spark, rows, base / name / "input" / "pairs")
-        made[name] = base / name
+        _write(spark, rows, base / ROOTS[name] / "input" / "pairs")
+        made[name] = base / ROOTS[name]
     return made
 
 

@@ -55,9 +55,10 @@ __all__ = [
 ]
 
 ADVISORY_PARTITION_SIZE = "8m"
-"""The shuffle data adaptive execution merges a run's partitions up to: about 400,000 pairs,
-the partition size the runs measured fastest (``bench/results/lines/results-partitions.json``;
-the merged partitions: ``bench/results/partition_sizing/``)."""
+"""The shuffle data adaptive execution merges a run's partitions up to, for partitions of a
+few hundred thousand pairs, the size the runs measured fastest when a row count set them
+(``bench/results/lines/results-partitions.json``); before and after:
+``bench/results/partition_sizing/``."""
 
 SPARK_SQL_DEFAULTS: dict[str, str] = {
     "spark.sql.adaptive.advisoryPartitionSizeInBytes": ADVISORY_PARTITION_SIZE,

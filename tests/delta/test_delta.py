@@ -264,7 +264,7 @@ def test_a_delta_release_of_the_same_rows_holds_the_same_files(
     from tests.support.neighbours import differences, run_job_in_process
 
     runs = []
-    for name, extra in (("D", []), ("Du", [("unew", "own-new")])):
+    for name, extra in (("D", []), ("U", [("unew", "own-new")])):  # names of one length
         root = tmp_path / name
         rows = _pairs(spark, 150, 12).union(
             spark.createDataFrame(extra, "user_id string, item string")
@@ -286,5 +286,5 @@ def test_a_delta_release_of_the_same_rows_holds_the_same_files(
     found = differences(d, du, files=False)
     assert not found, "\n\n".join(found)
     files = _data_files(tmp_path / "D" / "out" / "vocab")
-    assert files == _data_files(tmp_path / "Du" / "out" / "vocab")
+    assert files == _data_files(tmp_path / "U" / "out" / "vocab")
     assert len(files) == 1 and files[0] == sorted(f"w{k}" for k in range(12))

@@ -49,6 +49,7 @@ _LAMBDA = re.compile(r"\b([a-z]+)_\d+#")  # pyspark numbers its lambda variables
 _PLAN_IDS = re.compile(r"\b(plan_id|id)=#?\d+|\b(\w*RDD)\[\d+\]")
 _TOKEN = re.compile(r"(\.[0-9a-f]{8,})?\.tmp-[0-9a-f]+|(?<=/tmp/)[0-9a-f]{12}\b")
 _CALL_SITE = re.compile(r" at [\w$.<>]+ at [\w$.<>]+:\d+")  # where py4j created an RDD
+_OBJECT = re.compile(r"(?<=[\w$])@[0-9a-f]{6,8}\b|\$\$Lambda\$\d+/0x[0-9a-f]+")  # JVM objects
 _RUN_ID = re.compile(r"\brun [0-9a-f]{32}\b")
 _RUN_COLUMNS = re.compile(r"^(run|host|pid|identity)$|_at$|heartbeat|process")
 
@@ -93,14 +94,16 @@ def _executions(spark: SparkSession) -> list[Any]:
 
 def _normal(text: str, root: Path) -> str:
     """``text`` with the run's own directory, expression, plan and RDD ids (and where an RDD
-    was created), staging and temporary names, the budget store's run ids and timings replaced
-    by placeholders (they differ between any two runs, whatever their data)."""
+    was created), JVM object ids, staging and temporary names, the budget store's run ids and
+    timings replaced by placeholders (they differ between any two runs, whatever their
+    data)."""
     text = text.replace(f"file:{root}", "<root>").replace(str(root), "<root>")
     text = _EXPRESSION_ID.sub("#", text)
     text = _LAMBDA.sub(r"\1_#", text)
     text = _PLAN_IDS.sub(r"\1\2[id]", text)
     text = _TOKEN.sub("<token>", text)
     text = _CALL_SITE.sub("", text)
+    text = _OBJECT.sub("@<object>", text)
     text = _RUN_ID.sub("run <id>", text)
     return _TIMING.sub(r"\1<t>", text)
 
