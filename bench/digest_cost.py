@@ -11,18 +11,20 @@ and its load: say so with any number quoted from it.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
+from bench.harness import emit_json
 from spark_dp.io import ITEM, USER_ID, ReadGate, validate_edges
 from spark_dp.randomness import Randomness
 from spark_dp.session import get_session
 
 
-def _write(spark, path: Path, rows: int) -> None:
+def write_pairs(spark: Any, path: Path, rows: int) -> None:
+    """``rows`` (user_id, item) pairs at ``path``: 20 pairs per user over 250,000 items."""
     from pyspark.sql import functions as F
 
     users = max(1, rows // 20)
@@ -33,20 +35,25 @@ def _write(spark, path: Path, rows: int) -> None:
     df.write.mode("overwrite").parquet(str(path))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def bench_arguments(doc: str, name: str, runs: str, runs_help: str) -> tuple[Any, Any]:
+    """The parsed ``--rows``, ``--<runs>`` and ``--out`` of a bench of validation-sized work,
+    and a session without UI for it."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--pairs", type=int, default=3, help="alternating (plain, digest) pairs")
+    ap.add_argument(f"--{runs}", type=int, default=3, help=runs_help)
     ap.add_argument("--out", help="also write the JSON here")
     ns = ap.parse_args()
-    spark = get_session(
-        "digest-cost", {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
-    )
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+    return ns, get_session(name, conf)
+
+
+def main() -> None:
+    ns, spark = bench_arguments(__doc__, "digest-cost", "pairs", "alternating (plain, digest)")
     gate = ReadGate.keyed_by(Randomness.create())
     columns = {USER_ID: USER_ID, ITEM: ITEM}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "pairs"
-        _write(spark, path, ns.rows)
+        write_pairs(spark, path, ns.rows)
 
         def once(g: ReadGate | None) -> float:
             start = time.perf_counter()
@@ -68,10 +75,7 @@ def main() -> None:
         "median_digest": round(statistics.median(digest), 3),
         "ratio": round(statistics.median(digest) / statistics.median(plain), 3),
     }
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if ns.out:
-        Path(ns.out).write_text(text + "\n")
+    emit_json(doc, Path(ns.out) if ns.out else None)
 
 
 if __name__ == "__main__":

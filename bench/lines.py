@@ -154,7 +154,11 @@ def _load() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def _run(python: Path, job: Job, data: str, warmup: str, tag: str, timeout: float) -> dict:
+def _run(
+    python: Path, job: Job, data: str, warmup: str, tag: str, timeout: float, tree: Path = REPO
+) -> dict:
+    """One job in a fresh worker process, with the spark_dp (and bench) of ``tree`` first on
+    its path; the worker's result, with ``status``."""
     work = WORK_DIR / "lines" / tag
     result = work.parent / f"{work.name}.json"  # not with_suffix: "3.5" in the name
     result.unlink(missing_ok=True)
@@ -164,11 +168,11 @@ def _run(python: Path, job: Job, data: str, warmup: str, tag: str, timeout: floa
     ]  # fmt: skip
     env = dict(os.environ, PYSPARK_PYTHON=str(python), PYSPARK_DRIVER_PYTHON=str(python))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env["PYTHONPATH"] = str(REPO)
+    env["PYTHONPATH"] = str(tree)
     log = work.parent / f"{work.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=fh, stderr=subprocess.STDOUT)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -1,7 +1,9 @@
 """Progress logging that carries nothing private: stage names, parameters and seconds.
 
 At INFO (and every other level) spark_dp logs stage names, parameters, public constants, wall
-seconds and the sizes of *released* outputs. It never logs counts or sizes of input,
+seconds and the sizes of *released* outputs; which stages a run logs depends on its parameters
+only (a stage that runs only for some data is logged through the gate below:
+:meth:`StageTimer.stage` with ``data_dependent``). It never logs counts or sizes of input,
 intermediate or unreleased data (rows read, null or duplicate rows, distinct pairs, records
 left after a round, component counts, ...): |D| has unbounded sensitivity, and driver logs end
 up in Airflow task logs, YARN and Spark history servers that many more people read than a
@@ -163,19 +165,32 @@ class StageTimer:
         self._start = time.perf_counter()
 
     @contextmanager
-    def stage(self, name: str, **public: Any) -> Iterator[StageInfo]:
+    def stage(
+        self, name: str, *, data_dependent: bool = False, **public: Any
+    ) -> Iterator[StageInfo]:
         """Log ``name``, the public fields (keyword arguments and ``info.public(...)``) and its
-        wall seconds; the fields set as ``info[key]`` go through the unsafe-debug gate."""
+        wall seconds; the fields set as ``info[key]`` go through the unsafe-debug gate.
+
+        ``data_dependent``: whether this stage runs at all, or how often, depends on the data
+        (a round of an iteration that stops when the data says so, a step taken only for large
+        inputs). Then the whole stage, its name included, is logged only through the
+        unsafe-debug gate: the stages a run logs above DEBUG are a function of its parameters
+        (docs/privacy/boundary.md#logs). Open a public stage around such an iteration.
+        """
         info = StageInfo(public)
         t0 = time.perf_counter()
-        self.logger.info("stage %s: started", name)
+        say = self._private if data_dependent else self.logger.info
+        say("stage %s: started", name)
         with spark_stage(name):  # the Spark UI names the stage (spark_dp.tracking)
             yield info
         dt = time.perf_counter() - t0
         self.seconds[name] = round(self.seconds.get(name, 0.0) + dt, 3)
-        self.logger.info("stage %s: done%s seconds=%.2f", name, _fields(info.public_fields), dt)
+        say("stage %s: done%s seconds=%.2f", name, _fields(info.public_fields), dt)
         if info:
             log_private(self.logger, "stage %s:%s", name, _fields(dict(info)))
+
+    def _private(self, msg: str, *args: Any) -> None:
+        log_private(self.logger, msg, *args)
 
     def total(self) -> float:
         """Seconds since the timer was created."""

@@ -40,7 +40,6 @@ __all__ = [
     "DEFAULT_SPARK_CONF",
     "GRAPHFRAMES_CLASS",
     "LOG4J2_CONFIG",
-    "ROWS_PER_USER_PARTITION",
     "SPARK_SHUFFLE_PARTITIONS",
     "default_parallelism",
     "get_session",
@@ -49,9 +48,9 @@ __all__ = [
     "is_classic",
     "jvm_class_present",
     "launched_by_spark_submit",
+    "shuffle_partitions",
     "spark_info",
     "sql_defaults",
-    "user_partitions",
 ]
 
 LOG4J2_CONFIG = Path(__file__).resolve().with_name("log4j2.properties")
@@ -211,32 +210,20 @@ def default_parallelism(spark: SparkSession) -> int:
     return int(configured or shuffle or SPARK_SHUFFLE_PARTITIONS)
 
 
-ROWS_PER_USER_PARTITION = 400_000
-"""Input rows per partition of the shuffle by user when the session leaves
-``spark.sql.shuffle.partitions`` unset (:func:`user_partitions`): fewer partitions save per-task
-overhead on smaller inputs, and more than Spark's 200 cost a sort of every map task's output
-(the counts tried: ``bench/results/lines/results-partitions.json``)."""
+def shuffle_partitions(spark: SparkSession) -> int:
+    """The partitions of a shuffle: ``spark.sql.shuffle.partitions`` when the session sets it
+    (the knob Spark users size for their data), else Spark's default of 200
+    (:data:`SPARK_SHUFFLE_PARTITIONS`).
 
-
-def user_partitions(spark: SparkSession, rows: int | None = None) -> int:
-    """How many partitions a table is shuffled into by user, an explicit count that adaptive
-    execution never merges (unlike the partitions of a plain ``groupBy``, which it merges up to
-    64 MB: more than a 1 GiB JVM sorts without spilling).
-
-    ``spark.sql.shuffle.partitions`` when the session sets it (the knob Spark users size for their
-    data). Otherwise, given the input's row count ``rows``: one partition per
-    :data:`ROWS_PER_USER_PARTITION` rows, at least two per core and at most Spark's default of
-    200, so that a small input is not cut into 200 tiny sorts (each a task, and a block of every
-    table cached after it); without ``rows``, 200. ``rows`` is private: it only chooses how Spark
-    splits the work (as a broadcast decision does), never a value; never log it or the count.
+    A function of the session's settings only, never of the data: a partition count appears as
+    a literal of the query plans (``hashpartitioning(user_id, 200)``), which Spark's UI, its
+    event log and a history server show (docs/privacy/boundary.md#plans). Where the work
+    should follow the input's size, adaptive execution coalesces the partitions at run time
+    (:func:`spark_dp.partition_selection.layout.by_user`): Spark's own monitoring, on the
+    trusted side (docs/privacy/spark-monitoring.md).
     """
     configured = spark.conf.get("spark.sql.shuffle.partitions", None)
-    if configured is not None:
-        return max(1, int(configured))
-    if rows is None:
-        return SPARK_SHUFFLE_PARTITIONS
-    wanted = max(2 * default_parallelism(spark), -(-rows // ROWS_PER_USER_PARTITION))
-    return min(SPARK_SHUFFLE_PARTITIONS, wanted)
+    return max(1, int(configured)) if configured is not None else SPARK_SHUFFLE_PARTITIONS
 
 
 @contextmanager

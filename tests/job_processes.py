@@ -2,7 +2,8 @@
 environment, and a job held at a moment of its run (tests/test_commit_kill.py,
 tests/test_budget_kills.py, the sweep, the Delta suite).
 
-A job's moments (``run_job(..., moments=callback)``, :mod:`spark_dp.jobs.runner`) are reached
+A job's moments (``run_job(..., hooks=RunHooks(moments=f))``, :mod:`spark_dp.jobs.runner`)
+are reached
 from a process through :func:`at_moment`: a tiny ``python -c`` wrapper that runs the
 ``spark-dp`` command with a callback that, at the named moment, sends the process a signal
 (``KILL@commit 3``, ``TERM@staged``) or writes a file and waits there until it is killed
@@ -36,10 +37,11 @@ _WRAPPER = """
 import sys
 from tests.job_processes import moment_callback
 from spark_dp.cli import JOBS
+from spark_dp.jobs.run import RunHooks
 from spark_dp.jobs.runner import run_job
 import importlib
 job = importlib.import_module("spark_dp.jobs." + JOBS[sys.argv[2]][0])
-sys.exit(run_job(job.SPEC, sys.argv[3:], moments=moment_callback(sys.argv[1])))
+sys.exit(run_job(job.SPEC, sys.argv[3:], hooks=RunHooks(moments=moment_callback(sys.argv[1]))))
 """
 
 

@@ -17,7 +17,8 @@ LAYOUT_SETTINGS = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enab
 (the plans show every exchange)."""
 
 UNSET_PARTITIONS = {"spark.sql.shuffle.partitions": None, "spark.sql.adaptive.enabled": "false"}
-"""``spark.sql.shuffle.partitions`` unset, so that the library sizes its shuffles itself."""
+"""``spark.sql.shuffle.partitions`` unset (Spark's default count), adaptive execution off (the
+plans as they were built)."""
 
 
 def _scala_list(collection) -> list:
@@ -67,12 +68,12 @@ def plans_of(
 
 
 def user_exchanges(description: str) -> list[int]:
-    """The partition counts of the plan's explicit repartitions by ``user_id``
-    (``repartition(n, user_id)``; an aggregation's own exchange by user keeps the session's
-    count and adaptive merging, and is not listed)."""
+    """The partition counts of the plan's repartitions by ``user_id`` (``repartition(n,
+    user_id)`` and ``repartition(user_id)``; an aggregation's own exchange by user is not
+    listed)."""
     return [
         int(n)
         for n in re.findall(
-            r"hashpartitioning\(user_id#\d+, (\d+)\), REPARTITION_BY_NUM", description
+            r"hashpartitioning\(user_id#\d+, (\d+)\), REPARTITION_BY_(?:NUM|COL)", description
         )
     ]

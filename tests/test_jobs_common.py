@@ -14,7 +14,7 @@ import pytest
 from spark_dp.checks import check_positive
 from spark_dp.config import param
 from spark_dp.jobs import generate
-from spark_dp.jobs.common import JobSpec, run_job
+from spark_dp.jobs.common import JobSpec, run_job, write_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,7 +111,7 @@ def _count_job(ctx):
     df = ctx.load_pairs()
     if ctx.params.factor == 13.0:
         raise RuntimeError("simulated failure")
-    ctx.report.outputs["rows"] = ctx.write_output(df.select("item").distinct())
+    ctx.report.outputs["rows"] = write_rows(ctx, df.select("item").distinct())
     return "ok"
 
 

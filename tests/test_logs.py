@@ -40,6 +40,29 @@ def test_stage_fields_are_private_unless_marked_public(caplog):
     assert "[UNSAFE-DEBUG] rows read: 7919" in caplog.text
 
 
+def test_a_data_dependent_stage_is_logged_only_with_unsafe_debug(caplog):
+    """A stage that runs only for some data (a round of an iteration the data stops) leaves no
+    line above DEBUG, not even its name; its seconds still count for the bench."""
+    log = get_logger("spark_dp.test_logs")
+    timer = StageTimer(log)
+    with caplog.at_level("DEBUG", logger="spark_dp"):
+        with timer.stage("rounds"):
+            for r in (1, 2, 3):
+                with timer.stage(f"round {r}", data_dependent=True) as info:
+                    info["accepted"] = 17 * r
+    assert [m for m in caplog.messages if "stage" in m] == [
+        "stage rounds: started",
+        next(m for m in caplog.messages if m.startswith("stage rounds: done")),
+    ]
+    assert {"round 1", "round 2", "round 3", "rounds"} <= set(timer.seconds)
+    caplog.clear()
+    with caplog.at_level("INFO", logger="spark_dp"), unsafe_debug():
+        with timer.stage("round 4", data_dependent=True) as info:
+            info["accepted"] = 68
+    assert "[UNSAFE-DEBUG] stage round 4: started" in caplog.messages
+    assert "[UNSAFE-DEBUG] stage round 4: accepted=68" in caplog.messages
+
+
 def test_private_redacts_values_in_messages():
     assert f"{private(12)} rows" == "<private> rows"
     with unsafe_debug():

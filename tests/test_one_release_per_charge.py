@@ -3,7 +3,7 @@
 together or not at all.
 
 Jobs run in this process, held at each moment of their run by the runner's moment callback
-(``run_job(..., moments=...)``), where the callback plays the adversary of the budget docs: it
+(``RunHooks(moments=...)``), where the callback plays the adversary of the budget docs: it
 reads what the run has staged, then interrupts it (the run ends ``failed``, as after a kill and
 ``spark-dp budget settle``; tests/test_budget_kills.py kills real processes). The CSV input is
 then rewritten to D' with the same name, size and modification time (the same request), and
@@ -24,6 +24,7 @@ import pytest
 import spark_dp.release_ids
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import partition_selection
+from spark_dp.jobs.run import RunHooks
 from spark_dp.jobs.runner import run_job
 from spark_dp.randomness.key_file import write_key_file
 from tests.log_capture import warnings_logged
@@ -106,7 +107,7 @@ def test_no_retry_after_a_rewrite_gives_a_second_release_for_one_charge(
 ):
     staged: list[int] = []
     job = partition_selection.SPEC
-    assert run_job(job, _argv(), moments=_held(moment, staged)) == 130
+    assert run_job(job, _argv(), hooks=RunHooks(moments=_held(moment, staged))) == 130
     if moment == "staged":
         assert staged and staged[0] > 0  # what the adversary saw of the first release
     _rewrite_keeping_listing(work / "words.csv")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -239,6 +240,65 @@ def test_the_part_file_count_does_not_follow_the_input_size(spark, tmp_path):
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
     assert released["small"] == released["large"] == {f"heavy{k}" for k in range(12)}
     assert _part_files(tmp_path / "o-small") == _part_files(tmp_path / "o-large") == 1
+
+
+JOB_RUNS = {
+    "partition_selection": (partition_selection, ["--algorithm", "basic", "--epsilon", "1"]),
+    "contribution_bounding": (contribution_bounding, ["--record-col", "item"]),
+}
+
+
+def _files(path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(path.iterdir())}
+
+
+@pytest.mark.parametrize("job", ["partition_selection", "contribution_bounding"])
+def test_the_same_rows_are_written_as_the_same_bytes_whatever_spark_splits(spark, tmp_path, job):
+    """One key, one input, run with 2 and with 13 shuffle partitions (a setting the release id
+    leaves out): the released rows leave Spark in another order, but the files are the same
+    bytes, names included: sorted rows, canonical part files (docs/privacy/boundary.md#rows)."""
+    rows = [(f"u{u}", f"w{k}") for u in range(300) for k in range(12)]
+    rows += [(f"u{u}", f"own{u % 40}") for u in range(300)]
+    spark.createDataFrame(rows, "user_id string, item string").write.parquet(str(tmp_path / "in"))
+    module, argv = JOB_RUNS[job]
+    argv = [*argv, "--max-contributions", "3", "--seed", "3", "--log-level", "WARNING"]
+    previous = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        for n in ("2", "13"):
+            spark.conf.set("spark.sql.shuffle.partitions", n)
+            out = ["--input", str(tmp_path / "in"), "--output", str(tmp_path / f"out{n}")]
+            assert module.main([*out, *argv]) == 0
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", previous)
+    two, thirteen = _files(tmp_path / "out2"), _files(tmp_path / "out13")
+    assert two == thirteen and any(name.startswith("part-00") for name in two)
+    canonical = re.compile(r"\.?(part-\d{5}\.snappy\.parquet|_SUCCESS)(\.crc)?")
+    assert all(canonical.fullmatch(name) for name in two), sorted(two)
+    parts = sorted(tmp_path.glob("out2/part-*"))
+    first = pq.read_table(parts[0]).column(0).to_pylist()
+    assert first == sorted(first)
+
+
+def test_canonical_part_names_drop_the_write_id_and_keep_checksums(tmp_path):
+    from spark_dp.io.fs import LocalFS
+    from spark_dp.jobs.publish import canonical_part_names
+
+    job = "5f4815be-bb88-4019-886c-b18a105cba1b"
+    names = [f"part-00003-{job}-c000.snappy.parquet", f"part-00003-{job}-c001.snappy.parquet"]
+    names += [f".{names[0]}.crc", "_SUCCESS", "._SUCCESS.crc"]
+    for name in names:
+        (tmp_path / name).write_text(name)
+    canonical_part_names(LocalFS(), str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [
+            "part-00003.snappy.parquet",
+            "part-00003-c001.snappy.parquet",
+            ".part-00003.snappy.parquet.crc",
+            "_SUCCESS",
+            "._SUCCESS.crc",
+        ]
+    )
+    assert (tmp_path / ".part-00003.snappy.parquet.crc").read_text() == f".{names[0]}.crc"
 
 
 def test_private_spark_ui_turns_the_ui_and_event_log_off(tmp_path):

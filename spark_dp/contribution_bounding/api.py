@@ -30,7 +30,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
-from spark_dp.checks import check_int_at_least
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
@@ -85,7 +84,6 @@ def bound_contributions(
     work_dir_owner: str | None = None,
     restart: bool = False,
     validate: bool = True,
-    input_rows: int | None = None,
     timer: StageTimer | None = None,
     on_round: Callable[[RoundLog], None] | None = None,
     digest: Sequence[InputSummary | ContentDigest | None] = (),
@@ -119,11 +117,6 @@ def bound_contributions(
             by :func:`spark_dp.io.load_incidences`. Repeated pairs need no separate pass: the
             first step of every algorithm drops them (a pair counts once,
             docs/design/bounding.md#inputs).
-        input_rows: the row count of ``incidences`` when the caller validated them
-            (:func:`spark_dp.io.load_incidences`' summary); when validating, the validation's
-            own count is used. It only sizes the shuffle by user
-            (:func:`~spark_dp.session.user_partitions`); without it (and without
-            ``spark.sql.shuffle.partitions`` set) that shuffle keeps Spark's 200.
         timer: stage timer for per-round logging (default: a new one).
         on_round: callback after each saved round (tests use it to simulate a crash).
         digest: the summaries (or digests) of tables validated by the caller with
@@ -141,14 +134,10 @@ def bound_contributions(
         or ``result.release()``).
 
     Raises:
-        ParameterError, InputContractError: bad parameters or inputs (``input_rows`` not a
-            non-negative integer).
+        ParameterError, InputContractError: bad parameters or inputs.
         WorkDirMismatchError: ``work_dir`` holds another run's state and ``restart`` is off.
         MinSepInfeasibleError: dp-mf failed for these T, B, min_sep.
     """
-    if input_rows is not None:  # a row count of the graph: the error never shows it
-        hint = "pass the input's row count, load_incidences(...)[1].rows_read, or None"
-        check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     log = get_logger("spark_dp.contribution_bounding")
     timer = timer or StageTimer(log)
     if not isinstance(plan, BoundingPlan):
@@ -167,14 +156,13 @@ def bound_contributions(
         sql_defaults(spark, SPARK_SQL_DEFAULTS),
     ):
         try:
-            incidences, weights, randomness, input_rows = _checked_and_bound(
+            incidences, weights, randomness = _checked_and_bound(
                 incidences,
                 plan,
                 capacities=capacities,
                 record_weights=record_weights,
                 randomness=randomness,
                 validate=validate,
-                input_rows=input_rows,
                 digests=digests_of(*digest),
                 weights_checked=weights_checked,
                 cache=cache,
@@ -189,7 +177,6 @@ def bound_contributions(
                 weights=weights,
                 randomness=randomness,
                 restart=restart,
-                input_rows=input_rows,
                 ctx=RunContext(
                     StateStore(spark, work_dir, cache=cache, owner=work_dir_owner),
                     timer,
@@ -212,16 +199,15 @@ def _checked_and_bound(
     record_weights: DataFrame | None,
     randomness: Randomness,
     validate: bool,
-    input_rows: int | None,
     digests: list[ContentDigest],
     weights_checked: bool,
     cache: CacheScope,
     log: logging.Logger,
-) -> tuple[DataFrame, DataFrame | None, Randomness, int | None]:
+) -> tuple[DataFrame, DataFrame | None, Randomness]:
     """The incidences (validated unless the caller did) and the record weights (checked unless
     the caller did), each digested in its validation pass, and the key bound to the release
     of every table read (:func:`spark_dp.release_ids.bind_release`): (incidences, weights,
-    bound key, input rows)."""
+    bound key)."""
     params = plan.params
     gate = None if randomness.bound else ReadGate.keyed_by(randomness)
     if validate:
@@ -235,7 +221,6 @@ def _checked_and_bound(
         )
         summary.log(log)  # counts: unsafe debug only
         cache.adopt(incidences)  # persisted by validate_edges: released with the run
-        input_rows = summary.rows_read
         digests = [*digests, *digests_of(summary)]
     else:
         incidences = incidences.select(RECORD_ID, USER_ID)
@@ -255,7 +240,7 @@ def _checked_and_bound(
         digests=digests,
         tables=tables,
     )
-    return incidences, weights, bound, input_rows
+    return incidences, weights, bound
 
 
 def _run(
@@ -268,7 +253,6 @@ def _run(
     weights: DataFrame | None,
     randomness: Randomness,
     restart: bool,
-    input_rows: int | None,
     ctx: RunContext,
 ) -> BoundingResult:
     """Claim the store, prepare the tables in the planned order and run the algorithm."""
@@ -295,7 +279,6 @@ def _run(
             capacities=capacities,
             weights=weights,
             skew_threshold=params.skew_threshold,
-            input_rows=input_rows,
             store=ctx.store.child("prepared"),
             log=ctx.log,
         )

@@ -61,16 +61,17 @@ def run_single_pass(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> Boun
     from pyspark.sql import functions as F
 
     settings = _settings(plan)
-    out = run_pass(
-        lambda s: initial_state(prep.inc, prep.users, s, known=_known(prep)),
-        settings=settings,
-        per_user=plan.per_user,
-        salted=prep.heavy_users > 0,
-        store=ctx.store.child("pass-1"),
-        timer=ctx.timer,
-        log=ctx.log,
-        on_round=ctx.on_round,
-    )
+    with ctx.timer.stage("rounds"):  # how many: private (the rounds' own stages are)
+        out = run_pass(
+            lambda s: initial_state(prep.inc, prep.users, s, known=_known(prep)),
+            settings=settings,
+            per_user=plan.per_user,
+            salted=prep.heavy_users > 0,
+            store=ctx.store.child("pass-1"),
+            timer=ctx.timer,
+            log=ctx.log,
+            on_round=ctx.on_round,
+        )
     summary: dict[str, Any] = {
         "rounds": out.rounds,
         "round_log": [dataclasses.asdict(e) for e in out.log],
@@ -117,29 +118,30 @@ def run_passes(prep: Prepared, plan: BoundingPlan, ctx: RunContext) -> BoundingR
     counts: DataFrame | None = None
     prev: DataFrame | None = None
     p = 1
-    while True:
-        out = run_pass(
-            _pass_start(prep, prev, counts),
-            settings=settings,
-            per_user=False,
-            salted=prep.heavy_users > 0,
-            store=ctx.store.child(f"pass-{p}"),
-            timer=ctx.timer,
-            log=ctx.log,
-            label=f"pass {p} round",
-            on_round=ctx.on_round,
-        )
-        logs.append([dataclasses.asdict(e) for e in out.log])
-        finishes.append(out.finish)
-        if out.n_selected == 0:
-            break
-        sizes.append(out.n_selected)
-        prev = out.selected.select(REC)
-        passes.append(prev)
-        union = reduce(lambda a, b: a.unionByName(b), passes)
-        counts = prep.inc.join(union, REC).groupBy(USER_ID).agg(F.count(F.lit(1)).alias(COPIES))
-        # -> (user_id, count): copies so far per user
-        p += 1
+    with ctx.timer.stage("passes"):  # how many passes and rounds: private
+        while True:
+            out = run_pass(
+                _pass_start(prep, prev, counts),
+                settings=settings,
+                per_user=False,
+                salted=prep.heavy_users > 0,
+                store=ctx.store.child(f"pass-{p}"),
+                timer=ctx.timer,
+                log=ctx.log,
+                label=f"pass {p} round",
+                on_round=ctx.on_round,
+            )
+            logs.append([dataclasses.asdict(e) for e in out.log])
+            finishes.append(out.finish)
+            if out.n_selected == 0:
+                break
+            sizes.append(out.n_selected)
+            prev = out.selected.select(REC)
+            passes.append(prev)
+            union = reduce(lambda a, b: a.unionByName(b), passes)
+            counts = prep.inc.join(union, REC).groupBy(USER_ID).agg(F.count(F.lit(1)).alias(COPIES))
+            # -> (user_id, count): copies so far per user
+            p += 1
     summary: dict[str, Any] = {
         "passes": len(passes),
         "rounds": sum(len(x) for x in logs),

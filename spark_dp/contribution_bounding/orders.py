@@ -17,7 +17,8 @@ the SHA-256 of ``f"{seed}:{user_id}:{record_id}"`` (docs/design/bounding.md#orde
 Spark compares them as 32-byte binaries (``unhex`` of the lowercase hex digest), Python as
 ``bytes``: both are unsigned lexicographic comparisons, the same as comparing the 64-character hex
 strings or the 256-bit integers. Record ids are strings; Spark orders strings by their UTF-8 bytes
-and Python by code points, which is the same order.
+and Python by code points, which is the same order. In Spark the seed, a secret of the key, joins
+the rows as data, never as a literal of a plan (:func:`~spark_dp.randomness.with_secrets`).
 
 Weights ``w`` must be content-free (computed from the hypergraph or public metadata, never from
 record content: fixed-graph DP, docs/design/bounding.md#fixed-graph-dp, #orders).
@@ -37,10 +38,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spark_dp.checks import check_choice
-from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
 
 __all__ = [
     "ORDERS",
@@ -51,13 +51,12 @@ __all__ = [
     "negated_weight",
     "per_user_key",
     "prio_bytes",
-    "prio_column",
     "prio_hex",
     "shared_key",
     "shared_sequence",
     "user_prio_bytes",
-    "user_prio_column",
     "user_prio_hex",
+    "with_prio",
 ]
 
 ORDERS = ("size-hash", "hash", "weighted-global", "per-user")
@@ -184,21 +183,17 @@ def shared_sequence(
 # --------------------------------------------------------------------------- Spark
 
 
-def prio_column(seed: int | str, record_col: str = RECORD_ID) -> Column:
-    """prio(h) as a 32-byte binary column: ``unhex(sha2(concat_ws(':', seed, id), 256))``."""
+def with_prio(df: DataFrame, seed: int | str, out: str, *cols: str) -> DataFrame:
+    """``df`` with ``out`` = prio as a 32-byte binary column: ``unhex(sha2(concat_ws(':', seed,
+    *cols), 256))``: prio(h) of ``cols = (record_id,)``, prio_u(u, h) of ``(user_id,
+    record_id)``. The seed joins as data (:func:`~spark_dp.randomness.with_secrets`)."""
     from pyspark.sql import functions as F
 
-    return F.unhex(F.sha2(F.concat_ws(":", F.lit(str(seed)), F.col(record_col)), 256))
+    from spark_dp.randomness import with_secrets
 
-
-def user_prio_column(
-    seed: int | str, user_col: str = USER_ID, record_col: str = RECORD_ID
-) -> Column:
-    """prio_u(u, h) as a 32-byte binary column."""
-    from pyspark.sql import functions as F
-
-    text = F.concat_ws(":", F.lit(str(seed)), F.col(user_col), F.col(record_col))
-    return F.unhex(F.sha2(text, 256))
+    seeded = with_secrets(df, {"_order_seed": str(seed)})
+    text = F.concat_ws(":", F.col("_order_seed"), *[F.col(c) for c in cols])
+    return seeded.withColumn(out, F.unhex(F.sha2(text, 256))).drop("_order_seed")
 
 
 def global_positions(

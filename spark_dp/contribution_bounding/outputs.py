@@ -131,12 +131,12 @@ class BoundingResult(HoldsCache):
             report.note(f"Resumed from the saved state after round {s['resumed_from_round']}.")
 
     def headline(self) -> str:
-        """One line for the job's log: the algorithm and the rounds; |S| and k (counts of the
-        bounded data, which is not released) only with unsafe debug logging on."""
+        """One line for the job's log: the algorithm; |S|, k and the number of rounds (they
+        follow the bounded data, which is not released) only with unsafe debug logging on."""
         s = self.summary
         return (
             f"{private(s.get('selected'))} records selected ({s.get('algorithm')}), max degree "
-            f"{private(s.get('max_degree'))}, {s.get('rounds', 0)} rounds"
+            f"{private(s.get('max_degree'))}, {private(s.get('rounds', 0))} rounds"
         )
 
 

@@ -13,7 +13,9 @@ log (``pass.json``) in its :class:`~.state_store.StateStore`, and stops when
 
 With ``continue`` the rounds go on to exhaustion. Per-user orders can deadlock (P7): on the
 first round that accepts nothing the pass switches to the shared hash order
-(docs/design/bounding.md#per-user-orders). A restarted pass continues after its last saved round; a
+(docs/design/bounding.md#per-user-orders). How many rounds run, and how a pass ends, depend on
+the graph: they are logged through the unsafe-debug gate only, and the confidential report
+holds them (``rounds``, ``finish``). A restarted pass continues after its last saved round; a
 finished one is only read back.
 
 The round log holds counts only, never ids; it is confidential all the same
@@ -129,8 +131,12 @@ def run_pass(
         per_user: rank by ``urank`` (per-user orders) until a stall switches to ``rec``.
         salted: use the two-stage salted ranking (some user is heavy).
         store: the :class:`~.state_store.StateStore` of this pass.
-        timer: a :class:`spark_dp.logs.StageTimer`; one stage per round.
-        log: logger (counts go through :func:`spark_dp.logs.log_private`).
+        timer: a :class:`spark_dp.logs.StageTimer`; one stage per round, data-dependent (the
+            number of rounds follows the graph: logged through the unsafe-debug gate only; the
+            caller opens the public stage around the pass).
+        log: logger (counts, and every fact about the data such as an order switch, go
+            through :func:`spark_dp.logs.log_private`; the confidential report's ``finish``
+            records them).
         label: stage name prefix (``round``, or ``pass 2 round`` for Alg. 3).
         on_round: called after a round is fully saved (a crash after it resumes after it).
 
@@ -148,6 +154,8 @@ def run_pass(
     while True:
         r = len(doc["rounds"])
         stopped, warned = _stop(state, r, settings, log, warned)
+        if warned:
+            finish["continued_past_max_rounds"] = True
         if stopped is not None:
             finish["stopped"] = stopped
             break
@@ -156,7 +164,7 @@ def run_pass(
         if on_round is not None:
             on_round(entry)
     if finish["stopped"] == "driver":
-        with timer.stage(f"{label} driver finish") as info:
+        with timer.stage(f"{label} driver finish", data_dependent=True) as info:
             df, details = driver_finish(state, order_col, spark)
             store.save(_DRIVER_SELECTED, df)
             finish.update(details)
@@ -215,13 +223,15 @@ def _stop(
         return "max_rounds", warned
     if state.incidences <= settings.driver_max_rows:
         return "driver", warned
-    if not warned:
-        log.warning(
-            "max_rounds reached with more eligible incidences than the driver may "
+    if not warned:  # a fact about the data: the confidential report's finish holds it
+        log_private(
+            log,
+            "max_rounds reached with more eligible incidences (%d) than the driver may "
             "collect (driver_max_rows=%d); continuing with rounds",
+            state.incidences,
             settings.driver_max_rows,
+            level=logging.WARNING,
         )
-        log_private(log, "eligible incidences at max_rounds: %d", state.incidences)
     return None, True
 
 
@@ -250,12 +260,14 @@ def _record_round(
                 "eligible; this contradicts docs/design/bounding.md#progress and is a bug"
             )
         order_col = REC
-        finish["order_switched_after_round"] = r
-        log.warning(
+        finish["order_switched_after_round"] = r  # confidential report; the log: unsafe only
+        log_private(
+            log,
             "per-user orders made no progress in round %d "
             "(docs/design/bounding.md#per-user-orders); switching to the shared hash order for "
             "the rest of the run",
             r,
+            level=logging.WARNING,
         )
     entry.selected_cumulative = sum(e["accepted"] for e in doc["rounds"]) + entry.accepted
     doc["rounds"].append(asdict(entry))
@@ -278,7 +290,7 @@ def _one_round(
     """Run, save and count round ``r``; the log entry's order and cumulative count are left
     to the caller."""
     t0 = time.perf_counter()
-    with timer.stage(f"{label} {r}") as info:
+    with timer.stage(f"{label} {r}", data_dependent=True) as info:
         flagged = proposal_round(
             state, order_col, salted=salted, salt_buckets=settings.salt_buckets
         )

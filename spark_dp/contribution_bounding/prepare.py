@@ -45,12 +45,11 @@ from spark_dp.contribution_bounding.columns import (
 from spark_dp.contribution_bounding.orders import (
     OrderPlan,
     global_positions,
-    prio_column,
-    user_prio_column,
+    with_prio,
 )
 from spark_dp.errors import InputContractError, ParameterError
 from spark_dp.logs import log_private
-from spark_dp.session import user_partitions
+from spark_dp.session import shuffle_partitions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -91,7 +90,7 @@ def _record_positions(
     """(record_id, size[, weight]) -> ((rec, record_id, size), count)."""
     from pyspark.sql import functions as F
 
-    r = records.withColumn(PRIO, prio_column(plan.seed))
+    r = with_prio(records, plan.seed, PRIO, RECORD_ID)
     if plan.interleave:
         u_thr, c1, c2 = plan.interleave
         r = r.withColumn(LARGE, F.col(SIZE) > F.lit(u_thr))
@@ -127,7 +126,6 @@ def prepare(
     capacities: DataFrame | None = None,
     weights: DataFrame | None = None,
     skew_threshold: int = 100_000,
-    input_rows: int | None = None,
     store: StateStore,
     log: logging.Logger | None = None,
 ) -> Prepared:
@@ -147,8 +145,6 @@ def prepare(
         capacities: optional (user_id, cap) table; rows of unknown users are ignored.
         weights: checked weights (:func:`check_weights`) for weighted-global / per-user.
         skew_threshold: users with more records are marked heavy.
-        input_rows: the input's row count, if known: it sizes the shuffle by user
-            (:func:`~spark_dp.session.user_partitions`). Private: never logged.
         store: a :class:`~.state_store.StateStore`.
         log: optional logger (counts only).
 
@@ -176,7 +172,7 @@ def prepare(
     mapping = _saved(store, "records")
     inc = _incidence_table(sized, records, plan, weights, store)
     # -> (rec, user_id, size, lead[, urank])
-    users = _user_table(inc, capacity, capacities, skew_threshold, input_rows, store)
+    users = _user_table(inc, capacity, capacities, skew_threshold, store)
     # -> (user_id, cap, heavy, deg)
     return _counted(inc, mapping, users, n_records, store, log)
 
@@ -253,9 +249,8 @@ def _incidence_table(
         else:
             inc = inc.withColumn(WEIGHT, F.lit(None).cast("double"))
         negw = -F.coalesce(F.col(WEIGHT), F.lit(0.0)) + F.lit(0.0)
-        own = Window.partitionBy(USER_ID).orderBy(
-            negw, user_prio_column(plan.seed), F.col(RECORD_ID)
-        )
+        own = Window.partitionBy(USER_ID).orderBy(negw, F.col("_uprio"), F.col(RECORD_ID))
+        inc = with_prio(inc, plan.seed, "_uprio", USER_ID, RECORD_ID)
         inc = inc.withColumn(URANK, (F.row_number().over(own) - 1).cast("long"))
         cols.append(URANK)
     return store.save("inc", inc.select(*cols))
@@ -266,7 +261,6 @@ def _user_table(
     capacity: int | None,
     capacities: DataFrame | None,
     skew_threshold: int,
-    input_rows: int | None,
     store: StateStore,
 ) -> DataFrame:
     """(user_id, cap, heavy, deg), kept: each user's capacity (its row of ``capacities``, else
@@ -274,15 +268,15 @@ def _user_table(
     from pyspark.sql import functions as F
 
     users = (
-        inc.repartition(user_partitions(inc.sparkSession, input_rows), USER_ID)
+        inc.repartition(shuffle_partitions(inc.sparkSession), USER_ID)
         .groupBy(USER_ID)
         .agg(F.count(F.lit(1)).alias(INCIDENCE_COUNT))
     )
     # -> (user_id, deg). An explicit partition count, never merged by adaptive execution (merged
     #    partitions of millions of users make Spark 3.5's hash aggregation fail to spill in a
-    #    small driver: UNABLE_TO_ACQUIRE_MEMORY); sized for the input when its row count is known
-    #    (one partition per 400k rows, at most 200). Few incidences per user: a partial
-    #    aggregation before this shuffle would hardly reduce it.
+    #    small driver: UNABLE_TO_ACQUIRE_MEMORY): the session's shuffle partitions, a setting,
+    #    never the input's size (a literal of the plan: docs/privacy/boundary.md#plans). Few
+    #    incidences per user: a partial aggregation before this shuffle would hardly reduce it.
     if capacities is not None:
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")
     else:

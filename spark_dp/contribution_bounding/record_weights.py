@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID, WEIGHT
 from spark_dp.errors import InputContractError
-from spark_dp.io.digest import ContentDigest, ReadGate, digest_aggregates, finish_digest
+from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
 from spark_dp.io.read import id_column
 from spark_dp.logs import private
 
@@ -64,11 +64,13 @@ def check_weights(
         F.sum(F.col(WEIGHT).isin(float("inf"), float("-inf")).cast("long")).alias("inf"),
         F.count_distinct(*[F.col(k) for k in keys]).alias("keys"),
     ]
+    checked = w
     if gate is not None:
         read = [F.col(k) for k in keys] + [F.col(WEIGHT).cast("string")]
-        aggs += digest_aggregates(read, gate)
+        checked, sums = digested(w, read, gate)
+        aggs += sums
         gate.before_read()
-    s = w.agg(*aggs).collect()[0]
+    s = checked.agg(*aggs).collect()[0]
     digest = None if gate is None else finish_digest("record weights", int(s["n"]), s, gate)
     if s["bad"] or s["inf"]:
         bad = private(int(s["bad"] or 0) + int(s["inf"] or 0))

@@ -32,7 +32,7 @@ from spark_dp.distinct_count.peeling import ELL, per_ell_sums
 from spark_dp.distinct_count.release import check_curve
 from spark_dp.errors import ParameterError
 from spark_dp.io import ITEM, USER_ID
-from spark_dp.randomness import DriverNoise, Randomness, hash_column
+from spark_dp.randomness import DriverNoise, Randomness, with_hash_column
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -118,10 +118,10 @@ def sampling_curve(pairs: DataFrame, ell_max: int, randomness: Randomness) -> ND
     from pyspark.sql import functions as F
 
     check_int_at_least("ell_max", ell_max, 1)
-    h = hash_column(randomness, F.col(USER_ID), F.col(ITEM), purpose="sampling-baseline")
-    ranked = pairs.withColumn(
-        "rank", F.row_number().over(Window.partitionBy(USER_ID).orderBy(h, ITEM))
-    )  # -> (user_id, item, rank)
+    hashed = with_hash_column(pairs, "_h", randomness, USER_ID, ITEM, purpose="sampling-baseline")
+    ranked = hashed.withColumn(
+        "rank", F.row_number().over(Window.partitionBy(USER_ID).orderBy("_h", ITEM))
+    )  # -> (user_id, item, _h, rank)
     best = ranked.groupBy(ITEM).agg(F.min("rank").alias(ELL)).withColumn("value", F.lit(1))
     # -> (item, ell, value): the item is in the sample union from ℓ = its best rank on
     return np.cumsum(per_ell_sums(best, ell_max)["value"])

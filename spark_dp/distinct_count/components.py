@@ -87,7 +87,7 @@ def connected_components(
     """
     spark = edges.sparkSession
     chosen = resolve_method(spark, method)
-    log.info("connected components: %s", chosen)
+    log_private(log, "connected components: %s", chosen)  # whether they run follows the data
     if chosen == "graphframes":
         return _graphframes_components(spark, edges)
     return _star_components(edges, max_rounds, cache)

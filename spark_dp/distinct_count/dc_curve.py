@@ -22,7 +22,11 @@ task no flow is solved when the warm start meets the upper bound min(#items, Σ 
 
 The driver receives only per-ℓ sums (ℓ_max values). The curve is private: never log it. The
 engineering knobs (``spark_rounds``, ``spark_rounds_min_rows``, ``ell_blocks``, components
-method) never change a value (C4 of docs/design/counting.md#greedy).
+method) never change a value (C4 of docs/design/counting.md#greedy). Steps 2-4 run in one logged
+stage, ``dc core``: which of them run depends on the sizes of the data (the first round's
+edges, the core's), so the stages a run logs are the same on every input
+(docs/privacy/boundary.md#logs); the sizes and the choices they made go through the
+unsafe-debug gate only.
 """
 
 from __future__ import annotations
@@ -123,26 +127,21 @@ def exact_curve(
             covered = fr.covered()
             stats["first_round_rows"] = rows.count()
 
-        core = rows
-        stats["spark_rounds"] = 0
-        if spark_rounds > 0 and stats["first_round_rows"] >= spark_rounds_min_rows:
-            with timer.stage("dc spark peeling"):
+        with timer.stage("dc core"):  # what runs inside depends on the data: never logged
+            core = rows
+            stats["spark_rounds"] = 0
+            if spark_rounds > 0 and stats["first_round_rows"] >= spark_rounds_min_rows:
                 core = _spark_peeling(rows, spark_rounds, cache, pieces, stats)
-        core = cache.persist(core)
-        stats["core_rows"] = core.count()
-
-        if stats["core_rows"]:
-            labelled = _labelled(core, components, components_min_rows, cache, timer, stats)
-            with timer.stage("dc solve"):
-                pieces.append(_solved(labelled, ell_blocks, cache))
+            core = cache.persist(core)
+            stats["core_rows"] = core.count()
+            labelled = _labelled(core, components, components_min_rows, cache, stats)
+            pieces.append(_solved(labelled, ell_blocks, cache))  # an empty core solves to nothing
 
         with timer.stage("dc curve"):
-            curve = covered
-            if pieces:
-                total = pieces[0]
-                for p in pieces[1:]:
-                    total = total.unionByName(p)
-                curve = curve + per_ell_sums(total, ell_max)["value"]
+            total = pieces[0]
+            for p in pieces[1:]:
+                total = total.unionByName(p)
+            curve = covered + per_ell_sums(total, ell_max)["value"]
     log_private(log, "dc curve sizes: %s", stats)
     return CurveResult(curve=curve, stats=stats)
 
@@ -176,7 +175,6 @@ def _labelled(
     components: str,
     components_min_rows: int,
     cache: CacheScope,
-    timer: StageTimer,
     stats: dict[str, Any],
 ) -> DataFrame:
     """The core with its connected component (person-item graph): (user_id, item, lo, hi,
@@ -186,16 +184,15 @@ def _labelled(
     if stats["core_rows"] < components_min_rows:
         stats["components"] = "not split"
         return core.withColumn("component", F.lit(0).cast("long"))
-    with timer.stage("dc components"):
-        person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
-        item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
-        graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
-        labels = cache.persist(connected_components(graph, cache, method=components))
-        # -> (vertex, component)
-        labelled = core.join(
-            labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")
-        ).drop("pv")  # -> (user_id, item, lo, hi, offset, component)
-        stats["components"] = labels.select("component").distinct().count()
+    person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
+    item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
+    graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
+    labels = cache.persist(connected_components(graph, cache, method=components))
+    # -> (vertex, component)
+    labelled = core.join(labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")).drop(
+        "pv"
+    )  # -> (user_id, item, lo, hi, offset, component)
+    stats["components"] = labels.select("component").distinct().count()
     return labelled
 
 

@@ -31,11 +31,11 @@ ids: cast them upstream if they really are).
   only when ``overwrite=True``.
 """
 
+from spark_dp.io.capacities import load_capacities
 from spark_dp.io.columns import CAPACITY, ITEM, RECORD_ID, USER_ID
 from spark_dp.io.digest import ContentDigest, ReadGate
 from spark_dp.io.read import (
     InputSummary,
-    load_capacities,
     load_incidences,
     load_pairs,
     read_table,

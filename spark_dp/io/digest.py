@@ -15,7 +15,9 @@ depend on the row order or the partitioning. Spark sums each hash as four 16-bit
 that overflows, as a plain sum of 64-bit hashes would after a few rows), and the driver puts
 S_j = Σ_k limb_sum_k · 2¹⁶ᵏ mod 2⁶⁴ back together; ``long`` sums cost about half of what two
 ``decimal(38,0)`` sums do (``bench/digest_cost.py``). The sums are more columns of the
-aggregation validation runs anyway: no extra pass.
+aggregation validation runs anyway: no extra pass. The salts reach that aggregation as two
+columns of a broadcast one-row table (:func:`spark_dp.randomness.with_secrets`), never as
+literals of its plan, which Spark's UI and event log show (docs/privacy/boundary.md#plans).
 
 What it protects against: someone who cannot read the key cannot compute the digest of a
 candidate table (the release id, which is public, reveals nothing about the rows), nor aim for a
@@ -34,14 +36,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
 
     from spark_dp.randomness import Randomness
 
-__all__ = ["ContentDigest", "ReadGate", "digest_aggregates", "finish_digest", "values_digest"]
+__all__ = ["ContentDigest", "ReadGate", "digested", "finish_digest", "values_digest"]
 
 _DOMAIN = b"spark_dp/v2/content-digest\x00"
 _SUMS = ("_digest_0", "_digest_1")
+_SALTS = ("_digest_salt_0", "_digest_salt_1")
 _MOD = 1 << 64
 _LIMBS, _LIMB_BITS, _LIMB_MASK = 4, 16, 0xFFFF
 
@@ -89,19 +92,25 @@ class ReadGate:
         return cls(randomness.digest_salts(), randomness.fingerprint)
 
 
-def digest_aggregates(columns: Sequence[Column], gate: ReadGate) -> list[Column]:
-    """The aggregate columns of the digest's sums over rows of ``columns`` (strings): per salt,
-    the sums of the hash's four 16-bit limbs (module docstring)."""
+def digested(
+    df: DataFrame, columns: Sequence[Column], gate: ReadGate
+) -> tuple[DataFrame, list[Column]]:
+    """``df`` with the digest's salts joined as data (:func:`~spark_dp.randomness.with_secrets`),
+    and the aggregate columns of the digest's sums over rows of ``columns`` (strings): per
+    salt, the sums of the hash's four 16-bit limbs (module docstring). Aggregate the returned
+    frame."""
     from pyspark.sql import functions as F
+
+    from spark_dp.randomness import with_secrets
 
     flagged = [x for c in columns for x in (c, c.isNull())]
     out = []
-    for j, salt in enumerate(gate.salts):
-        h = F.xxhash64(F.lit(salt), *flagged)
+    for j, salt in enumerate(_SALTS):
+        h = F.xxhash64(F.col(salt), *flagged)
         for k in range(_LIMBS):
             limb = F.shiftrightunsigned(h, _LIMB_BITS * k).bitwiseAND(_LIMB_MASK)
             out.append(F.sum(limb).alias(f"{_SUMS[j]}_{k}"))
-    return out
+    return with_secrets(df, dict(zip(_SALTS, gate.salts, strict=True))), out
 
 
 def _sum(stats: Any, j: int) -> int:

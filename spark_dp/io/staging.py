@@ -45,7 +45,7 @@ which a reader must ignore and the next run replaces only with ``--overwrite`` (
 report is deleted before any output is written there).
 
 Tests hold a commit at each of its changes on disk with ``on_step`` (a callback the job runner
-passes in from ``run_job(..., moments=...)``; nothing in the environment changes a commit).
+passes in from ``RunHooks.moments``; nothing in the environment changes a commit).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Staging:
         token: names this run's staged files.
         on_step: called with ``k`` at each step of the commit (0: everything staged, nothing
             moved; k: after the k-th change on disk), so a test can hold, signal or kill the
-            process there (``run_job(..., moments=...)``).
+            process there (``RunHooks.moments``).
     """
 
     fs_for: Callable[[str], FileSystem]

@@ -168,6 +168,8 @@ class BudgetLease:
             key_fingerprint=run.randomness.fingerprint,
             inputs=run.inputs,
         )
+        if run.hooks.release_id is not None:  # a test binds one key by hand (RunHooks)
+            run.release_id = run.hooks.release_id(run.release_id)
         if run.report is not None:
             run.report.release_id = run.release_id
         if self.store is not None and self.reservation is not None:

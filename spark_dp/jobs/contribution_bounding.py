@@ -35,7 +35,16 @@ from spark_dp.contribution_bounding.plan import BoundingPlan, check_capacity_giv
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
 from spark_dp.io.fs import FileSystem
-from spark_dp.jobs.common import READ, STATE, WRITE, JobContext, JobSpec, PathSpec, run_job
+from spark_dp.jobs.common import (
+    READ,
+    STATE,
+    WRITE,
+    JobContext,
+    JobSpec,
+    PathSpec,
+    run_job,
+    write_rows,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -109,14 +118,13 @@ def _execute(ctx: JobContext) -> str:
         work_dir_owner=_owner(ctx.plan.inputs()),
         restart=ctx.args.overwrite,
         validate=False,
-        input_rows=ctx.input_rows,
         timer=ctx.timer,
         weights_checked=True,
     )
-    rows = ctx.write_output(result.selected)
+    rows = write_rows(ctx, result.selected)
     outputs: dict[str, Any] = {"selected": {"path": ctx.args.output, "rows": rows}}
     if result.user_state is not None and user_state_path is not None:
-        n_users = ctx.write_output(result.user_state, user_state_path, name="user_state")
+        n_users = write_rows(ctx, result.user_state, user_state_path, name="user_state")
         outputs["user_state"] = {"path": user_state_path, "rows": n_users}
     if not p.keep_work_dir:  # only once the outputs and the report are in place
         ctx.after_commit.append(StateStore(ctx.spark, work_dir).clear)

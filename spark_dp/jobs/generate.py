@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from spark_dp.checks import check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
 from spark_dp.generators.spark_frames import KINDS, hypergraph_frame, pairs_frame
-from spark_dp.jobs.common import JobContext, JobSpec, run_job
+from spark_dp.jobs.common import JobContext, JobSpec, run_job, write_rows
 
 __all__ = ["GenerateParams", "main"]
 
@@ -77,7 +77,7 @@ def _execute(ctx: JobContext) -> str:
                 n_light=p.light_items,
                 seed=seed,
             )
-    rows = ctx.write_output(df)
+    rows = write_rows(ctx, df)
     desc["seed"] = seed
     desc["rows"] = rows
     if p.kind in ("regular", "skewed") and "empty_records" not in desc:

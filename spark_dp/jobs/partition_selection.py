@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from spark_dp.jobs.common import JobContext, JobSpec, run_job
+from spark_dp.jobs.common import JobContext, JobSpec, run_job, write_rows
 from spark_dp.partition_selection import (
     PartitionSelectionParams,
     SelectionPlan,
@@ -33,9 +33,9 @@ def _execute(ctx: JobContext) -> str:
     # -> validated (user_id, item); the cap of every algorithm drops repeated pairs in its
     #    per-user window, so a separate deduplication (a full shuffle) would be wasted
     with select_partitions(
-        pairs, plan, ctx.randomness, timer=ctx.timer, validate=False, input_rows=ctx.input_rows
+        pairs, plan, ctx.randomness, timer=ctx.timer, validate=False
     ) as selection:
-        rows = ctx.write_output(selection.items)  # from the cache the selection holds
+        rows = write_rows(ctx, selection.items)  # from the cache the selection holds
         selection.fill_report(ctx.report)
     ctx.report.outputs["items"] = ctx.args.output
     return f"{rows} items selected by {plan.algorithm}, written to {ctx.args.output}"

@@ -27,9 +27,7 @@ __all__ = ["SPEC", "main"]
 def _execute(ctx: JobContext) -> str:
     plan: PreviewPlan = ctx.algorithm_plan  # the plan the budget store reserved
     pairs = ctx.load_pairs(dedupe=False, persist=False)
-    result = preview_partitions(
-        pairs, plan, ctx.randomness, timer=ctx.timer, validate=False, input_rows=ctx.input_rows
-    )
+    result = preview_partitions(pairs, plan, ctx.randomness, timer=ctx.timer, validate=False)
     result.fill_report(ctx.report)
     best = result.recommended
     return f"preview: recommended {best.algorithm} at Δ0 = {best.max_contributions}"

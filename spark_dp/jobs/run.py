@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONFIDENTIAL_SUFFIX",
     "Run",
+    "RunHooks",
     "confidential_path",
     "default_report_path",
     "report_path",
@@ -66,6 +67,25 @@ def report_path(args: argparse.Namespace, confidential: bool = False) -> str | N
     return confidential_path(path) if confidential and path.strip() else path
 
 
+@dataclass(frozen=True)
+class RunHooks:
+    """What a caller of :func:`spark_dp.jobs.runner.run_job` may plug into a run (tests; never
+    a command line, a config file or the environment).
+
+    Attributes:
+        release_id: ``release_id(computed) -> id``: the release id the key is bound to instead
+            of the one computed from the request and the rows read. The neighbour test
+            (tests/test_neighbour_artefacts.py) binds one key by hand this way, so that two
+            runs on neighbouring inputs draw the same noise and every other difference between
+            their artefacts is a leak (docs/privacy/boundary.md#neighbour-test).
+        moments: ``moments(name)`` at each named moment of the run (:mod:`spark_dp.jobs.runner`),
+            where a test may raise, wait or kill the process.
+    """
+
+    release_id: Callable[[str], str] | None = None
+    moments: Callable[[str], None] | None = None
+
+
 @dataclass
 class Run:
     """The state one run carries from phase to phase."""
@@ -97,4 +117,9 @@ class Run:
     release_id: str = ""  # the request and the content digests of the rows read (ids.release_id)
     planned_spend: tuple[float, float] | None = None  # (ε, δ) reserved from the data-free plan
     lease: Any = None  # the run's BudgetLease (jobs.budget_lease): its books, reserve to end
-    moments: Callable[[str], None] | None = None  # tests: called at each named moment (runner)
+    hooks: RunHooks = field(default_factory=lambda: RunHooks())  # a caller's seams (tests)
+
+    def moment(self, name: str) -> None:
+        """A named moment of the run (:mod:`spark_dp.jobs.runner`): ``hooks.moments(name)``."""
+        if self.hooks.moments is not None:
+            self.hooks.moments(name)

@@ -5,7 +5,7 @@
     parse → config → params → plan → path plan → key (unbound) → request identity
           → budget reserve → session → execute: [charge durable → validation pass reads +
              digests every table → release id recorded → key bound → algorithm] (staged)
-             → budget commit → commit (outputs, report last)
+             → publish (:mod:`.publish`: budget commit → commit (outputs, report last) → stdout)
     on failure: the staging is removed (or a half-done commit rolled back); the run's budget
     is freed if it read no data, else it stays charged (failed)
 
@@ -24,8 +24,8 @@ right before the outputs go into place. Nothing derived from the data is compute
 logged, before the charge is durable. (When a table is read from a Hadoop URI the session
 starts before the reservation, to list it.)
 
-Tests hold a run at each of its moments with ``run_job(..., moments=callback)``: the callback
-is called with ``"reserved"``, ``"charged"``, ``"bound"`` (the release id recorded, nothing
+Tests hold a run at each of its moments with ``run_job(..., hooks=RunHooks(moments=f))``:
+``f`` is called with ``"reserved"``, ``"charged"``, ``"bound"`` (the release id recorded, nothing
 drawn), ``"staged"`` (every output staged, the budget not committed), ``"booked"`` (the budget
 committed, nothing moved) and ``"commit k"`` at each change on disk of the commit
 (:class:`~spark_dp.io.staging.Staging`), and may raise, wait or kill the process there.
@@ -44,7 +44,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides
 from spark_dp.config_flags import name_flags
@@ -54,7 +54,6 @@ from spark_dp.io.fs import is_connect, is_local
 from spark_dp.io.staging import Staging
 from spark_dp.io.write import plain_paths_local, session_filesystems
 from spark_dp.jobs.budget_hooks import (
-    check_spent,
     needs_session_for_identity,
     request_identity,
     split_budget_conf,
@@ -81,14 +80,14 @@ from spark_dp.jobs.phases import (
     make_key,
     plan_algorithm,
     plan_paths,
-    register_tables,
     resolve_run_params,
     resolve_tables,
     split_spark_conf,
     uses_tables,
 )
+from spark_dp.jobs.publish import EXIT_BUDGET, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, publish
 from spark_dp.jobs.report_pairs import retire_old_report
-from spark_dp.jobs.run import Run, report_path
+from spark_dp.jobs.run import Run, RunHooks, report_path
 from spark_dp.jobs.signals import (
     Interrupted,
     ignored_signals,
@@ -118,8 +117,6 @@ __all__ = [
     "report_path",
     "run_job",
 ]
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
 
 _LAST_STAGE_SECONDS: dict[str, float] = {}
 
@@ -178,12 +175,6 @@ def _new_report(run: Run) -> PrivacyReport:
     return report
 
 
-def _moment(run: Run, name: str) -> None:
-    """A named moment of the run: the test callback of ``run_job(..., moments=...)``."""
-    if run.moments is not None:
-        run.moments(name)
-
-
 def _execute(run: Run) -> str:
     """Phase 7: the job, writing into the staging."""
     assert run.plan is not None and run.randomness is not None
@@ -195,7 +186,7 @@ def _execute(run: Run) -> str:
     direct = is_connect(run.spark) and any(
         not is_local(s.path, plain_is_local=plain) for s in run.plan.committed
     )
-    on_step = None if run.moments is None else (lambda k: _moment(run, f"commit {k}"))
+    on_step = None if run.hooks.moments is None else (lambda k: run.moment(f"commit {k}"))
     run.staging = Staging(fs_for, overwrite=run.args.overwrite, direct=direct, on_step=on_step)
     retire_old_report(run)  # the report beside --output leaves with it
     run.report = _new_report(run)
@@ -205,7 +196,7 @@ def _execute(run: Run) -> str:
         args=run.args,
         params=run.params,
         spark=run.spark,
-        binding=run.lease.binding(lambda name: _moment(run, name)),
+        binding=run.lease.binding(run.moment),
         report=run.report,
         timer=timer,
         log=run.log,
@@ -224,34 +215,6 @@ def _execute(run: Run) -> str:
     return summary
 
 
-def _commit(run: Run) -> None:
-    """Phase 8: outputs into place, the report last (its presence marks the release)."""
-    assert run.staging is not None and run.report is not None and run.plan is not None
-    check_spent(run)
-    if run.spec.spends_budget:
-        run.report.extra["budget"] = run.lease.report()  # charged, or adopted from which run
-    path = report_path(run.args, run.spec.confidential)
-    text = run.report.to_json() if path is not None else None
-    output = run.plan.get("output")
-    fs = run.staging.fs_for(output) if output is not None and run.spec.spends_budget else None
-    replacing = None
-    if fs is not None and output is not None and fs.exists(output):
-        replacing = run.lease.replacing("output", output)
-    _moment(run, "staged")
-    run.lease.commit()  # first: a crash before the move leaves a charge, never a free release
-    _moment(run, "booked")
-    run.staging.commit(path, text, private_report=run.spec.confidential)
-    run.committed = True
-    if replacing is not None and output is not None:
-        run.lease.replaced(output, replacing)
-    if path is None or run.spec.stdout is not None:
-        printed = run.spec.stdout or (lambda report, _: report.to_json())
-        sys.stdout.write(printed(run.report, run.args))
-        sys.stdout.flush()
-    for hook in run.after_commit:
-        hook()
-
-
 # --------------------------------------------------------------------------- the run
 
 
@@ -260,35 +223,27 @@ def run_job(
     argv: Sequence[str] | None = None,
     *,
     prog: str | None = None,
-    moments: Callable[[str], None] | None = None,
+    hooks: RunHooks | None = None,
 ) -> int:
     """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
 
+    ``hooks``: a caller's seams into the run (:class:`~spark_dp.jobs.run.RunHooks`; tests).
     A run's ``--unsafe-debug-logs`` ends with the run: a notebook or a test that calls a job's
     ``main`` keeps its own setting afterwards. SIGTERM ends the run as SIGINT does (in the main
     thread): the staged files are removed and the exit code is 143 (SIGINT: 130).
-
-    Args:
-        moments: tests only: called with the name of each moment of the run (module
-            docstring), where it may raise, wait or kill the process.
     """
     with unsafe_debug(unsafe_debug_enabled()), signals_raise():
-        return _run_job(spec, argv, prog, moments)
+        return _run_job(spec, argv, prog, hooks or RunHooks())
 
 
-def _run_job(
-    spec: JobSpec,
-    argv: Sequence[str] | None,
-    prog: str | None,
-    moments: Callable[[str], None] | None,
-) -> int:
+def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks: RunHooks) -> int:
     parser = build_parser(spec, prog)
     try:
         args = parser.parse_args(argv)  # phase 1
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
         return int(exc.code or 0)
     configure_logging(args.log_level, unsafe_debug=getattr(args, "unsafe_debug_logs", False))
-    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"), moments=moments)
+    run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"), hooks=hooks)
     t0 = time.perf_counter()
     try:
         check_unsafe_flags(spec, args)
@@ -314,15 +269,12 @@ def _run_job(
             _start_session(run)  # lists a Hadoop input for its identity; reads no data
         request_identity(run)  # the request: arguments, key, input locations and listings
         BudgetLease.reserve(run)  # before any data is read (exit 3 if refused): run.lease
-        _moment(run, "reserved")
+        run.moment("reserved")
         _start_session(run)
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
         summary = _execute(run)
         raise_pending()  # a signal whose exception Python swallowed: stop before the commit
-        _commit(run)
-        register_tables(run)  # one catalog operation, after the commit
-        run.log.info("%s done in %.1f s: %s", spec.name, time.perf_counter() - t0, summary)
-        return EXIT_OK
+        return publish(run, summary, t0)
     except AlreadyReleased as exc:
         if exc.exit_code == EXIT_OK:  # the same request's release is where this run asks for it
             run.log.warning("budget: %s", _one_line(exc))

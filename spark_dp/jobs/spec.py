@@ -21,14 +21,7 @@ if TYPE_CHECKING:
 
     from spark_dp.registry import Registry
 
-__all__ = ["RELEASE_PART_FILES", "JobContext", "JobSpec"]
-
-RELEASE_PART_FILES = 1
-"""Part files of a released Parquet output (partition selection's items). The partition counts
-of a run follow the input's size (:func:`spark_dp.session.user_partitions`), which is private;
-the output is repartitioned to this fixed count before it is written (an explicit repartition,
-which adaptive execution never coalesces), so what a release reader sees of its files depends
-on the released rows only."""
+__all__ = ["JobContext", "JobSpec"]
 
 
 @dataclass
@@ -109,9 +102,10 @@ class JobContext:
     Every input table is read through a validation pass with the binding's gate
     (:meth:`load_pairs`, :meth:`load_incidences`, :meth:`gate`), which charges the budget before
     the read and digests the rows; :attr:`randomness` is the key bound to the release once all
-    of them are read (:mod:`spark_dp.jobs.binding`). Outputs go through :meth:`write_output`
-    and :meth:`stage_text`: they are staged and become visible only at the commit, together
-    with the report.
+    of them are read (:mod:`spark_dp.jobs.binding`). Outputs are staged and become visible only
+    at the commit, together with the report: tables through
+    :func:`spark_dp.jobs.publish.write_rows` (the run's boundary), small debug files through
+    :meth:`stage_text`.
     """
 
     spec: JobSpec
@@ -126,9 +120,6 @@ class JobContext:
     staging: Staging
     outputs: dict[str, str] = field(default_factory=dict)
     after_commit: list[Callable[[], None]] = field(default_factory=list)
-    input_rows: int | None = None
-    """The row count :meth:`load_pairs` or :meth:`load_incidences` read (private: it sizes
-    partitions, see :func:`spark_dp.session.user_partitions`; never logged or reported)."""
     algorithm_plan: Any = None
     """The job's data-free plan (``spec.plan(params)``), computed once before the reservation."""
     input_versions: dict[str, int] = field(default_factory=dict)
@@ -161,7 +152,6 @@ class JobContext:
                 version=self.input_versions.get("input"),
             )
         summary.log(self.log)
-        self.input_rows = summary.rows_read
         return df
 
     def load_incidences(self) -> DataFrame:
@@ -182,7 +172,6 @@ class JobContext:
                 version=self.input_versions.get("input"),
             )
         summary.log(self.log)
-        self.input_rows = summary.rows_read
         return df
 
     def path(self, role: str) -> str:
@@ -198,29 +187,6 @@ class JobContext:
         return read_table(self.spark, self.path(role), flag=flag)
 
     # ---------------------------------------------------------------- output helpers
-    def write_output(self, df: DataFrame, path: str | None = None, *, name: str = "output") -> int:
-        """Stage ``df`` as Parquet (or Delta: :meth:`output_format`) for ``path``
-        (``ctx.path("output")`` by default); return its rows.
-
-        The count is read back from the staged files, so the DataFrame is computed exactly
-        once (a second computation could draw fresh noise). The path must be in the plan. A
-        job that releases under DP writes :data:`RELEASE_PART_FILES` part files; a confidential
-        job's output is made readable by its owner only before the commit moves it into place.
-        """
-        target = path or self.path("output")
-        if self.spec.spends_budget:
-            df = df.repartition(RELEASE_PART_FILES)
-        with self.timer.stage(f"write {name}") as info:
-            staged = self.staging.stage(name, target)
-            mode = "overwrite" if self.staging.direct and self.args.overwrite else "error"
-            df.write.format(self.output_format(name)).mode(mode).save(staged)
-            if self.spec.confidential:
-                self.staging.fs_for(target).make_private(staged)
-            rows = self.read_staged(name).count()
-            info["rows"] = rows
-        self.outputs[name] = target
-        return rows
-
     def output_format(self, name: str = "output") -> str:
         """``parquet``, or ``delta`` for the main output with ``--output-format delta`` (a new
         Delta table in one commit at the staged path, moved into place by the commit)."""

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM, USER_ID
 from spark_dp.partition_selection.layout import by_user
-from spark_dp.randomness import Randomness, hash_column
+from spark_dp.randomness import Randomness, with_hash_column
 
 __all__ = ["cap_user_items", "nested_cap", "ranked_cap", "ranked_input", "with_degree"]
 
@@ -103,11 +103,12 @@ def ranked_cap(
         (user_id, item, cap_rank, degree): ranks 1..min(|S_u|, Δ0) per user, degree =
         min(|S_u|, Δ0); hash-partitioned by user and sorted by user.
     """
-    rank_key = hash_column(randomness, F.col(USER_ID), F.col(ITEM), purpose="capping")
     by_rank = Window.partitionBy(USER_ID).orderBy(F.col("_h"), F.col(ITEM))  # item breaks ties
     pairs = pairs.select(USER_ID, ITEM)
-    ranked = (by_user(pairs) if shuffle else pairs).select(USER_ID, ITEM, rank_key.alias("_h"))
-    # -> (user_id, item, _h), partitioned by user
+    ranked = with_hash_column(
+        by_user(pairs) if shuffle else pairs, "_h", randomness, USER_ID, ITEM, purpose="capping"
+    )
+    # -> (user_id, item, _h), partitioned by user (the salt's broadcast join keeps the layout)
     ranked = ranked.select(
         USER_ID,
         ITEM,

@@ -4,13 +4,15 @@ The cost of a run is set less by its arithmetic than by how its rows move (``mak
 measurements in ``bench/results/``):
 
 * **Per-user steps** (the cap, MAD's excess e_u, UserWeights' sums) need each user's pairs in one
-  task. :func:`by_user` shuffles them into an explicit number of partitions
-  (:func:`~spark_dp.session.user_partitions`): ``spark.sql.shuffle.partitions`` when the session
-  sets it (the knob Spark users already size for their data), else one per 400k input rows,
-  between two per core and Spark's 200, when the run knows its input's row count
-  (:func:`sized_for`). Adaptive execution merges partitions of ``repartition(col)`` up to 64 MB
-  of shuffle data, which a 1 GiB JVM cannot sort without spilling; an explicit count is never
-  merged.
+  task. :func:`by_user` shuffles them by user into the session's shuffle partitions
+  (:func:`~spark_dp.session.shuffle_partitions`: ``spark.sql.shuffle.partitions``, else Spark's
+  200), a count that depends on the settings only, as every literal of a plan must
+  (docs/privacy/boundary.md#plans), and adaptive execution merges them at run time to the size
+  of the input: up to :data:`ADVISORY_PARTITION_SIZE` of shuffle data each
+  (:data:`SPARK_SQL_DEFAULTS`, where the session leaves it unset; Spark's own 64 MB is more than
+  a 1 GiB JVM sorts without spilling). Which partitions it merges is Spark's own monitoring, on
+  the trusted side (docs/privacy/spark-monitoring.md); merged partitions are still partitioned
+  by user, so what reads them per user needs no shuffle.
 * **Tables read again** are persisted as they are (:func:`keep`, on disk only: see
   :func:`~spark_dp.caching.pairs_storage_level`), not cut to a scan of their cache: Spark then
   still knows
@@ -36,48 +38,46 @@ None of this changes a value: it only decides which task computes what.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_dp.caching import CacheScope, fill, pairs_storage_level
 from spark_dp.partition_selection.columns import USER_ID
-from spark_dp.session import default_parallelism, user_partitions
+from spark_dp.session import default_parallelism, shuffle_partitions
 
-__all__ = ["aggregated_per_core", "by_user", "item_tasks", "keep", "per_core", "sized_for"]
+__all__ = [
+    "ADVISORY_PARTITION_SIZE",
+    "SPARK_SQL_DEFAULTS",
+    "aggregated_per_core",
+    "by_user",
+    "item_tasks",
+    "keep",
+    "per_core",
+]
 
-_INPUT_ROWS: ContextVar[int | None] = ContextVar("spark_dp_input_rows", default=None)
-"""The row count of the run's input, where :func:`sized_for` set it (private)."""
+ADVISORY_PARTITION_SIZE = "8m"
+"""The shuffle data adaptive execution merges a run's partitions up to, for partitions of a
+few hundred thousand pairs, the size the runs measured fastest when a row count set them
+(``bench/results/lines/results-partitions.json``); before and after:
+``bench/results/partition_sizing/``."""
 
-
-@contextmanager
-def sized_for(rows: int | None) -> Iterator[None]:
-    """Inside the block, :func:`by_user` and :func:`item_tasks` size their partitions for an input
-    of ``rows`` rows (None: unknown; see :func:`~spark_dp.session.user_partitions`).
-
-    ``rows`` is private (|D| has unbounded sensitivity): it only chooses how many tasks share the
-    work, as the broadcast decisions of :class:`~spark_dp.caching.CacheScope` do, and no value
-    depends on it. Never log it or the partition count."""
-    token = _INPUT_ROWS.set(rows)
-    try:
-        yield
-    finally:
-        _INPUT_ROWS.reset(token)
+SPARK_SQL_DEFAULTS: dict[str, str] = {
+    "spark.sql.adaptive.advisoryPartitionSizeInBytes": ADVISORY_PARTITION_SIZE,
+}
+"""Settings a selection or a preview runs with where the session leaves them unset
+(:func:`spark_dp.session.sql_defaults`)."""
 
 
 def item_tasks(spark: SparkSession) -> int:
     """How many tasks sum over items: the default parallelism (cores; on Spark Connect
-    :func:`~spark_dp.session.default_parallelism`'s fallback), never more than the user
-    partitions."""
-    return max(1, min(default_parallelism(spark), user_partitions(spark, _INPUT_ROWS.get())))
+    :func:`~spark_dp.session.default_parallelism`'s fallback), never more than the session's
+    shuffle partitions."""
+    return max(1, min(default_parallelism(spark), shuffle_partitions(spark)))
 
 
 def by_user(pairs: DataFrame) -> DataFrame:
-    """``pairs`` hash-partitioned by user into :func:`~spark_dp.session.user_partitions`
-    partitions (sized for the input of :func:`sized_for`, if any)."""
-    return pairs.repartition(user_partitions(pairs.sparkSession, _INPUT_ROWS.get()), USER_ID)
+    """``pairs`` hash-partitioned by user into the session's shuffle partitions, which adaptive
+    execution merges to the input's size at run time (module docstring)."""
+    return pairs.repartition(USER_ID)
 
 
 def per_core(pairs: DataFrame) -> DataFrame:

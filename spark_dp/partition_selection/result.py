@@ -225,6 +225,6 @@ class Selection(HoldsCache):
         for note in self.notes:
             report.note(note)
         report.note(
-            f"{self.algorithm}: {len(self.rounds)} round(s), {self.output_items} items "
-            "released; only the selected items were written."
+            f"{self.algorithm}: {len(self.rounds)} round(s); only the selected items were "
+            "written (their number: outputs.output_items)."
         )

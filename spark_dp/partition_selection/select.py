@@ -15,13 +15,12 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from spark_dp.caching import CacheScope
-from spark_dp.checks import check_int_at_least
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.auto import AutoPlan, plan_auto
 from spark_dp.partition_selection.capping import ranked_input
 from spark_dp.partition_selection.columns import ITEM, USER_ID
-from spark_dp.partition_selection.layout import sized_for
+from spark_dp.partition_selection.layout import SPARK_SQL_DEFAULTS
 from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
 from spark_dp.partition_selection.preview import (
     Preview,
@@ -35,6 +34,7 @@ from spark_dp.partition_selection.tuning import choose_max_items
 from spark_dp.randomness import Randomness
 from spark_dp.registry import Algorithm
 from spark_dp.release_ids import bind_release, digests_of
+from spark_dp.session import sql_defaults
 from spark_dp.tracking import labels
 
 __all__ = [
@@ -71,7 +71,6 @@ def select_partitions(
     *,
     timer: StageTimer | None = None,
     validate: bool = True,
-    input_rows: int | None = None,
     user_col: str = USER_ID,
     item_col: str = ITEM,
     algorithm: Algorithm[PartitionSelectionParams, SelectionPlan] | None = None,
@@ -96,11 +95,6 @@ def select_partitions(
             pass; pass False for a table from :func:`spark_dp.io.load_pairs`, which is
             already checked (then pass its summary as ``digest``). Repeated pairs need no
             separate pass: every algorithm's cap drops them.
-        input_rows: the row count of ``pairs`` when the caller validated them
-            (:func:`spark_dp.io.load_pairs`' summary); when validating, the validation's own
-            count is used. Private: it only sizes the shuffle by user
-            (:func:`~spark_dp.partition_selection.layout.sized_for`), never a value; without it
-            (and without ``spark.sql.shuffle.partitions`` set) the shuffle keeps Spark's 200.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
         algorithm: run the plan with this entry's ``run`` instead of
@@ -120,30 +114,29 @@ def select_partitions(
 
     Raises:
         InputContractError: when validating and the input breaks the pairs contract.
-        ParameterError: ``input_rows`` is not a non-negative integer, or parameters the
-            algorithm cannot use.
+        ParameterError: parameters the algorithm cannot use.
     """
     if isinstance(plan, PartitionSelectionParams):
         plan = plan_selection(plan)
-    if input_rows is not None:  # a row count is private: the error never shows it
-        hint = "pass the input's row count, load_pairs(...)[1].rows_read, or None"
-        check_int_at_least("input_rows", input_rows, 0, private=True, hint=hint)
     algorithm = algorithm or REGISTRY[plan.algorithm]
-    with labels(pairs.sparkSession, family="partition_selection", algorithm=plan.algorithm):
-        checked, randomness, input_rows = _bound_input(
+    spark = pairs.sparkSession
+    with (
+        labels(spark, family="partition_selection", algorithm=plan.algorithm),
+        sql_defaults(spark, SPARK_SQL_DEFAULTS),
+    ):
+        checked, randomness = _bound_input(
             pairs,
             randomness,
-            (validate, input_rows, user_col, item_col, digest),
+            (validate, user_col, item_col, digest),
             algorithm.name,
             {"rounds": plan.to_report(), "options": dict(plan.options)},
         )
         cache = CacheScope()
         try:
-            with sized_for(input_rows):  # private: only how many tasks share the work
-                if isinstance(plan, AutoPlan):
-                    selection = _run_auto(checked, plan, randomness, algorithm, timer, cache)
-                else:
-                    selection = algorithm.run(checked, plan, randomness, timer=timer, cache=cache)
+            if isinstance(plan, AutoPlan):
+                selection = _run_auto(checked, plan, randomness, algorithm, timer, cache)
+            else:
+                selection = algorithm.run(checked, plan, randomness, timer=timer, cache=cache)
         except BaseException:
             cache.release()
             raise
@@ -154,13 +147,13 @@ def select_partitions(
 def _bound_input(
     pairs: DataFrame,
     randomness: Randomness,
-    read: tuple[bool, int | None, str, str, InputSummary | ContentDigest | None],
+    read: tuple[bool, str, str, InputSummary | ContentDigest | None],
     name: str,
     parameters: dict[str, Any],
-) -> tuple[DataFrame, Randomness, int | None]:
-    """The pairs validated and digested (when ``validate``), the key bound to the release of
-    (``name``, ``parameters``, their digest), and the input's row count (private)."""
-    validate, input_rows, user_col, item_col, digest = read
+) -> tuple[DataFrame, Randomness]:
+    """The pairs validated and digested (when ``validate``), and the key bound to the release
+    of (``name``, ``parameters``, their digest)."""
+    validate, user_col, item_col, digest = read
     checked, digests = pairs, digests_of(digest)
     if validate:
         gate = None if randomness.bound else ReadGate.keyed_by(randomness)
@@ -168,7 +161,7 @@ def _bound_input(
             pairs, {USER_ID: user_col, ITEM: item_col}, dedupe=False, persist=False, gate=gate
         )  # the cap of every algorithm drops repeated pairs (capping.cap_user_items)
         summary.log(get_logger("spark_dp.partition_selection"))  # counts: unsafe debug only
-        input_rows, digests = summary.rows_read, digests_of(summary)
+        digests = digests_of(summary)
     bound = bind_release(
         randomness,
         family="partition_selection",
@@ -177,7 +170,7 @@ def _bound_input(
         digests=digests,
         tables=["pairs"],
     )
-    return checked, bound, input_rows
+    return checked, bound
 
 
 def preview_partitions(
@@ -187,7 +180,6 @@ def preview_partitions(
     *,
     timer: StageTimer | None = None,
     validate: bool = True,
-    input_rows: int | None = None,
     user_col: str = USER_ID,
     item_col: str = ITEM,
     digest: InputSummary | ContentDigest | None = None,
@@ -205,16 +197,19 @@ def preview_partitions(
     if not isinstance(plan, PreviewPlan):
         plan = plan_preview(plan)
     timer = timer or StageTimer(get_logger("spark_dp.partition_selection"))
-    with labels(pairs.sparkSession, family="partition_selection", algorithm="preview"):
-        checked, randomness, input_rows = _bound_input(
+    spark = pairs.sparkSession
+    with (
+        labels(spark, family="partition_selection", algorithm="preview"),
+        sql_defaults(spark, SPARK_SQL_DEFAULTS),
+    ):
+        checked, randomness = _bound_input(
             pairs,
             randomness,
-            (validate, input_rows, user_col, item_col, digest),
+            (validate, user_col, item_col, digest),
             "preview",
             {"statistics": plan.to_report(), "algorithms": list(plan.algorithms)},
         )
-        with sized_for(input_rows):  # private: only how many tasks share the work
-            return preview_statistics(checked, plan, randomness, timer=timer)
+        return preview_statistics(checked, plan, randomness, timer=timer)
 
 
 def _run_auto(

@@ -28,10 +28,15 @@ Streams are named (:meth:`Randomness.child`): two purposes never share bits. Sam
 Modules: :mod:`.keys` (keys, derivations, fingerprint, bind once), :mod:`.key_file` (the key
 file format: writing, reading and checking), :mod:`.prf` (the PRF),
 :mod:`.continuous`, :mod:`.exact`, :mod:`.streams` (:class:`Randomness`, :class:`DriverNoise`),
-:mod:`.frames` (:func:`add_noise_column`, :func:`hash_column`).
+:mod:`.frames` (:func:`add_noise_column`, :func:`with_hash_column`, :func:`with_secrets`).
 """
 
-from spark_dp.randomness.frames import add_noise_column, hash_column, row_digest_column
+from spark_dp.randomness.frames import (
+    add_noise_column,
+    row_digest_column,
+    with_hash_column,
+    with_secrets,
+)
 from spark_dp.randomness.keys import KeyReusedError, ReleaseKey
 from spark_dp.randomness.streams import DriverNoise, Randomness, UnboundRandomnessError
 
@@ -42,6 +47,7 @@ __all__ = [
     "ReleaseKey",
     "UnboundRandomnessError",
     "add_noise_column",
-    "hash_column",
     "row_digest_column",
+    "with_hash_column",
+    "with_secrets",
 ]

@@ -6,11 +6,18 @@ a row's noise is the same on every recomputation (task retry, lost executor, spe
 execution, a second action), whatever the partitioning, row order or Spark version. Nothing
 needs to be checkpointed for privacy. The stream's keys are captured in the UDF's closure
 (shipped to executors pickled, never shown in plans, logs or the UI).
+
+A secret that a Spark expression needs itself (the salt of a keyed hash, the seed of an order)
+never enters a query plan as a literal either, where Spark's UI, its event log and a history
+server would show it (docs/privacy/boundary.md#plans): :func:`with_secrets` joins it to the
+rows from a one-row table, so it is data of the query. The table is broadcast to every task and
+the join keeps the rows' partitioning; Spark evaluates the same expression on the column as it
+would on the literal, so the values (hashes, ranks, digests) are those of the literal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -22,7 +29,13 @@ from spark_dp.randomness.streams import Randomness
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["DISTRIBUTIONS", "add_noise_column", "hash_column", "row_digest_column"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "add_noise_column",
+    "row_digest_column",
+    "with_hash_column",
+    "with_secrets",
+]
 
 DISTRIBUTIONS = ("gaussian", "laplace")
 
@@ -89,8 +102,34 @@ def add_noise_column(
     return df.withColumn(out_col, keyed_noise(row_digest_column(key_cols)))
 
 
-def hash_column(randomness: Randomness, *cols: str | Column, purpose: str = "hash") -> Column:
-    """A keyed 64-bit hash of ``cols`` (Spark ``xxhash64`` with a secret salt), for ranking.
+def with_secrets(df: DataFrame, secrets: Mapping[str, int | str]) -> DataFrame:
+    """``df`` with one more column per secret (name → value, a 64-bit integer or a string),
+    its value on every row, so that expressions read the secret as data, not as a literal of
+    the plan (module docstring).
+
+    The values come from a one-row table cross-joined as a broadcast: on a classic session an
+    RDD's single row (the plan shows a scan of an RDD, never its rows, and no optimizer rule
+    folds an RDD's values into the plan); over Spark Connect the client sends the row to the
+    server inside the plan, as it sends every UDF's closure (docs/privacy/spark-monitoring.md).
+    """
+    from pyspark.sql import functions as F
+
+    from spark_dp.session import is_classic
+
+    spark = df.sparkSession
+    schema = ", ".join(
+        f"`{name}` {'bigint' if isinstance(v, int) else 'string'}" for name, v in secrets.items()
+    )
+    row = [tuple(secrets.values())]
+    source = spark.sparkContext.parallelize(row, 1) if is_classic(spark) else row
+    return df.crossJoin(F.broadcast(spark.createDataFrame(source, schema)))
+
+
+def with_hash_column(
+    df: DataFrame, out: str, randomness: Randomness, *cols: str | Column, purpose: str = "hash"
+) -> DataFrame:
+    """``df`` with ``out`` = a keyed 64-bit hash of ``cols`` (Spark ``xxhash64`` of a secret
+    salt and the columns), for ranking; the salt joins as data (:func:`with_secrets`).
 
     Used where a random choice must be a function of a row's own key, e.g. the uniform subsample
     of a user's items (docs/design/selection.md#cap). This is a sampling device, not privacy
@@ -99,4 +138,6 @@ def hash_column(randomness: Randomness, *cols: str | Column, purpose: str = "has
     """
     from pyspark.sql import functions as F
 
-    return F.xxhash64(F.lit(randomness.salt(purpose)), *cols)
+    salt = f"_salt_{purpose}"
+    salted = with_secrets(df, {salt: randomness.salt(purpose)})
+    return salted.withColumn(out, F.xxhash64(F.col(salt), *cols)).drop(salt)

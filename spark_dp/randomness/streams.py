@@ -13,7 +13,7 @@ Everything random is drawn through a bound Randomness:
 * on the driver, :meth:`Randomness.driver` gives a :class:`DriverNoise`: draw i of a stream is
   the PRF at index i, so a stream's draws do not depend on any other stream;
 * in DataFrames, :func:`spark_dp.randomness.add_noise_column` (noise keyed by each row's key)
-  and :func:`spark_dp.randomness.hash_column` (a keyed salt for random ranking);
+  and :func:`spark_dp.randomness.with_hash_column` (a keyed salt for random ranking);
 * :meth:`Randomness.secret` for named secret integers (salts, the order seed of contribution
   bounding) and :meth:`Randomness.numpy_generator` for randomness that is not privacy noise.
 
@@ -150,7 +150,7 @@ class Randomness:
         return secret_int(self.stream_key, name, bits)
 
     def salt(self, name: str = "salt") -> int:
-        """A signed 64-bit secret for Spark hash expressions (:func:`hash_column`)."""
+        """A signed 64-bit secret for Spark hash expressions (:func:`with_hash_column`)."""
         x = self.secret(name, 64)
         return x - (1 << 64) if x >= (1 << 63) else x
 

@@ -91,6 +91,7 @@ def test_no_second_release_for_one_charge_over_connect(spark, tmp_path, moment, 
     import spark_dp.release_ids
     from spark_dp.budget import BudgetStore
     from spark_dp.jobs.partition_selection import SPEC
+    from spark_dp.jobs.run import RunHooks
     from spark_dp.jobs.runner import run_job
 
     csv = tmp_path / "words.csv"
@@ -116,7 +117,7 @@ def test_no_second_release_for_one_charge_over_connect(spark, tmp_path, moment, 
 
     spark_dp.release_ids.release_id = recorded
     try:
-        assert run_job(SPEC, argv, moments=interrupt) == 130
+        assert run_job(SPEC, argv, hooks=RunHooks(moments=interrupt)) == 130
         st = csv.stat()
         write(11)
         os.utime(csv, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -13,11 +13,10 @@ from spark_dp.contribution_bounding.orders import (
     canonical_order,
     global_positions,
     prio_bytes,
-    prio_column,
     prio_hex,
     shared_key,
-    user_prio_column,
     user_prio_hex,
+    with_prio,
 )
 from spark_dp.errors import ParameterError
 
@@ -39,15 +38,19 @@ def test_spark_hash_parity_for_string_and_integer_ids(spark: SparkSession) -> No
     df = spark.createDataFrame(
         [("e1", 7, "u1"), ("é-ü", 123456789012, "ü")], "s string, i long, u string"
     )
-    rows = df.select(
-        F.sha2(F.concat_ws(":", F.lit("0"), F.col("s")), 256).alias("hs"),
-        F.sha2(F.concat_ws(":", F.lit("0"), F.col("i").cast("string")), 256).alias("hi"),
-        prio_column(0, "s").alias("bs"),
-        user_prio_column(3, "u", "s").alias("bu"),
-        "s",
-        "i",
-        "u",
-    ).collect()
+    rows = (
+        with_prio(with_prio(df, 0, "bs", "s"), 3, "bu", "u", "s")
+        .select(
+            F.sha2(F.concat_ws(":", F.lit("0"), F.col("s")), 256).alias("hs"),
+            F.sha2(F.concat_ws(":", F.lit("0"), F.col("i").cast("string")), 256).alias("hi"),
+            "bs",
+            "bu",
+            "s",
+            "i",
+            "u",
+        )
+        .collect()
+    )
     for r in rows:
         assert r["hs"] == prio_hex(0, r["s"])
         assert r["hi"] == prio_hex(0, r["i"])
@@ -79,9 +82,8 @@ def test_global_positions_equal_a_python_sort_whatever_the_partitioning(
         f"{rng.choice(['a', 'Z', 'é', '9', '10', 'ß'])}{rng.randint(0, 999)}" for _ in range(300)
     }
     rows = [(i, rng.randint(1, 3)) for i in sorted(ids)]
-    df = spark.createDataFrame(rows, "record_id string, size long").withColumn(
-        "prio", prio_column(5)
-    )
+    df = spark.createDataFrame(rows, "record_id string, size long")
+    df = with_prio(df, 5, "prio", "record_id")
     want = sorted(rows, key=lambda r: (r[1], prio_bytes(5, r[0]), r[0]))
     want_pos = {r[0]: p for p, r in enumerate(want)}
     small = [r for r in want if r[1] <= 1]

@@ -63,11 +63,13 @@ def test_fill_report_states_the_bound_and_the_notes_and_spends_nothing(
     assert doc["privacy"]["steps"] == [] and doc["max_degree"] == 2
 
 
-def test_the_headline_names_the_algorithm_and_the_bound() -> None:
+def test_the_headline_names_the_algorithm_and_shows_counts_only_with_unsafe_debug() -> None:
+    """|S|, k and the number of rounds follow the graph: the same line whatever the counts."""
     assert (
         _result().headline()
-        == "<private> records selected (greedy), max degree <private>, 2 rounds"
+        == "<private> records selected (greedy), max degree <private>, <private> rounds"
     )
+    assert _result(rounds=0).headline() == _result().headline()
     with unsafe_debug():
         assert _result().headline() == "7 records selected (greedy), max degree 2, 2 rounds"
-    assert _result(rounds=0).headline().endswith("0 rounds")
+        assert _result(rounds=0).headline().endswith("0 rounds")

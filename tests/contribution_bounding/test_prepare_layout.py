@@ -5,15 +5,15 @@ Adaptive execution merges small shuffle partitions up to 64 MB; at 100M incidenc
 the per-user aggregation's 200 partitions into 12 of about 7M users each, and Spark 3.5's hash
 aggregation of one of them could not acquire memory to spill in a 1 GiB driver. The users table
 is therefore shuffled into an explicit number of partitions, which adaptive execution keeps:
-``spark.sql.shuffle.partitions`` when the session sets it, else sized for the input's row count
-when the run knows it (:func:`spark_dp.session.user_partitions`).
+``spark.sql.shuffle.partitions`` when the session sets it, else Spark's 200
+(:func:`spark_dp.session.shuffle_partitions`): a setting, never the input's size, which the
+count (a literal of the plan) would show to whoever reads Spark's UI or event log.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from chispa import assert_df_equality
 from pyspark.sql import SparkSession
 
@@ -21,18 +21,18 @@ from spark_dp.contribution_bounding import BoundingParams, bound_contributions
 from spark_dp.contribution_bounding.orders import OrderPlan
 from spark_dp.contribution_bounding.prepare import Prepared, prepare
 from spark_dp.contribution_bounding.state_store import StateStore
-from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
+from spark_dp.session import SPARK_SHUFFLE_PARTITIONS
 from tests.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
 
 SCHEMA = "record_id string, user_id string"
 
 
-def _users_plan(spark: SparkSession, input_rows: int | None = None) -> tuple[str, dict[str, int]]:
-    rows = [(f"r{i}", f"u{j}") for i in range(30) for j in (i % 7, (i + 3) % 7)]
+def _users_plan(spark: SparkSession, copies: int = 1) -> tuple[str, dict[str, int]]:
+    rows = [(f"r{i}", f"u{j}") for i in range(30 * copies) for j in (i % 7, (i + 3) % 7)]
     inc = spark.createDataFrame(rows, SCHEMA)
     store = StateStore(spark)  # in memory: the kept tables are their lazy plans
-    prepare(inc, plan=OrderPlan("size-hash", 1), capacity=2, input_rows=input_rows, store=store)
+    prepare(inc, plan=OrderPlan("size-hash", 1), capacity=2, store=store)
     users = store.load("users")
     assert users is not None
     plan = users._jdf.queryExecution().executedPlan().toString()
@@ -50,24 +50,26 @@ def test_users_are_counted_in_partitions_adaptive_execution_keeps(spark: SparkSe
     assert degrees == want
 
 
-def test_users_are_counted_in_partitions_sized_for_the_input(spark: SparkSession) -> None:
-    """Without a session setting: one partition per 400k input rows (13M rows: 33), and
-    Spark's 200 when the row count is unknown; the counts do not change."""
+def test_users_are_counted_in_partitions_the_settings_give(spark: SparkSession) -> None:
+    """Without a session setting: Spark's 200 on an input and on one ten times larger; the
+    counts do not change."""
     with layout_session(spark, {"spark.sql.shuffle.partitions": None}):
-        sized, degrees = _users_plan(spark, input_rows=13_000_000)
-        unknown, same = _users_plan(spark)
-    assert ", 33), REPARTITION_BY_NUM" in sized, sized
-    assert ", 200), REPARTITION_BY_NUM" in unknown, unknown
-    assert degrees == same and sum(degrees.values()) == 60
+        small, degrees = _users_plan(spark)
+        larger, _ = _users_plan(spark, copies=10)
+    assert ", 200), REPARTITION_BY_NUM" in small, small
+    assert ", 200), REPARTITION_BY_NUM" in larger, larger
+    assert sum(degrees.values()) == 60
 
 
 GRAPH = [(f"r{i}", f"u{j}") for i in range(40) for j in {i % 9, (i * 5 + 1) % 9}]
 
 
-def test_a_validating_run_sizes_the_shuffle_by_user_for_its_input(spark: SparkSession) -> None:
-    """``bound_contributions`` validating its input: the validation's row count reaches the
-    shuffle by user (here the floor of two per core, not Spark's 200); a session that sets
-    the count keeps it (8). The same key selects the same records either way."""
+def test_a_validating_run_shuffles_by_user_into_the_settings_partitions(
+    spark: SparkSession,
+) -> None:
+    """``bound_contributions`` validating its input: Spark's 200 without a session setting (not
+    a count read from the data); a session that sets the count keeps it (8). The same key
+    selects the same records either way."""
     inc = spark.createDataFrame(GRAPH, SCHEMA)
     selected: list[set[str]] = []
 
@@ -76,18 +78,20 @@ def test_a_validating_run_sizes_the_shuffle_by_user_for_its_input(spark: SparkSe
         with bound_contributions(inc, params, randomness=Randomness.create(4)) as result:
             selected.append({r["record_id"] for r in result.selected.collect()})
 
-    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
-    assert sized == {2 * spark.sparkContext.defaultParallelism}
+    unset = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert unset == {SPARK_SHUFFLE_PARTITIONS}
     configured = {n for p in plans_of(spark, run) for n in user_exchanges(p)}
     assert configured == {8}
     assert selected[0] == selected[1] and selected[0]
 
 
-def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(
+def test_the_job_shuffles_by_user_into_the_settings_partitions(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """The job path: the row count its validation read reaches the shuffle by user."""
+    """The job path: the same count as the library, whatever the rows it read, and the user
+    state's part files (a constant: :data:`~spark_dp.jobs.publish.CONFIDENTIAL_PART_FILES`)."""
     from spark_dp.jobs.contribution_bounding import main
+    from spark_dp.jobs.publish import CONFIDENTIAL_PART_FILES
 
     path = str(tmp_path / "incidences")
     spark.createDataFrame(GRAPH, SCHEMA).write.parquet(path)
@@ -97,8 +101,8 @@ def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(
                  "--seed", "4", "--overwrite", "--log-level", "WARNING"]  # fmt: skip
         assert main(flags) == 0
 
-    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
-    assert sized == {2 * spark.sparkContext.defaultParallelism}
+    unset = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert unset == {SPARK_SHUFFLE_PARTITIONS, CONFIDENTIAL_PART_FILES}
 
 
 def _prepared(spark: SparkSession, rows: list[tuple[str, str]]) -> tuple[Prepared, StateStore]:
@@ -128,20 +132,3 @@ def test_repeated_pairs_count_once(spark: SparkSession) -> None:
     assert users is not None and clean_users is not None
     assert {r["user_id"]: r["deg"] for r in users.collect()} == {"a": 3, "b": 2, "c": 1}
     assert_df_equality(users, clean_users, ignore_row_order=True, ignore_nullable=True)
-
-
-@pytest.mark.parametrize(
-    ("rows", "got"),
-    [(-12345, "a smaller integer"), (12345.5, "float"), ("12345", "str"), (True, "bool")],
-)
-def test_input_rows_must_be_a_row_count(spark: SparkSession, rows: object, got: str) -> None:
-    """A clear error that names the parameter, never its value (a count of the graph)."""
-    inc = spark.createDataFrame([("r1", "u1")], SCHEMA)
-    with pytest.raises(ParameterError, match=rf"input_rows must be .* got {got}; .*rows_read") as e:
-        bound_contributions(
-            inc,
-            BoundingParams(max_contributions=1),
-            randomness=Randomness.create(0),
-            input_rows=rows,
-        )
-    assert "12345" not in str(e.value)

@@ -241,3 +241,53 @@ def test_delta_catalog_tables_in_and_out(spark: SparkSession, tmp_path: Path) ->
         assert items == sorted(f"w{k}" for k in range(30))
     finally:
         spark.sql(f"DROP DATABASE {db} CASCADE")
+
+
+def _data_files(table: Path) -> list[list[str]]:
+    """The rows of a Delta table's data files, file by file in the order its log adds them:
+    what two releases of the same rows share (docs/privacy/boundary.md#rows)."""
+    import pyarrow.parquet as pq
+
+    added = []
+    for line in (table / "_delta_log" / f"{0:020d}.json").read_text().splitlines():
+        action = json.loads(line)
+        if "add" in action:
+            added.append(action["add"]["path"])
+    return [pq.read_table(table / path).column("item").to_pylist() for path in added]
+
+
+def test_a_delta_release_of_the_same_rows_holds_the_same_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The neighbour test's Delta case (tests/test_neighbour_artefacts.py): D and D + u, where
+    u's one item is never released, one key bound by hand. Everything but the Delta log's
+    times and ids and its files' names is the same: the exit code, stdout, the log without
+    timings, the report without its public fields, the plans, and the data files (as many, the
+    same rows in the same order, sorted by item)."""
+    from tests.support.neighbours import differences, run_job_in_process
+
+    runs = []
+    for name, extra in (("D", []), ("U", [("unew", "own-new")])):  # names of one length
+        root = tmp_path / name
+        rows = _pairs(spark, 150, 12).union(
+            spark.createDataFrame(extra, "user_id string, item string")
+        )
+        rows.coalesce(1).write.parquet(str(root / "input"))
+        argv = _select(root / "input", root / "out" / "vocab", "--seed", "4")
+        argv[argv.index("--input-format") : argv.index("--input-format") + 2] = []
+        runs.append(
+            run_job_in_process(
+                spark,
+                partition_selection.SPEC,
+                [*argv, "--output-format", "delta"],
+                root,
+                out=root / "out",
+            )
+        )
+    d, du = runs
+    assert d.code == 0, d.stderr
+    found = differences(d, du, files=False)
+    assert not found, "\n\n".join(found)
+    files = _data_files(tmp_path / "D" / "out" / "vocab")
+    assert files == _data_files(tmp_path / "U" / "out" / "vocab")
+    assert len(files) == 1 and files[0] == sorted(f"w{k}" for k in range(12))

@@ -120,18 +120,3 @@ def test_three_round_split_is_fine_for_dp_sips():
     p = PartitionSelectionParams(algorithm="dp-sips", split=[0.05, 0.15, 0.8])
     assert p.split == (0.05, 0.15, 0.8)
     assert len(plan_selection(p).steps) == 3
-
-
-@pytest.mark.parametrize(
-    ("rows", "got"),
-    [(-12345, "a smaller integer"), (12345.5, "float"), ("12345", "str"), (True, "bool")],
-)
-def test_input_rows_must_be_a_row_count(spark, rows, got):
-    """A clear error that names the parameter, never its value (a row count is private)."""
-    df = spark.createDataFrame([("u1", "a")], "user_id string, item string")
-    params = PartitionSelectionParams(algorithm="basic")
-    with pytest.raises(ParameterError, match=rf"input_rows must be .* got {got}; .*rows_read") as e:
-        select_partitions(
-            df, params, Randomness.create(1).bind("test"), validate=False, input_rows=rows
-        )
-    assert "12345" not in str(e.value)

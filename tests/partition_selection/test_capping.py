@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 from spark_dp.partition_selection.capping import cap_user_items, with_degree
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
 from spark_dp.partition_selection.layout import keep
-from spark_dp.randomness import Randomness, hash_column
+from spark_dp.randomness import Randomness
 from tests.partition_selection.helpers import random_neighbour, random_sets
 
 
@@ -94,10 +94,10 @@ def test_with_degree_recounts_after_removals(capped_df):
 
 def salted_ranks(spark, sets: dict, randomness: Randomness) -> dict:
     """The rule of the cap, computed apart from it: each user's distinct items ordered by
-    (salted hash of (user, item), item)."""
+    (salted hash of (user, item), item), the salt a literal here (the cap joins it as data)."""
     rows = [(u, i) for u, items in sets.items() for i in set(items)]
     df = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
-    h = hash_column(randomness, F.col(USER_ID), F.col(ITEM), purpose="capping")
+    h = F.xxhash64(F.lit(randomness.salt("capping")), F.col(USER_ID), F.col(ITEM))
     ordered: dict = {}
     for r in sorted(df.select(USER_ID, ITEM, h.alias("h")).collect(), key=lambda r: (r.h, r.item)):
         ordered.setdefault(r[USER_ID], []).append(r[ITEM])

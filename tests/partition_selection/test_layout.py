@@ -19,7 +19,7 @@ import pytest
 from spark_dp.partition_selection import PartitionSelectionParams, select_partitions
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.randomness import Randomness
-from spark_dp.session import SPARK_SHUFFLE_PARTITIONS, user_partitions
+from spark_dp.session import SPARK_SHUFFLE_PARTITIONS, shuffle_partitions
 from tests.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
 
 STAGE_BOUNDARIES = ("Exchange", "InMemoryTableScan", "Scan ", "BroadcastExchange", "ReusedExchange")
@@ -165,28 +165,35 @@ def test_the_udf_check_sees_a_udf_over_an_aggregation(spark):
 
 
 @pytest.mark.parametrize("algorithm", ["basic", "dp-sips", "mad2r"])
-def test_the_shuffle_by_user_is_sized_for_the_input(spark, heavy_tailed, algorithm):
-    """With ``spark.sql.shuffle.partitions`` unset, a validating selection shuffles by user into
-    the partitions :func:`user_partitions` gives for its input's rows (here the floor of two per
-    core), not Spark's 200; a session that sets the count keeps it (8). The same key releases
-    the same items either way: the partitioning chooses tasks, never values."""
+def test_the_shuffle_by_user_follows_the_settings_never_the_input(spark, heavy_tailed, algorithm):
+    """A partition count is a literal of the plan, which Spark's UI and event log show: with
+    ``spark.sql.shuffle.partitions`` unset, a selection shuffles by user into Spark's 200 on a
+    small input and on one ten times larger (adaptive execution merges them at run time); a
+    session that sets the count keeps it (8). The same key releases the same items either way:
+    the partitioning chooses tasks, never values."""
     params = PartitionSelectionParams(algorithm=algorithm, max_contributions=5, delta=0.05)
     released: list[set[str]] = []
 
-    def run() -> None:
-        with select_partitions(heavy_tailed, params, Randomness.create(3)) as selection:
-            released.append({r["item"] for r in selection.items.collect()})
+    def run(pairs):
+        def action() -> None:
+            with select_partitions(pairs, params, Randomness.create(3)) as selection:
+                released.append({r["item"] for r in selection.items.collect()})
 
-    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
-    assert heavy_tailed.count() < 400_000
-    assert sized == {2 * spark.sparkContext.defaultParallelism}  # not 200
-    configured = {n for p in plans_of(spark, run) for n in user_exchanges(p)}
+        return action
+
+    larger = heavy_tailed.crossJoin(spark.range(10)).selectExpr(
+        "concat(user_id, '-', CAST(id AS STRING)) AS user_id", "item"
+    )  # ten copies of every user
+    for pairs in (heavy_tailed, larger):
+        plans = plans_of(spark, run(pairs), UNSET_PARTITIONS)
+        assert {n for p in plans for n in user_exchanges(p)} == {SPARK_SHUFFLE_PARTITIONS}
+    configured = {n for p in plans_of(spark, run(heavy_tailed)) for n in user_exchanges(p)}
     assert configured == {8}
-    assert released[0] == released[1] and released[0]
+    assert released[0] == released[2] and released[0]
 
 
-def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(spark, heavy_tailed, tmp_path):
-    """The job path: the row count its validation read reaches the shuffle by user."""
+def test_the_job_shuffles_by_user_into_the_settings_partitions(spark, heavy_tailed, tmp_path):
+    """The job path: the same count as the library, whatever the rows it read."""
     from spark_dp.jobs.partition_selection import main
 
     path = str(tmp_path / "pairs")
@@ -198,20 +205,14 @@ def test_the_job_sizes_the_shuffle_by_user_for_the_rows_it_read(spark, heavy_tai
                  "--overwrite", "--log-level", "WARNING"]  # fmt: skip
         assert main(flags) == 0
 
-    sized = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
-    assert sized == {2 * spark.sparkContext.defaultParallelism}
+    unset = {n for p in plans_of(spark, run, UNSET_PARTITIONS) for n in user_exchanges(p)}
+    assert unset == {SPARK_SHUFFLE_PARTITIONS}
 
 
-def test_the_partition_rule(spark):
-    """One partition per 400k rows, between two per core and Spark's 200; a count the session
-    sets wins; no row count: 200."""
-    cores = spark.sparkContext.defaultParallelism
+def test_the_partition_count_is_a_setting(spark):
+    """Spark's 200 when the session leaves ``spark.sql.shuffle.partitions`` unset, else the
+    session's count: nothing else decides it."""
     with layout_session(spark, {"spark.sql.shuffle.partitions": None}):
-        assert user_partitions(spark) == SPARK_SHUFFLE_PARTITIONS == 200
-        assert user_partitions(spark, 1) == 2 * cores
-        assert user_partitions(spark, 13_000_000) == 33  # ceil(13M / 400k)
-        assert user_partitions(spark, 400_000 * 40) == 40
-        assert user_partitions(spark, 400_000 * 40 + 1) == 41
-        assert user_partitions(spark, 104_000_000) == 200
+        assert shuffle_partitions(spark) == SPARK_SHUFFLE_PARTITIONS == 200
         spark.conf.set("spark.sql.shuffle.partitions", "7")
-        assert user_partitions(spark, 13_000_000) == user_partitions(spark) == 7
+        assert shuffle_partitions(spark) == 7

@@ -1,0 +1,211 @@
+"""The boundary of a run: everything that leaves it, and what each thing may depend on.
+
+A run's released rows, its report, what it prints, its exit code and its last log line leave
+through this module; docs/privacy/boundary.md states the contract and lists where the other
+channels (log lines above DEBUG, Spark job descriptions, query plans) are made. In short, what
+leaves a run may depend on the public parameters, the released rows and the public release id,
+and on nothing else of the data:
+
+* **released rows** (:func:`write_rows`, :func:`canonical_rows`, :func:`canonical_part_names`):
+  written in an order
+  set by the rows alone (sorted by every column, the release's key first), into part files
+  assigned the same way (one file for a DP release; for confidential outputs a fixed number of
+  files chosen by a hash of the first column), named ``part-00000.snappy.parquet`` and so on,
+  so that two runs that release the same rows write byte-identical directories;
+* **the report**: its fields are parameters, public constants and the release itself; the
+  fields that may differ between two runs on neighbouring inputs are listed in
+  :data:`PUBLIC_REPORT_FIELDS` (a confidential report's counts: :data:`CONFIDENTIAL_REPORT_FIELDS`);
+* **stdout, the exit code and the last log line** (:func:`publish`): the report or the job's own
+  table of released values, exit code 0, and one line with the released summary.
+
+:func:`publish` is the last phase of a run (:mod:`spark_dp.jobs.runner`): the budget commit,
+then the outputs and the report into place (the report last), then stdout.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from spark_dp.jobs.budget_hooks import check_spent
+from spark_dp.jobs.phases import register_tables
+from spark_dp.jobs.run import Run, report_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from spark_dp.io.fs import FileSystem
+    from spark_dp.jobs.spec import JobContext
+
+__all__ = [
+    "CONFIDENTIAL_PART_FILES",
+    "CONFIDENTIAL_REPORT_FIELDS",
+    "EXIT_BUDGET",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PUBLIC_REPORT_FIELDS",
+    "RELEASE_PART_FILES",
+    "canonical_part_names",
+    "canonical_rows",
+    "publish",
+    "write_rows",
+]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_BUDGET = 0, 1, 2, 3
+"""Exit codes: success; a failure of the environment or a bug; bad arguments, settings, paths
+or input (decided before the data is read, or from its schema); the privacy budget refused."""
+
+RELEASE_PART_FILES = 1
+"""Part files of a DP release's Parquet output (partition selection's items): one, whatever
+the size of the input, its rows sorted (an explicit repartition, which adaptive execution never
+coalesces)."""
+
+CONFIDENTIAL_PART_FILES = 16
+"""Part files of a confidential output (contribution bounding's records and user state): a
+fixed number, each row in the file of its first column's hash (Spark's ``hashpartitioning``,
+the same on every run and Spark version), rows sorted within each; a file whose hash bucket is
+empty is not written, so which files exist depends on the rows only."""
+
+PUBLIC_REPORT_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("created_utc",),
+    ("release", "id"),
+    ("spark", "application_id"),
+    ("budget", "run"),
+    ("outputs", "output_items"),
+    ("privacy", "steps", "*", "output_items"),
+    ("privacy", "steps", "*", "chosen_max_contributions"),
+    ("privacy", "steps", "*", "released_estimate"),
+    ("privacy", "mechanism", "max_contributions"),
+    ("parameters", "max_contributions_chosen"),
+    ("outputs", "preview"),
+    ("estimate",),
+    ("ell",),
+    ("lower_bound",),
+    ("lower_bound_clamped",),
+)
+"""The fields of a report that may differ between two runs on neighbouring inputs: the time
+and ids of the run, and the release itself (released sizes and values). ``*``: every element
+of a list."""
+
+CONFIDENTIAL_REPORT_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("selected",),
+    ("rounds",),
+    ("max_degree",),
+    ("contribution_bounding",),
+    ("privacy", "mechanism", "contribution_bound_k"),
+    ("privacy", "mechanism", "dataset_size"),
+    ("outputs", "selected", "rows"),
+    ("outputs", "user_state", "rows"),
+)
+"""The fields of a confidential report (contribution bounding's) that hold counts of the
+hypergraph: like its outputs, they are confidential and not released."""
+
+_SPARK_PART = re.compile(r"^part-(\d+)-[0-9a-f-]{36}-c(\d+)(\..+)$")
+"""A part file as Spark names it: ``part-<task>-<job uuid>-c<file>.<codec>.parquet``."""
+
+
+def canonical_rows(df: DataFrame, *, confidential: bool) -> DataFrame:
+    """``df`` in the order and the partitions it is written in (module docstring): sorted by
+    every column in order, in :data:`RELEASE_PART_FILES` partition, or for a confidential
+    output in :data:`CONFIDENTIAL_PART_FILES` hash partitions of its first column."""
+    from pyspark.sql import functions as F
+
+    columns = [F.col(f"`{c}`") for c in df.columns]
+    if confidential:
+        parts = df.repartition(CONFIDENTIAL_PART_FILES, columns[0])
+    else:
+        parts = df.repartition(RELEASE_PART_FILES)
+    return parts.sortWithinPartitions(*columns)
+
+
+def canonical_part_names(fs: FileSystem, directory: str) -> None:
+    """Rename Spark's part files in ``directory`` (``part-00003-<uuid>-c000.snappy.parquet``,
+    and the ``.crc`` checksum beside it on a local disk) to names without the write's random id
+    (``part-00003.snappy.parquet``; a task's second file ``part-00003-c001.snappy.parquet``)."""
+    names = fs.list_names(directory)
+    for name in sorted(names):
+        m = _SPARK_PART.match(name)
+        if m is None:
+            continue
+        task, file, suffix = m.groups()
+        new = f"part-{task}{'' if int(file) == 0 else f'-c{file}'}{suffix}"
+        fs.rename(f"{directory}/{name}", f"{directory}/{new}")
+        crc = f".{name}.crc"  # a Hadoop checksum filesystem renames it with its file
+        if crc in names and fs.exists(f"{directory}/{crc}"):
+            fs.rename(f"{directory}/{crc}", f"{directory}/.{new}.crc")
+
+
+def write_rows(
+    ctx: JobContext, df: DataFrame, path: str | None = None, *, name: str = "output"
+) -> int:
+    """Stage ``df`` as Parquet (or Delta: :meth:`~spark_dp.jobs.spec.JobContext.output_format`)
+    for ``path`` (``ctx.path("output")`` by default); return its rows.
+
+    The rows of a DP release or of a confidential output are written in their canonical order
+    and part files (:func:`canonical_rows`), under canonical names (:func:`canonical_part_names`;
+    a Delta table keeps the names its log gives them). The count is read back from the staged
+    files, so the DataFrame is computed exactly once (a second computation could draw fresh
+    noise). The path must be in the plan. A confidential job's output is made readable by its
+    owner only before the commit moves it into place.
+    """
+    target = path or ctx.path("output")
+    canonical = ctx.spec.spends_budget or ctx.spec.confidential
+    fmt = ctx.output_format(name)
+    if canonical:
+        df = canonical_rows(df, confidential=ctx.spec.confidential)
+    with ctx.timer.stage(f"write {name}") as info:
+        staged = ctx.staging.stage(name, target)
+        mode = "overwrite" if ctx.staging.direct and ctx.args.overwrite else "error"
+        df.write.format(fmt).mode(mode).save(staged)
+        fs = ctx.staging.fs_for(target)
+        if canonical and fmt != "delta":  # Delta's log names its files
+            canonical_part_names(fs, staged)
+        if ctx.spec.confidential:
+            fs.make_private(staged)
+        rows = ctx.read_staged(name).count()
+        info["rows"] = rows
+    ctx.outputs[name] = target
+    return rows
+
+
+def publish(run: Run, summary: str, started: float) -> int:
+    """The last phase of a run: the budget commit, the outputs into place with the report last
+    (its presence marks the release), stdout (the report, or the job's own table), the hooks
+    that run after the commit, an output table registered in the catalog, and the run's last
+    log line; returns :data:`EXIT_OK`.
+
+    Args:
+        run: the run, its outputs staged and its report filled.
+        summary: the job's one-line summary (released sizes and values, parameters).
+        started: ``time.perf_counter()`` when the run started (the line gives its seconds).
+    """
+    assert run.staging is not None and run.report is not None and run.plan is not None
+    check_spent(run)
+    if run.spec.spends_budget:
+        run.report.extra["budget"] = run.lease.report()  # charged, or adopted from which run
+    path = report_path(run.args, run.spec.confidential)
+    text = run.report.to_json() if path is not None else None
+    output = run.plan.get("output")
+    fs = run.staging.fs_for(output) if output is not None and run.spec.spends_budget else None
+    replacing = None
+    if fs is not None and output is not None and fs.exists(output):
+        replacing = run.lease.replacing("output", output)
+    run.moment("staged")
+    run.lease.commit()  # first: a crash before the move leaves a charge, never a free release
+    run.moment("booked")
+    run.staging.commit(path, text, private_report=run.spec.confidential)
+    run.committed = True
+    if replacing is not None and output is not None:
+        run.lease.replaced(output, replacing)
+    if path is None or run.spec.stdout is not None:
+        printed = run.spec.stdout or (lambda report, _: report.to_json())
+        sys.stdout.write(printed(run.report, run.args))
+        sys.stdout.flush()
+    for hook in run.after_commit:
+        hook()
+    register_tables(run)  # one catalog operation, after the commit
+    run.log.info("%s done in %.1f s: %s", run.spec.name, time.perf_counter() - started, summary)
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""Helpers shared by tests of several families (docs/reference/layout.md)."""
