@@ -137,14 +137,16 @@ $(DELTA4_VENV)/.installed: setup.py pyproject.toml
 	touch $@
 
 # $(call delta-suite,VENV,JARS_DIR): tests/delta on that venv's pyspark with those jars
+# (the Spark 4.2 line leaves out the driver-kill test, 3 spark-submits of the job's own staging
+# and commit, which the 3.5 line runs: CI time)
 delta-suite = SPARK_DP_TEST_SUITE=delta \
 	SPARK_DP_DELTA_JARS=$$(ls $(abspath $(2))/*.jar | paste -sd, -) \
 	PYSPARK_PYTHON=$(abspath $(1)/bin/python) PYSPARK_DRIVER_PYTHON=$(abspath $(1)/bin/python) \
-	    $(1)/bin/python -m pytest -q tests/delta $(ARGS)
+	    $(1)/bin/python -m pytest -q tests/delta $(3) $(ARGS)
 
 test-delta: spark35-setup delta-jars delta4-setup ## Delta Lake with the real jars (pyspark 3.5 and 4.2)
 	$(call delta-suite,$(SPARK35_VENV),$(DELTA_JARS_DIR))
-	$(call delta-suite,$(DELTA4_VENV),$(DELTA4_JARS_DIR))
+	$(call delta-suite,$(DELTA4_VENV),$(DELTA4_JARS_DIR),-k "not kill_during")
 
 graphframes-jars: ## copy the GraphFrames jars into .cache/jars (SHA-256 checked; once)
 	$(PYTHON) .ci/copy-jars $(GRAPHFRAMES_SRC) $(GRAPHFRAMES_JARS_DIR) \

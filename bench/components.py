@@ -10,6 +10,8 @@ line's GraphFrames jar (``make graphframes-jars``), one fresh process per measur
 * the connected components of each core by the DataFrame large-star / small-star path and by
   GraphFrames' ``two_phase`` and ``graphx`` (seconds from the cached graph to the persisted,
   counted labels; every method's partition is checked against the others' by a fingerprint);
+* the same on a path of 1,000 vertices with hashed ids, the worst case of label propagation
+  (``graphx`` runs one superstep per hop; :data:`PATH_TIMEOUT_S` per method);
 * the whole distinct-count job (``jobs/distinct_count.py``, exact method, ε = 1, fixed seed) on
   the pairs of the job's core, with ``--components dataframe`` and ``--components graphframes``
   (both at the default ``--components-min-rows``, so the core is split when it is that large).
@@ -50,11 +52,19 @@ USERS_PER_EDGE = 0.22
 480k users 2.2M edges); the made core's real size is what the tables show."""
 
 SCALES: dict[str, dict[str, Any]] = {
-    "quick": {"cores": (60_000, 250_000), "job": 250_000, "job_min_rows": 0},
-    "full": {"cores": (1_000_000, 5_000_000, 20_000_000), "job": 5_000_000, "job_min_rows": None},
+    "quick": {"cores": (60_000, 250_000), "path": 1_000, "job": 250_000, "job_min_rows": 0},
+    "full": {
+        "cores": (1_000_000, 5_000_000, 20_000_000),
+        "path": 1_000,
+        "job": 5_000_000,
+        "job_min_rows": None,
+    },
 }
-"""Target core edges; the job runs on the pairs of core ``job`` (``job_min_rows``: its
-``--components-min-rows``, None for the default, 5M, which that core reaches)."""
+"""Target core edges, the vertices of the path graph (the worst case of label propagation), and
+the core whose pairs the job runs on (``job_min_rows``: its ``--components-min-rows``, None for
+the default, 5M, which that core reaches)."""
+PATH_TIMEOUT_S = 1800
+"""Seconds a method gets on the path graph (``graphx`` runs one superstep per hop)."""
 
 
 def _env(python: Path) -> dict[str, str]:
@@ -94,18 +104,31 @@ def _core(target: int, memory: str) -> tuple[Path, dict[str, Any]]:
     return out, json.loads(meta.read_text())
 
 
+def _path(vertices: int, memory: str) -> tuple[Path, dict[str, Any]]:
+    """The path graph of ``vertices`` vertices (made once)."""
+    out = DATA_DIR / "components" / f"path-{vertices}"
+    if not (out / "meta.json").exists():
+        step = ["-m", "bench.components_worker", "path", "--vertices", str(vertices)]
+        made, err = _run(LINES["4"][0], [*step, "--out", str(out), "--driver-memory", memory], 3600)
+        if made is None:
+            raise SystemExit(f"bench.components: making path-{vertices} failed: {err}")
+    return out, json.loads((out / "meta.json").read_text())
+
+
 def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
 def _components(line: str, graph: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     python, jar = LINES[line]
+    path = graph.parent.name.startswith("path")
+    timeout = min(args.timeout, PATH_TIMEOUT_S) if path else args.timeout
     rows = []
     for method in args.methods:
         load = _load()
         step = ["-m", "bench.components_worker", "cc", "--graph", str(graph), "--method", method]
         step += ["--jar", str(jar), "--driver-memory", args.driver_memory]
-        got, err = _run(python, step, args.timeout)
+        got, err = _run(python, step, timeout)
         row = {"line": line, "method": method, "load_before": load, "load_after": _load()}
         row.update(got if got is not None else {"seconds": None, "error": err})
         print(f"[components] Spark {line} {graph.parent.name} {method}: {row.get('seconds')} s "
@@ -205,38 +228,42 @@ def main(argv: list[str] | None = None) -> int:
         if not python.exists() or not jar.exists():
             raise SystemExit(f"bench.components: Spark {line} needs {python} and {jar} "
                              "(make setup spark35-setup graphframes-jars)")  # fmt: skip
-    started, t0 = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), time.time()
-    machine = f"{os.cpu_count()} cores, load average at start {_load()}"
+    t0 = time.time()
     scale = SCALES[args.scale]
-    cores = {}
-    rows: list[dict[str, Any]] = []
-    jobs: list[dict[str, Any]] = []
+    doc: dict[str, Any] = {
+        "scale": args.scale,
+        "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{os.cpu_count()} cores, load average at start {_load()}",
+        "driver_memory": args.driver_memory,
+        "wall_minutes": None,
+        "cores": {},
+        "components": [],
+        "job_core": f"core-{scale['job']}",
+        "jobs": [],
+    }
     for target in scale["cores"]:
         out, meta = _core(target, args.driver_memory)
-        cores[out.name] = meta
+        doc["cores"][out.name] = meta
+    out, meta = _path(scale["path"], args.driver_memory)
+    doc["cores"][out.name] = meta
     for line in lines:
-        for name in cores:
+        for name in doc["cores"]:
             for row in _components(line, DATA_DIR / "components" / name / "graph", args):
-                rows.append({"core": name, **row})
+                doc["components"].append({"core": name, **row})
+            _write(doc, args.out, t0)  # after every core: a long run keeps what it measured
         if not args.no_job:
-            pairs = DATA_DIR / "components" / f"core-{scale['job']}" / "pairs"
-            jobs += [_job(line, pairs, m, args) for m in ("dataframe", "graphframes")]
-    doc = {
-        "scale": args.scale,
-        "started": started,
-        "machine": machine,
-        "driver_memory": args.driver_memory,
-        "wall_minutes": round((time.time() - t0) / 60, 1),
-        "cores": cores,
-        "components": rows,
-        "job_core": f"core-{scale['job']}",
-        "jobs": jobs,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"results-{args.scale}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    (args.out / f"results-{args.scale}.md").write_text(_markdown(doc))
+            pairs = DATA_DIR / "components" / doc["job_core"] / "pairs"
+            doc["jobs"] += [_job(line, pairs, m, args) for m in ("dataframe", "graphframes")]
+            _write(doc, args.out, t0)
     print(_markdown(doc))
     return 0
+
+
+def _write(doc: dict[str, Any], out: Path, t0: float) -> None:
+    doc["wall_minutes"] = round((time.time() - t0) / 60, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"results-{doc['scale']}.json").write_text(json.dumps(doc, indent=2) + "\n")
+    (out / f"results-{doc['scale']}.md").write_text(_markdown(doc))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from typing import Any
 __all__ = ["main"]
 
 ELL_MAX = 100
-ZIPF = {"mean_items": 36.0, "exponent": 1.3}
+ZIPF: dict[str, Any] = {"mean_items": 36.0, "exponent": 1.3}
 
 
 def _session(jar: str | None, driver_memory: str) -> Any:
@@ -118,6 +118,7 @@ def time_components(graph: str, method: str, jar: str | None, driver_memory: str
             )
             .first()
         )
+    assert fingerprint is not None
     return {
         "method": method,
         "seconds": round(seconds, 2),

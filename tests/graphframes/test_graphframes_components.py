@@ -56,14 +56,14 @@ def _graph_shapes() -> dict[str, Edges]:
     giant = take(300)
     small = [take(int(rng.integers(2, 5))) for _ in range(120)]
     hubs = [take(1 + 150) for _ in range(3)]
-    path = take(120)
+    path = take(45)
     lonely = take(40)
     shapes = {
         "giant": [(giant[i], giant[int(rng.integers(0, i))]) for i in range(1, 300)]
         + [(giant[a], giant[b]) for a, b in rng.integers(0, 300, size=(150, 2))],
         "small": [(c[i], c[i + 1]) for c in small for i in range(len(c) - 1)],
         "stars": [(h[0], leaf) for h in hubs for leaf in h[1:]] + [(hubs[0][5], hubs[0][0])],
-        "path": [(path[i], path[i + 1]) for i in range(119)],  # 119 hops
+        "path": [(path[i], path[i + 1]) for i in range(44)],  # 44 hops: more than 31
         "isolated": [(v, v) for v in lonely],  # vertices with a self loop only
         "repeats": [(path[3], path[2]), (path[2], path[3]), (small[0][0], small[0][1])] * 2
         + [(-(2**63), 2**63 - 1), (0, -(2**63))],  # extreme ids
@@ -89,32 +89,33 @@ def test_the_session_runs_graphframes_0_11(spark: SparkSession) -> None:
     assert comp.resolve_method(spark, "auto") == comp.AUTO_METHOD
 
 
+@pytest.fixture(scope="module")
+def dataframe_partition(spark: SparkSession, graph: DataFrame) -> set[frozenset[Any]]:
+    with CacheScope() as scope:
+        labels = comp.connected_components(graph, scope, method="dataframe").collect()
+    return partition(map(tuple, labels))
+
+
 @pytest.mark.parametrize("algorithm", ["two_phase", "graphx"])
 def test_each_algorithm_finds_the_components_of_every_shape(
-    spark: SparkSession, graph: DataFrame, cache: CacheScope, algorithm: str
+    spark: SparkSession,
+    graph: DataFrame,
+    dataframe_partition: set[frozenset[Any]],
+    algorithm: str,
 ) -> None:
-    checkpoints = spark.sparkContext.getCheckpointDir()
-    got = [tuple(r) for r in comp.graphframes_components(graph, cache, algorithm).collect()]
-    assert len(got) == len({v for v, _ in got})  # one label per vertex
-    found = partition(got)
-    assert found == scipy_partition(ALL_EDGES)
-    dataframe = comp.connected_components(graph, cache, method="dataframe").collect()
-    assert found == partition(map(tuple, dataframe))
-    assert frozenset(x for e in SHAPES["path"] for x in e) in found  # the 119 hops labelled
-    assert spark.sparkContext.getCheckpointDir() == checkpoints  # no directory set by the run
-
-
-def test_graphframes_answer_is_released_with_the_scope(
-    spark: SparkSession, graph: DataFrame
-) -> None:
-    """GraphFrames hands back its answer persisted: the scope that ran it unpersists it. What
-    stays is the blocks of two_phase's local checkpoints, which Spark's cleaner drops once the
-    JVM has collected their RDDs."""
+    """The partition of scipy and of the DataFrame path. GraphFrames hands back its answer
+    persisted: the scope that ran it unpersists it (what stays is the blocks of two_phase's
+    local checkpoints, which Spark's cleaner drops once the JVM has collected their RDDs)."""
     jsc = spark.sparkContext._jsc
     before = set(jsc.getPersistentRDDs().keySet())
+    checkpoints = spark.sparkContext.getCheckpointDir()
     with CacheScope() as scope:
-        labels = comp.connected_components(graph, scope, method="graphframes")
-        assert labels.count() == len({x for e in ALL_EDGES for x in e})
+        got = [tuple(r) for r in comp.graphframes_components(graph, scope, algorithm).collect()]
+    assert len(got) == len({v for v, _ in got})  # one label per vertex
+    found = partition(got)
+    assert found == scipy_partition(ALL_EDGES) == dataframe_partition
+    assert frozenset(x for e in SHAPES["path"] for x in e) in found  # all 44 hops labelled
+    assert spark.sparkContext.getCheckpointDir() == checkpoints  # no directory set by the run
     rdds = jsc.getPersistentRDDs()
     left = [rdds[k].rdd() for k in set(rdds.keySet()) - before]
     assert [r.toDebugString() for r in left if not r.isLocallyCheckpointed()] == []
@@ -151,7 +152,8 @@ def _datasets() -> dict[str, Rows]:
     mixed += [(f"alone{k}", f"own{k}") for k in range(30)]  # isolated persons
     for k in range(40):  # a star around a hub person, each item shared with one other person
         mixed += [("hubperson", f"hx{k}"), (f"hp{k}", f"hx{k}")]
-    return {"giant": giant, "mixed": sorted(set(mixed)), "collisions": sorted(set(giant + mixed))}
+    shapes = sorted(set(giant + mixed))  # the giant component beside all the others
+    return {"shapes": shapes, "collisions": shapes}
 
 
 DATASETS = _datasets()
@@ -216,18 +218,16 @@ def test_the_job_report_names_the_method_that_ran(
     spark: SparkSession, tmp_path: Path, graphframes_calls: list[str]
 ) -> None:
     data = tmp_path / "pairs"
-    spark.createDataFrame(DATASETS["mixed"], "user_id string, item string").write.parquet(str(data))
-    ran: dict[str, Any] = {}
-    for flag in ("graphframes", "auto"):
-        report = tmp_path / f"{flag}.json"
-        args = ["--input", str(data), "--epsilon", "1", "--max-contributions", str(ELL_MAX)]
-        args += ["--components", flag, "--components-min-rows", "0", "--seed", "3"]
-        assert job.main([*args, "--report", str(report), "--log-level", "ERROR"]) == 0
-        ran[flag] = json.loads(report.read_text())["privacy"]["mechanism"]["components"]
-    assert ran == {"graphframes": "graphframes", "auto": comp.AUTO_METHOD}
-    assert graphframes_calls == [comp.GRAPHFRAMES_ALGORITHM] * (
-        1 + (comp.AUTO_METHOD == "graphframes")
+    spark.createDataFrame(DATASETS["shapes"], "user_id string, item string").write.parquet(
+        str(data)
     )
+    report = tmp_path / "report.json"
+    args = ["--input", str(data), "--epsilon", "1", "--max-contributions", str(ELL_MAX)]
+    args += ["--components", "graphframes", "--components-min-rows", "0", "--seed", "3"]
+    assert job.main([*args, "--report", str(report), "--log-level", "ERROR"]) == 0
+    mechanism = json.loads(report.read_text())["privacy"]["mechanism"]
+    assert mechanism["components"] == "graphframes"
+    assert graphframes_calls == [comp.GRAPHFRAMES_ALGORITHM]
 
 
 def test_a_configured_checkpoint_directory_takes_the_checkpoints(
