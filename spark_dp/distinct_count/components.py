@@ -53,13 +53,16 @@ __all__ = [
 METHODS = ("auto", "graphframes", "dataframe")
 
 GRAPHFRAMES_ALGORITHM = "two_phase"
-"""The GraphFrames algorithm ``graphframes`` runs (``two_phase`` or ``graphx``; never
-``randomized_contraction``, wrong in GraphFrames 0.11). Chosen by ``bench.components``
-(docs/operations/cluster.md#graphframes)."""
+"""The GraphFrames algorithm ``graphframes`` runs: ``two_phase`` (large-star / small-star rounds,
+O(log² n) of them). ``graphx`` was faster on short-diameter cores but runs one superstep per hop
+(a 1,000-vertex path took it over 900 s), and a core's shape is the data's;
+``randomized_contraction`` is wrong in GraphFrames 0.11. Measured by ``bench.components``
+(docs/operations/cluster.md#measured)."""
 
 AUTO_METHOD = "dataframe"
-"""What ``auto`` runs where GraphFrames is usable: the faster method on the measured cores
-(``bench.components``, docs/operations/cluster.md#graphframes)."""
+"""What ``auto`` runs where GraphFrames is usable too: the DataFrame path, faster than
+``two_phase`` on every measured core and on the whole job (docs/operations/cluster.md#measured).
+A constant, so the choice never depends on the data."""
 
 GRAPHFRAMES_PACKAGES = {
     "4": "io.graphframes:graphframes-spark4_2.13:0.11.0",
