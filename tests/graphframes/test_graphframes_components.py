@@ -98,9 +98,8 @@ def test_each_algorithm_finds_the_components_of_every_shape(
 ) -> None:
     """scipy's partition (the DataFrame path's is checked against scipy in the main suite, and
     against GraphFrames through the curves below). GraphFrames hands back its answer
-    persisted: the scope that ran it unpersists it. After two_phase (what the job runs) only the
-    blocks of its local checkpoints stay, which Spark's cleaner drops once the JVM has collected
-    their RDDs; graphx (the bench only) also leaves GraphFrames' own vertex RDD persisted."""
+    persisted: the scope that ran it unpersists it (what stays is the blocks of two_phase's
+    local checkpoints, which Spark's cleaner drops once the JVM has collected their RDDs)."""
     jsc = spark.sparkContext._jsc
     before = set(jsc.getPersistentRDDs().keySet())
     checkpoints = spark.sparkContext.getCheckpointDir()
@@ -113,8 +112,7 @@ def test_each_algorithm_finds_the_components_of_every_shape(
     assert spark.sparkContext.getCheckpointDir() == checkpoints  # no directory set by the run
     rdds = jsc.getPersistentRDDs()
     left = [rdds[k].rdd() for k in set(rdds.keySet()) - before]
-    if algorithm == "two_phase":
-        assert [r.toDebugString() for r in left if not r.isLocallyCheckpointed()] == []
+    assert [r.toDebugString() for r in left if not r.isLocallyCheckpointed()] == []
 
 
 # ----------------------------------------------------------------- person-item datasets
