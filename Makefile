@@ -33,18 +33,37 @@ PY_DESELECT   := --ignore tests/test_notebook.py \
                  --deselect tests/distinct_count/test_release.py::test_coverage_of_the_fashion_curve_by_simulation \
                  -k "not test_coverage_over_4000_seeded_runs"
 
-# Delta Lake (issue 38): the Delta suite (tests/delta) runs on pyspark 3.5 with the jars of
-# delta-spark 3.3.2 (Delta's releases for Spark 4 are built against other Spark 4 versions than
-# the newest pyspark, whose internals they call: measured, delta-spark_2.13 4.4.0 on pyspark 4.3.0
-# fails its first write with NoSuchMethodError), fetched once from Maven Central into .cache/jars
-# (.ci/fetch-jars: checked against their SHA-1; a second run is offline).
+# Delta Lake (issues 38, 47): the Delta suite (tests/delta) runs on each Spark line with the jars
+# of the Delta release built for it, fetched once from Maven Central into .cache/jars
+# (.ci/fetch-jars: checked against their SHA-1; a second run is offline): pyspark 3.5 with
+# delta-spark 3.3.2, and pyspark 4.2.0 (its own venv) with delta-spark 4.4.0, which is built
+# against Spark 4.2.0. Delta calls Spark internals: delta-spark_2.13 4.4.0 on the newest pyspark
+# (4.3.0) fails its first write with NoSuchMethodError, and no Delta release for Spark 4.3 is
+# served (delta-spark 4.4.1's jars are not on Maven Central).
 DELTA_VERSION  := 3.3.2
 DELTA_JARS_DIR := .cache/jars/delta-$(DELTA_VERSION)
 DELTA_ARTIFACTS := io.delta:delta-spark_2.12:$(DELTA_VERSION) io.delta:delta-storage:$(DELTA_VERSION)
+DELTA4_VERSION   := 4.4.0
+DELTA4_SPARK     := 4.2.0
+DELTA4_VENV      := .venv-spark42
+DELTA4_JARS_DIR  := .cache/jars/delta-$(DELTA4_VERSION)-spark$(DELTA4_SPARK)
+DELTA4_ARTIFACTS := io.delta:delta-spark_4.2_2.13:$(DELTA4_VERSION) io.delta:delta-storage:$(DELTA4_VERSION)
+
+# GraphFrames (issue 47): no Maven repository reachable here serves io.graphframes, so its jars
+# (0.11.0 plus 11 commits, built from GraphFrames' source, one per Spark line) are copied from a
+# local folder into .cache/jars, each checked against the SHA-256 listed beside it
+# (.ci/copy-jars); without that folder the GraphFrames suite skips, saying why. On a machine that
+# reaches Maven Central the same code is --packages io.graphframes:graphframes-spark4_2.13:0.11.0.
+GRAPHFRAMES_BUILD    := 0.11.0-11-ge49a655b
+GRAPHFRAMES_SRC      ?= ../shared/jars/graphframes
+GRAPHFRAMES_JARS_DIR := .cache/jars/graphframes-$(GRAPHFRAMES_BUILD)
+GRAPHFRAMES_JAR4     := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark4_2.13-$(GRAPHFRAMES_BUILD).jar
+GRAPHFRAMES_JAR35    := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark3_2.12-$(GRAPHFRAMES_BUILD).jar
 
 .PHONY: help setup docs bench-setup bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
         bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
-        test-compat sweep delta-jars test-delta
+        test-compat sweep delta-jars test-delta delta4-setup graphframes-jars test-graphframes \
+        bench-components
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -105,12 +124,43 @@ $(DELTA_JARS_DIR)/.fetched:
 	$(PYTHON) .ci/fetch-jars $(DELTA_JARS_DIR) $(DELTA_ARTIFACTS)
 	touch $@
 
-test-delta: spark35-setup delta-jars ## Delta Lake in and out with the real jars (pyspark 3.5)
-	SPARK_DP_TEST_SUITE=delta \
-	SPARK_DP_DELTA_JARS=$$(ls $(abspath $(DELTA_JARS_DIR))/*.jar | paste -sd, -) \
-	PYSPARK_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
-	PYSPARK_DRIVER_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
-	    $(SPARK35_VENV)/bin/python -m pytest -q tests/delta $(ARGS)
+$(DELTA4_JARS_DIR)/.fetched:
+	$(PYTHON) .ci/fetch-jars $(DELTA4_JARS_DIR) $(DELTA4_ARTIFACTS)
+	touch $@
+
+delta4-setup: $(DELTA4_VENV)/.installed $(DELTA4_JARS_DIR)/.fetched
+
+$(DELTA4_VENV)/.installed: setup.py pyproject.toml
+	$(PYTHON) -m venv $(DELTA4_VENV)
+	$(DELTA4_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DELTA4_VENV)/bin/python -m pip install --quiet -e ".[test-core]" "pyspark==$(DELTA4_SPARK)"
+	touch $@
+
+# $(call delta-suite,VENV,JARS_DIR): tests/delta on that venv's pyspark with those jars
+# (the Spark 4.2 line leaves out the driver-kill test, 3 spark-submits of the job's own staging
+# and commit, which the 3.5 line runs: CI time)
+delta-suite = SPARK_DP_TEST_SUITE=delta \
+	SPARK_DP_DELTA_JARS=$$(ls $(abspath $(2))/*.jar | paste -sd, -) \
+	PYSPARK_PYTHON=$(abspath $(1)/bin/python) PYSPARK_DRIVER_PYTHON=$(abspath $(1)/bin/python) \
+	    $(1)/bin/python -m pytest -q tests/delta $(3) $(ARGS)
+
+test-delta: spark35-setup delta-jars delta4-setup ## Delta Lake with the real jars (pyspark 3.5 and 4.2)
+	$(call delta-suite,$(SPARK35_VENV),$(DELTA_JARS_DIR))
+	$(call delta-suite,$(DELTA4_VENV),$(DELTA4_JARS_DIR),-k "not kill_during")
+
+graphframes-jars: ## copy the GraphFrames jars into .cache/jars (SHA-256 checked; once)
+	$(PYTHON) .ci/copy-jars $(GRAPHFRAMES_SRC) $(GRAPHFRAMES_JARS_DIR) \
+	    $(notdir $(GRAPHFRAMES_JAR4)) $(notdir $(GRAPHFRAMES_JAR35))
+
+# $(call graphframes-suite,VENV,JAR): tests/graphframes on that venv's pyspark with that jar
+graphframes-suite = SPARK_DP_TEST_SUITE=graphframes \
+	SPARK_DP_GRAPHFRAMES_JAR=$$([ -f $(2) ] && echo $(abspath $(2))) \
+	PYSPARK_PYTHON=$(abspath $(1)/bin/python) PYSPARK_DRIVER_PYTHON=$(abspath $(1)/bin/python) \
+	    $(1)/bin/python -m pytest -q -rs tests/graphframes $(ARGS)
+
+test-graphframes: setup spark35-setup graphframes-jars ## GraphFrames' components for real (pyspark 4 and 3.5)
+	$(call graphframes-suite,$(VENV),$(GRAPHFRAMES_JAR4))
+	$(call graphframes-suite,$(SPARK35_VENV),$(GRAPHFRAMES_JAR35))
 
 test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on this machine
 	@for v in $(PY_VERSIONS); do \
@@ -125,7 +175,7 @@ test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on th
 	        || exit 1; \
 	done
 
-test-compat: test-spark35 test-delta test-pythons ## pyspark 3.5, Delta and the other Pythons (CI: after test)
+test-compat: test-spark35 test-delta test-graphframes test-pythons ## pyspark 3.5, Delta, GraphFrames, other Pythons (CI: after test)
 
 lint: setup ## ruff, ruff format check, mypy, the configuration reference and the strict docs build
 	$(PY) -m ruff check .
@@ -179,6 +229,12 @@ bench: setup bench-setup bench-lines ## full benchmark, about 2 h 15 here (bench
 SCALE ?= full
 bench-lines: setup bench-setup ## Spark 3.5 + 4, floors and peers (bench/results/lines/results-$(SCALE).md)
 	$(PY) -m bench.lines --scale $(SCALE) $(ARGS)
+
+# Issue 47: connected components of the peeled core (1M, 5M, 20M edges at SCALE=full) by the
+# DataFrame path and GraphFrames' two_phase and graphx, and the whole distinct-count job, on
+# Spark 4 and 3.5 (bench/results/components/results-$(SCALE).md). Run it on an idle machine.
+bench-components: setup spark35-setup graphframes-jars ## GraphFrames vs DataFrame components (SCALE=quick|full)
+	$(PY) -m bench.components --scale $(SCALE) $(ARGS)
 
 bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)

@@ -23,6 +23,15 @@ TEST_CORE = [
     "wheel>=0.40",
 ]
 
+# graphframes-py pinned to the JVM code of the jar (0.12 calls JVM methods that 0.11 lacks), with
+# the two imports it needs but does not declare: numpy (through pyspark.ml) and, before Python
+# 3.12, typing_extensions
+GRAPHFRAMES = [
+    "graphframes-py==0.11.0",
+    "numpy>=1.23",
+    "typing_extensions>=4.0; python_version < '3.12'",
+]
+
 setup(
     name="spark_dp",
     version=VERSION,
@@ -67,12 +76,13 @@ setup(
             # into a wheel (started and stopped by pid by tests/budget/postgres.py)
             "psycopg[binary]>=3.1",
             "pgserver>=0.1.4",
-            # GraphFrames' Python side (Python only: its JVM jar is added with --packages, see
-            # docs/operations/cluster.md#graphframes), so the suite probes the JVM class itself
-            "graphframes-py>=0.10",
+            # GraphFrames' Python side; its JVM jar (make graphframes-jars) is added to the
+            # session of tests/graphframes (make test-graphframes)
+            *GRAPHFRAMES,
         ],
-        # `--components graphframes` (with the jar on the classpath)
-        "graphframes": ["graphframes-py>=0.10"],
+        # `--components graphframes` (with the jar on the classpath,
+        # docs/operations/cluster.md#graphframes)
+        "graphframes": GRAPHFRAMES,
         # a PostgreSQL budget store (--budget-store postgresql://...)
         "postgres": ["psycopg[binary]>=3.1"],
         # Spark Connect clients (make test-connect starts a local server: pyspark >= 4)

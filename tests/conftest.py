@@ -23,9 +23,10 @@ from tests.spark_session import session_builder
 # SPARK_DP_TEST_SUITE names them: tests/connect (make test-connect: a classic session and a Spark
 # Connect client cannot share a process), tests/airflow_run (make airflow-test: the DAG's
 # real spark-submits, minutes long) and tests/sweep (make sweep: a few hundred command lines,
-# each its own process, minutes long) and tests/delta (make test-delta: Delta Lake's jars, on the
-# Spark line a Delta release is built for).
-SEPARATE_SUITES = ("airflow_run", "connect", "delta", "sweep")
+# each its own process, minutes long), tests/delta (make test-delta: Delta Lake's jars, on the
+# Spark line a Delta release is built for) and tests/graphframes (make test-graphframes: the
+# GraphFrames jar of each Spark line).
+SEPARATE_SUITES = ("airflow_run", "connect", "delta", "graphframes", "sweep")
 
 STATE_HOME = tempfile.mkdtemp(prefix="spark_dp-test-state-")
 os.environ["XDG_STATE_HOME"] = STATE_HOME

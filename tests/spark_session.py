@@ -32,6 +32,11 @@ DELTA_JARS_ENV = "SPARK_DP_DELTA_JARS"
 Delta suite's session starts with them and Delta's extension and catalog."""
 
 
+GRAPHFRAMES_JAR_ENV = "SPARK_DP_GRAPHFRAMES_JAR"
+"""The GraphFrames jar of this Spark line (``make test-graphframes`` copies it into
+``.cache/jars``): the GraphFrames suite's session starts with it."""
+
+
 def session_builder(connect: bool = False) -> Any:
     """A session builder for local[2] with the test settings (a Spark Connect server started in
     this process when ``connect``), the workers on this interpreter."""
@@ -45,10 +50,12 @@ def session_builder(connect: bool = False) -> Any:
     builder = builder.appName("spark_dp-tests")
     for key, value in TEST_SPARK_CONF.items():
         builder = builder.config(key, value)
+    jars = [os.environ.get(k, "") for k in (DELTA_JARS_ENV, GRAPHFRAMES_JAR_ENV)]
+    if any(jars):
+        builder = builder.config("spark.jars", ",".join(j for j in jars if j))
     if os.environ.get(DELTA_JARS_ENV):
         from spark_dp.io.delta import DELTA_SESSION_CONF
 
-        builder = builder.config("spark.jars", os.environ[DELTA_JARS_ENV])
         for key, value in DELTA_SESSION_CONF.items():
             builder = builder.config(key, value)
     return builder

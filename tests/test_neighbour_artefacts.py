@@ -9,8 +9,9 @@ report but its documented public fields, the budget store's rows but run ids, ho
 and the executed query plans with their Spark job descriptions (expression ids and the run's
 own paths normalised; a plan that runs several times, an iteration, counts once). A second
 comparison adds a user whose items *are* released: only those rows (and the released sizes)
-may differ. The secrets in plans are checked on Spark's event log by
-tests/test_plan_secrets.py; Delta outputs by tests/delta/test_delta.py.
+may differ (GraphFrames' components: tests/graphframes/test_graphframes_neighbours.py). The
+secrets in plans are checked on Spark's event log by
+tests/test_event_log_secrets.py; Delta outputs by tests/delta/test_delta.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pyspark.sql import SparkSession
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import contribution_bounding, distinct_count, partition_selection, preview
 from spark_dp.partition_selection.registry import ALGORITHMS
-from spark_dp.session import graphframes_missing
 from tests.support.neighbours import Artefacts, differences, run_job_in_process
 
 SEED = ["--seed", "5"]
@@ -122,13 +122,13 @@ def _run(
     return run_job_in_process(spark, job.SPEC, argv, root, out=out, store=db)
 
 
-def _pair(spark, inputs, job, argv, case, store=False) -> tuple[Artefacts, Artefacts]:
+def run_pair(spark, inputs, job, argv, case, store=False) -> tuple[Artefacts, Artefacts]:
     return tuple(  # type: ignore[return-value]
         _run(spark, job, argv, inputs[name], case, store) for name in ("D", "Du")
     )
 
 
-def _same(d: Artefacts, du: Artefacts, files: bool = True) -> None:
+def assert_same(d: Artefacts, du: Artefacts, files: bool = True) -> None:
     found = differences(d, du, files=files)
     assert not found, "\n\n".join(found)
 
@@ -183,7 +183,7 @@ CASES: dict[str, tuple[ModuleType, list[str]]] = {
 def test_a_user_never_released_changes_no_artefact(spark, inputs, case) -> None:
     job, argv = CASES[case]
     store = case == "selection-basic"  # one case with a budget store
-    d, du = _pair(spark, inputs, job, argv, case, store)
+    d, du = run_pair(spark, inputs, job, argv, case, store)
     assert d.code == 0, (d.stderr, d.log[-5:])
     if job is partition_selection:  # the premise: the same rows are released
         released = _released_items(inputs["D"], case)
@@ -191,7 +191,7 @@ def test_a_user_never_released_changes_no_artefact(spark, inputs, case) -> None:
         assert not any(i.startswith("own") for i in released)
     assert d.plans and d.log, "the comparison has nothing to compare"
     if job is contribution_bounding:  # u's own row of the user state is the one difference
-        _same(d, du, files=False)
+        assert_same(d, du, files=False)
         users = "records_user_state/"
         assert {k: v for k, v in d.files.items() if not k.startswith(users)} == {
             k: v for k, v in du.files.items() if not k.startswith(users)
@@ -199,17 +199,7 @@ def test_a_user_never_released_changes_no_artefact(spark, inputs, case) -> None:
         state_d, state_du = (_user_state(inputs[n], case) for n in ("D", "Du"))
         assert state_du == sorted([*state_d, ("unew", 3, 0, "EXHAUSTED")])
         return
-    _same(d, du)
-
-
-def test_components_with_graphframes_change_no_artefact(spark, inputs) -> None:
-    missing = graphframes_missing(spark)
-    if missing is not None:
-        pytest.skip(f"GraphFrames is not usable here: {missing}")
-    argv = [*CORE, "--components", "graphframes"]
-    d, du = _pair(spark, inputs, distinct_count, [*argv, "--components-min-rows", "0"], "gf")
-    assert d.code == 0
-    _same(d, du)
+    assert_same(d, du)
 
 
 def test_a_table_output_changes_no_artefact(spark, inputs, tmp_path) -> None:
@@ -236,7 +226,7 @@ def test_a_table_output_changes_no_artefact(spark, inputs, tmp_path) -> None:
         for a, db in zip(runs, made, strict=True):
             a.log = [line.replace(db, "<db>") for line in a.log]
             a.plans = [p.replace(db, "<db>") for p in a.plans]
-        _same(d, du)
+        assert_same(d, du)
     finally:
         for db in made:
             spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
@@ -268,7 +258,7 @@ def _without_released_sizes(a: Artefacts, sizes: set[int]) -> None:
 
 def test_a_user_whose_items_are_released_changes_only_those_rows(spark, released_inputs):
     argv = [*SELECTION, "--algorithm", "basic", "--max-contributions", "1", "--epsilon", "1"]
-    d, du = _pair(spark, released_inputs, partition_selection, argv, "basic")
+    d, du = run_pair(spark, released_inputs, partition_selection, argv, "basic")
     items_d = _released_items(released_inputs["D"], "basic")
     items_du = _released_items(released_inputs["Du"], "basic")
     assert items_du - items_d == {"border"}, "u changes nothing here: no power"
@@ -276,7 +266,7 @@ def test_a_user_whose_items_are_released_changes_only_those_rows(spark, released
     sizes = {d.report["outputs"]["output_items"], du.report["outputs"]["output_items"]}
     for a in (d, du):
         _without_released_sizes(a, sizes)
-    _same(d, du, files=False)
+    assert_same(d, du, files=False)
     # the files differ in their rows only: the same names, each sorted by item
     assert sorted(d.files) == sorted(du.files)
     assert sorted(items_du) == _file_order(released_inputs["Du"])

@@ -209,8 +209,9 @@ def _part_files(path: Path) -> int:
 
 def test_the_part_file_count_does_not_follow_the_input_size(spark, tmp_path):
     """Two inputs, the second with 30 times the rows (many items of one user, each released
-    with probability below δ), the same heavy items released. Spark's partitions follow the data's size (here: adaptive execution coalescing
-    to 1 KB shuffle partitions out of 64), the released files do not."""
+    with probability below δ), the same heavy items released. Spark's partitions follow the
+    data's size (here: adaptive execution coalescing to 1 KB shuffle partitions out of 64), the
+    released files do not."""
     heavy = [(f"h{u}", f"heavy{k}") for u in range(400) for k in range(12)]
     light = [(f"l{u}", f"light{u}") for u in range(30_000)]  # one user each: never released
     spark.createDataFrame(heavy, "user_id string, item string").write.parquet(

@@ -5,12 +5,17 @@ connected components of the graph (docs/design/counting.md#curve, end of "E3"), 
 be solved exactly on its own executor task.
 
 * **GraphFrames** ``connectedComponents`` runs when both its Python package and its JVM jar are
-  present (:func:`spark_dp.session.graphframes_missing`); ``auto`` falls back to the DataFrame
-  path otherwise, and ``graphframes`` without them is a :class:`ParameterError` (the job checks
-  it once the session exists, before any data is read). The command that adds the jar on a
-  cluster is in docs/operations/cluster.md#graphframes (not run by the test suite: its jars are
-  not obtainable where it runs). GraphFrames needs a checkpoint directory; when the context has
-  none, one is set under ``spark.local.dir``.
+  present (:func:`spark_dp.session.graphframes_missing`); ``graphframes`` without them is a
+  :class:`ParameterError` (the job checks it once the session exists, before any data is read).
+  It runs :data:`GRAPHFRAMES_ALGORITHM` with an explicit iteration cap (graphframes-py's default
+  ``max_iter`` is 31, which would stop ``graphx`` before a long path is labelled) and AQE's skew
+  joins (GraphFrames' other path turns AQE off session-wide while it runs). Its checkpoints go
+  to the context's checkpoint directory when one is set (``spark.checkpoint.dir``: reliable
+  storage, e.g. HDFS on a cluster), else they are local checkpoints: nothing is written under a
+  directory the job picked. The measurements and the cluster commands:
+  docs/operations/cluster.md#graphframes.
+* ``auto`` runs :data:`AUTO_METHOD` when GraphFrames is usable, and the DataFrame path otherwise
+  (see :func:`resolve_method`).
 * **DataFrame fallback**: the alternating large-star / small-star algorithm (Kiveris et al.,
   "Connected Components in MapReduce and Beyond", SoCC 2014), which needs O(log² n) rounds.
   Every round's edges are materialized (:meth:`spark_dp.caching.CacheScope.materialize`) to
@@ -26,8 +31,6 @@ union of components exact.
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
@@ -37,9 +40,38 @@ from spark_dp.logs import log_private
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["METHODS", "connected_components", "resolve_method"]
+__all__ = [
+    "AUTO_METHOD",
+    "GRAPHFRAMES_ALGORITHM",
+    "GRAPHFRAMES_PACKAGES",
+    "METHODS",
+    "connected_components",
+    "graphframes_components",
+    "resolve_method",
+]
 
 METHODS = ("auto", "graphframes", "dataframe")
+
+GRAPHFRAMES_ALGORITHM = "two_phase"
+"""The GraphFrames algorithm ``graphframes`` runs: ``two_phase`` (large-star / small-star rounds,
+O(log² n) of them). ``graphx`` was faster on short-diameter cores but runs one superstep per hop
+(a 1,000-vertex path took it over 900 s), and a core's shape is the data's;
+``randomized_contraction`` is wrong in GraphFrames 0.11. Measured by ``bench.components``
+(docs/operations/cluster.md#measured)."""
+
+AUTO_METHOD = "dataframe"
+"""What ``auto`` runs where GraphFrames is usable too: the DataFrame path, faster than
+``two_phase`` on every measured core and on the whole job (docs/operations/cluster.md#measured).
+A constant, so the choice never depends on the data."""
+
+GRAPHFRAMES_PACKAGES = {
+    "4": "io.graphframes:graphframes-spark4_2.13:0.11.0",
+    "3": "io.graphframes:graphframes-spark3_2.12:0.11.0",
+}
+"""The ``spark-submit --packages`` coordinate of the GraphFrames jar for each Spark major
+version (the JVM code graphframes-py 0.11.0 calls)."""
+
+_MAX_ITER = 2**31 - 1  # the JVM's Int.MaxValue: no cap (graphframes-py's default is 31)
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +79,9 @@ log = logging.getLogger(__name__)
 def resolve_method(spark: SparkSession, method: str = "auto") -> str:
     """``graphframes`` or ``dataframe``: what :func:`connected_components` will run.
 
-    ``auto`` picks GraphFrames exactly when :func:`spark_dp.session.graphframes_missing` finds
-    nothing missing. Depends on the session only (a public fact), never on the data.
+    ``auto`` runs :data:`AUTO_METHOD` when :func:`spark_dp.session.graphframes_missing` finds
+    nothing missing, else ``dataframe``. Depends on the session only (a public fact), never
+    on the data.
 
     Raises:
         ParameterError: an unknown method, or ``graphframes`` without its package and jar.
@@ -63,10 +96,12 @@ def resolve_method(spark: SparkSession, method: str = "auto") -> str:
     if method == "graphframes" and missing is not None:
         raise ParameterError(
             f"components='graphframes' cannot run: {missing}; add it (spark-submit --packages "
-            "io.graphframes:graphframes-spark4_2.13:<version> for Spark 4, "
-            "graphframes-spark3_2.12 for Spark 3.5), or use components='auto' or 'dataframe'"
+            f"{GRAPHFRAMES_PACKAGES['4']} for Spark 4, {GRAPHFRAMES_PACKAGES['3']} for Spark "
+            "3.5, or --jars with that jar), or use components='auto' or 'dataframe'"
         )
-    return "dataframe" if missing is not None else "graphframes"
+    if method == "graphframes":
+        return "graphframes"
+    return AUTO_METHOD if missing is None else "dataframe"
 
 
 def connected_components(
@@ -76,7 +111,8 @@ def connected_components(
 
     Args:
         edges: DataFrame (src long, dst long); direction, duplicates and self loops are ignored.
-        cache: where the rounds of the DataFrame algorithm keep their edges.
+        cache: where the rounds of the DataFrame algorithm keep their edges, and where
+            GraphFrames' persisted answer is released.
         method: ``auto``, ``graphframes`` or ``dataframe`` (see :func:`resolve_method`).
         max_rounds: round cap of the DataFrame algorithm (it raises rather than return
             labels that are not final).
@@ -87,32 +123,54 @@ def connected_components(
     """
     spark = edges.sparkSession
     chosen = resolve_method(spark, method)
-    log_private(log, "connected components: %s", chosen)  # whether they run follows the data
+    # Whether components run at all follows the data (the core's size): debug gate only.
     if chosen == "graphframes":
-        return _graphframes_components(spark, edges)
+        log_private(log, "connected components: graphframes (%s)", GRAPHFRAMES_ALGORITHM)
+        return graphframes_components(edges, cache, GRAPHFRAMES_ALGORITHM)
+    log_private(log, "connected components: dataframe")
     return _star_components(edges, max_rounds, cache)
 
 
-def _graphframes_components(spark: SparkSession, edges: DataFrame) -> DataFrame:
-    """GraphFrames adapter: edges (src, dst) -> GraphFrame -> (vertex, component)."""
+def graphframes_components(edges: DataFrame, cache: CacheScope, algorithm: str) -> DataFrame:
+    """GraphFrames adapter: edges (src, dst) -> GraphFrame -> (vertex, component), by
+    ``algorithm`` (``two_phase`` or ``graphx``; ``bench.components`` times each)."""
     from graphframes import GraphFrame
     from pyspark.sql import functions as F
 
-    sc = spark.sparkContext
-    if sc.getCheckpointDir() is None:
-        base = spark.conf.get("spark.local.dir", None) or tempfile.gettempdir()
-        sc.setCheckpointDir(os.path.join(base.split(",")[0], "spark_dp-graphframes-checkpoints"))
+    if algorithm not in ("two_phase", "graphx"):
+        raise ParameterError(
+            f"GraphFrames algorithm must be two_phase or graphx, got {algorithm!r}"
+        )
+    reliable = _reliable_checkpoints(edges.sparkSession)
     e = edges.select(F.col("src").cast("long").alias("src"), F.col("dst").cast("long").alias("dst"))
     vertices = (
         e.select(F.col("src").alias("id"))
         .unionByName(e.select(F.col("dst").alias("id")))
         .distinct()
     )  # -> (id)
-    labelled = GraphFrame(vertices, e).connectedComponents()  # -> (id, component)
+    labelled = cache.adopt(  # GraphFrames returns its answer persisted
+        GraphFrame(vertices, e).connectedComponents(
+            algorithm=algorithm,
+            broadcastThreshold=-1,  # AQE's skew joins; the other path turns AQE off meanwhile
+            use_local_checkpoints=not reliable,
+            max_iter=_MAX_ITER,
+        )
+    )  # -> (id, component)
     # -> (vertex, component)
     return labelled.select(
         F.col("id").cast("long").alias("vertex"), F.col("component").cast("long").alias("component")
     )
+
+
+def _reliable_checkpoints(spark: SparkSession) -> bool:
+    """Whether the context has a checkpoint directory (then GraphFrames checkpoints there, else
+    locally). ``spark.checkpoint.dir`` given at launch counts: Spark 4 applies it itself, and on
+    Spark 3.5, which ignores it, it is applied here. No other directory is ever chosen."""
+    sc = spark.sparkContext
+    configured = spark.conf.get("spark.checkpoint.dir", None)
+    if sc.getCheckpointDir() is None and configured:
+        sc.setCheckpointDir(configured)
+    return sc.getCheckpointDir() is not None
 
 
 def _star_components(edges: DataFrame, max_rounds: int, cache: CacheScope) -> DataFrame:

@@ -57,9 +57,9 @@ from spark_dp.logs import StageTimer, get_logger, log_private
 
 if TYPE_CHECKING:
     import pandas as pd
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
-__all__ = ["CurveResult", "exact_curve"]
+__all__ = ["CurveResult", "core_graph", "exact_curve"]
 
 log = get_logger(__name__)
 
@@ -184,16 +184,29 @@ def _labelled(
     if stats["core_rows"] < components_min_rows:
         stats["components"] = "not split"
         return core.withColumn("component", F.lit(0).cast("long"))
-    person_v = F.xxhash64(F.lit("person"), F.col(USER_ID))
-    item_v = F.xxhash64(F.lit("item"), F.col(ITEM))
-    graph = core.select(person_v.alias("src"), item_v.alias("dst")).distinct()
-    labels = cache.persist(connected_components(graph, cache, method=components))
+    person_v, _ = _vertex_ids()
+    labels = cache.persist(connected_components(core_graph(core), cache, method=components))
     # -> (vertex, component)
     labelled = core.join(labels.withColumnRenamed("vertex", "pv"), person_v == F.col("pv")).drop(
         "pv"
     )  # -> (user_id, item, lo, hi, offset, component)
     stats["components"] = labels.select("component").distinct().count()
     return labelled
+
+
+def _vertex_ids() -> tuple[Column, Column]:
+    """The person's and the item's vertex ids: 64-bit hashes of the names. A collision merges
+    two vertices, which can only merge components, so the values stay exact (C4)."""
+    from pyspark.sql import functions as F
+
+    return F.xxhash64(F.lit("person"), F.col(USER_ID)), F.xxhash64(F.lit("item"), F.col(ITEM))
+
+
+def core_graph(core: DataFrame) -> DataFrame:
+    """The person–item graph of the core rows (user_id, item, ...): (src, dst) long vertex ids,
+    each edge once (``bench.components`` times its connected components)."""
+    person_v, item_v = _vertex_ids()
+    return core.select(person_v.alias("src"), item_v.alias("dst")).distinct()  # -> (src, dst)
 
 
 def _solved(labelled: DataFrame, ell_blocks: int, cache: CacheScope) -> DataFrame:

@@ -53,8 +53,8 @@ DELTA_SESSION_CONF = {
 """The static settings Delta needs in a session (set at start-up only)."""
 
 DELTA_PACKAGES = (
-    "--packages io.delta:delta-spark_2.13:<version> (Spark 4.x: the Delta release built for "
-    "that Spark) or io.delta:delta-spark_2.12:3.3.2 (Spark 3.5)"
+    "--packages io.delta:delta-spark_4.2_2.13:4.4.0 (Spark 4.2; for another Spark 4.x, the Delta "
+    "release built for it) or io.delta:delta-spark_2.12:3.3.2 (Spark 3.5)"
 )
 
 _COMMIT = re.compile(r"^(\d{20})\.json$")

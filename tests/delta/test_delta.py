@@ -1,4 +1,5 @@
-"""Delta Lake by path with the real jars (``make test-delta``: Spark 3.5, delta-spark 3.3.2).
+"""Delta Lake by path with the real jars (``make test-delta``: Spark 3.5 with delta-spark 3.3.2,
+Spark 4.2.0 with delta-spark 4.4.0).
 
 Read at a version and by time travel, a release written as a Delta table in one commit and
 replaced with ``--overwrite``, the request and release bound to the version read (the same key

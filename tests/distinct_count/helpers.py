@@ -1,13 +1,17 @@
-"""Helpers shared by the distinct-count tests: datasets as lists of item sets, the Fashion curve."""
+"""Helpers shared by the distinct-count tests: datasets as lists of item sets, the Fashion curve,
+partitions of a graph."""
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from hypothesis import strategies as st
 from numpy.typing import NDArray
+from scipy.sparse.csgraph import connected_components as scipy_components
 
 from spark_dp.distinct_count import exact_curve_local, greedy_curve_arrays
 
@@ -82,3 +86,22 @@ def datasets(
         min_size=1,
         max_size=max_persons,
     )
+
+
+def partition(pairs: Iterable[tuple[Any, ...]]) -> set[frozenset[Any]]:
+    """The vertex sets of (vertex, label) pairs."""
+    groups: dict[Any, set[Any]] = {}
+    for v, c in pairs:
+        groups.setdefault(c, set()).add(v)
+    return {frozenset(g) for g in groups.values()}
+
+
+def scipy_partition(edges: Sequence[tuple[int, ...]]) -> set[frozenset[Any]]:
+    """The connected components of an edge list, by scipy (the reference)."""
+    verts = sorted({v for e in edges for v in e})
+    index = {v: k for k, v in enumerate(verts)}
+    rows = [index[a] for a, _ in edges]
+    cols = [index[b] for _, b in edges]
+    g = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(len(verts), len(verts)))
+    _, labels = scipy_components(g, directed=False)
+    return partition(zip(verts, labels, strict=True))

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from scipy.sparse.csgraph import connected_components as scipy_components
 
 from spark_dp.caching import CacheScope
 from spark_dp.distinct_count import components as comp
 from spark_dp.errors import ParameterError
 from spark_dp.session import graphframes_available
+from tests.distinct_count.helpers import partition, scipy_partition
 
 
 def _random_graph(seed: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
@@ -33,46 +31,29 @@ def _random_graph(seed: int) -> tuple[np.ndarray, list[tuple[int, ...]]]:
     return ids, edges
 
 
-def _partition(pairs: Iterable[tuple[Any, ...]]) -> set[frozenset[Any]]:
-    groups: dict[Any, set[Any]] = {}
-    for v, c in pairs:
-        groups.setdefault(c, set()).add(v)
-    return {frozenset(g) for g in groups.values()}
-
-
-def _scipy_partition(edges: Sequence[tuple[int, ...]]) -> set[frozenset[Any]]:
-    verts = sorted({v for e in edges for v in e})
-    index = {v: k for k, v in enumerate(verts)}
-    rows = [index[a] for a, _ in edges]
-    cols = [index[b] for _, b in edges]
-    g = sp.csr_array((np.ones(len(rows)), (rows, cols)), shape=(len(verts), len(verts)))
-    _, labels = scipy_components(g, directed=False)
-    return _partition(zip(verts, labels, strict=True))
-
-
 def test_dataframe_fallback_agrees_with_scipy(spark: SparkSession, cache: CacheScope) -> None:
     _, edges = _random_graph(1)
     df = spark.createDataFrame(edges, "src long, dst long")
     out = comp.connected_components(df, cache, method="dataframe").collect()
     got = [(r["vertex"], r["component"]) for r in out]
     assert len(got) == len({v for v, _ in got})  # one label per vertex
-    assert _partition(got) == _scipy_partition(edges)
+    assert partition(got) == scipy_partition(edges)
     # DataFrame labels are the smallest vertex id of each component.
-    for group in _partition(got):
+    for group in partition(got):
         assert {c for v, c in got if v in group} == {min(group)}
 
 
 def test_detection_and_dispatch(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch, cache: CacheScope
 ) -> None:
-    if graphframes_available(spark):  # a cluster with the jar: both paths must agree
+    if graphframes_available(spark):  # a session with the jar: both paths must agree
         _, edges = _random_graph(2)
         df = spark.createDataFrame(edges, "src long, dst long")
         via_gf = comp.connected_components(df, cache, method="graphframes").collect()
         via_df = comp.connected_components(df, cache, method="dataframe").collect()
-        assert _partition(map(tuple, via_gf)) == _partition(map(tuple, via_df))
-        assert comp.resolve_method(spark, "auto") == "graphframes"
-    else:  # here: no jar (Maven Central is unreachable), so auto must use the fallback
+        assert partition(map(tuple, via_gf)) == partition(map(tuple, via_df))
+        assert comp.resolve_method(spark, "auto") == comp.AUTO_METHOD
+    else:  # the main suite's session has no jar (tests/graphframes has): auto falls back
         assert comp.resolve_method(spark, "auto") == "dataframe"
         with pytest.raises(ParameterError, match="cannot run: "):
             comp.resolve_method(spark, "graphframes")
@@ -98,10 +79,9 @@ def test_graphframes_adapter_contract_with_a_fake_module(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch, cache: CacheScope
 ) -> None:
     """An adapter test, not GraphFrames: a stand-in ``graphframes`` module checks what the
-    adapter hands to ``GraphFrame`` and how it reads ``connectedComponents``' answer. The real
-    jar is not obtainable where the suite runs (docs/operations/cluster.md#graphframes), so
-    GraphFrames itself is exercised only by the first branch of
-    ``test_detection_and_dispatch`` on a session that has it."""
+    adapter hands to ``GraphFrame``, the options it asks for, and how it reads
+    ``connectedComponents``' answer, on a session without a checkpoint directory. GraphFrames
+    itself runs in tests/graphframes (``make test-graphframes``, with its jar)."""
     seen: dict[str, Any] = {}
 
     class FakeGraphFrame:
@@ -112,7 +92,8 @@ def test_graphframes_adapter_contract_with_a_fake_module(
             seen["vertex_ids"] = sorted(r["id"] for r in vertices.collect())
             self.vertices = vertices
 
-        def connectedComponents(self) -> DataFrame:
+        def connectedComponents(self, **options: Any) -> DataFrame:
+            seen["options"] = options
             # GraphFrames returns the vertex columns plus "component".
             return self.vertices.withColumn("extra", F.lit("x")).withColumn(
                 "component", (F.col("id") / 10).cast("long")
@@ -127,12 +108,48 @@ def test_graphframes_adapter_contract_with_a_fake_module(
     monkeypatch.setattr(spark.sparkContext, "setCheckpointDir", checkpoint_dirs.append)
 
     edges = spark.createDataFrame([(1, 2), (2, 3), (15, 14), (15, 14)], "src int, dst int")
-    assert comp.resolve_method(spark, "auto") == "graphframes"
-    out = comp.connected_components(edges, cache, method="auto")
+    assert comp.resolve_method(spark, "graphframes") == "graphframes"
+    out = comp.connected_components(edges, cache, method="graphframes")
     assert out.columns == ["vertex", "component"]
     assert [f.dataType.simpleString() for f in out.schema] == ["bigint", "bigint"]
     assert sorted(map(tuple, out.collect())) == [(1, 0), (2, 0), (3, 0), (14, 1), (15, 1)]
     assert seen["vertex_columns"] == ["id"] and seen["vertex_types"] == ["bigint"]
     assert seen["edge_columns"] == ["src", "dst"]
     assert seen["vertex_ids"] == [1, 2, 3, 14, 15]  # each vertex once
-    assert len(checkpoint_dirs) == 1  # GraphFrames needs a checkpoint directory
+    assert seen["options"] == {
+        "algorithm": comp.GRAPHFRAMES_ALGORITHM,
+        "broadcastThreshold": -1,  # AQE's skew joins; no session setting changed meanwhile
+        "use_local_checkpoints": True,  # no checkpoint directory: local checkpoints
+        "max_iter": 2**31 - 1,  # not graphframes-py's default of 31 (graphx would stop early)
+    }
+    assert checkpoint_dirs == []  # the session's checkpoint directory is left alone
+
+
+def test_graphframes_checkpoints_follow_the_launch_setting_on_either_spark_line() -> None:
+    """``spark.checkpoint.dir`` given at launch: Spark 4 sets it on the context itself, Spark 3.5
+    ignores it, so it is applied before GraphFrames runs; without it, no directory is chosen
+    (GraphFrames then takes local checkpoints)."""
+
+    class Context:
+        def __init__(self, directory: str | None) -> None:
+            self.directory = directory
+
+        def getCheckpointDir(self) -> str | None:
+            return self.directory
+
+        def setCheckpointDir(self, directory: str) -> None:
+            self.directory = directory
+
+    def session(launch: str | None, context: str | None) -> Any:
+        conf = types.SimpleNamespace(get=lambda key, default: launch if key else default)
+        return types.SimpleNamespace(conf=conf, sparkContext=Context(context))
+
+    spark35 = session("hdfs:///ckpt", None)
+    assert comp._reliable_checkpoints(spark35)
+    assert spark35.sparkContext.directory == "hdfs:///ckpt"
+    spark4 = session("hdfs:///ckpt", "hdfs:///ckpt/5f0e")  # Spark 4: a directory under it
+    assert comp._reliable_checkpoints(spark4)
+    assert spark4.sparkContext.directory == "hdfs:///ckpt/5f0e"
+    unset = session(None, None)
+    assert not comp._reliable_checkpoints(unset)
+    assert unset.sparkContext.directory is None
