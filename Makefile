@@ -21,19 +21,10 @@ SPARK35_TESTS := tests/partition_selection/test_api.py tests/partition_selection
                  tests/test_io.py tests/test_generators.py tests/test_session_state.py \
                  tests/test_tracking.py
 # Other Pythons (3.11 is the main one): the driver-side tests (every test without a Spark
-# session: calibration, samplers, GEM, local solvers, ILP, configuration), where found, but the
-# slow ones and the long sampling simulations (their maths does not depend on the Python; the
-# main run keeps them), and the wheel's build (it builds with the venv's own setuptools, which a
-# Python 3.12 venv does not have; the main run keeps it).
+# session), where found, but those marked slow or main_python (pyproject.toml's markers).
 PY_VERSIONS   ?= 3.10 3.12
-PY_DESELECT   := --ignore tests/test_notebook.py \
-                 --deselect tests/test_jobs_common.py::test_job_file_runs_as_a_plain_python_script \
-                 --deselect tests/test_docs.py::test_the_wheel_long_description_is_the_readme \
-                 --deselect tests/distinct_count/test_gem.py::test_sampled_frequencies_match_the_distribution \
-                 --deselect tests/distinct_count/test_release.py::test_coverage_of_the_fashion_curve_by_simulation \
-                 -k "not test_coverage_over_4000_seeded_runs"
 
-# Delta Lake (issues 38, 47): the Delta suite (tests/delta) runs on each Spark line with the jars
+# Delta Lake: the Delta suite (tests/delta) runs on each Spark line with the jars
 # of the Delta release built for it, fetched once from Maven Central into .cache/jars
 # (.ci/fetch-jars: checked against their SHA-1; a second run is offline): pyspark 3.5 with
 # delta-spark 3.3.2, and pyspark 4.2.0 (its own venv) with delta-spark 4.4.0, which is built
@@ -49,7 +40,7 @@ DELTA4_VENV      := .venv-spark42
 DELTA4_JARS_DIR  := .cache/jars/delta-$(DELTA4_VERSION)-spark$(DELTA4_SPARK)
 DELTA4_ARTIFACTS := io.delta:delta-spark_4.2_2.13:$(DELTA4_VERSION) io.delta:delta-storage:$(DELTA4_VERSION)
 
-# GraphFrames (issue 47): no Maven repository reachable here serves io.graphframes, so its jars
+# GraphFrames: no Maven repository reachable here serves io.graphframes, so its jars
 # (0.11.0 plus 11 commits, built from GraphFrames' source, one per Spark line) are copied from a
 # local folder into .cache/jars, each checked against the SHA-256 listed beside it
 # (.ci/copy-jars); without that folder the GraphFrames suite skips, saying why. On a machine that
@@ -100,7 +91,7 @@ $(VENV)/.connect-installed: $(VENV)/.installed
 test-connect: setup connect-setup ## library calls and a job over Spark Connect (a local server)
 	SPARK_DP_TEST_SUITE=connect $(PY) -m pytest tests/connect -q
 
-# Issue 39's sweep: 300 bad command lines as a user would type them (tests/sweep/cases.py); root
+# The sweep: 300 bad command lines as a user would type them (tests/sweep/cases.py); root
 # mounts a small tmpfs for the full-disk cases (skipped, saying why, where that is refused).
 sweep: setup ## 300 careless or hostile command lines: exit code, one line, no trace, nothing lost
 	SPARK_DP_TEST_SUITE=sweep $(PY) -m pytest tests/sweep -q -s $(ARGS)
@@ -171,7 +162,7 @@ test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on th
 	        .venv-py$$v/bin/python -m pip install --quiet --upgrade pip && \
 	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" && \
 	        touch .venv-py$$v/.installed; } || exit 1; \
-	    SPARK_DP_DRIVER_ONLY=1 .venv-py$$v/bin/python -m pytest -q -m "not slow" $(PY_DESELECT) \
+	    SPARK_DP_DRIVER_ONLY=1 .venv-py$$v/bin/python -m pytest -q -m "not slow and not main_python" \
 	        || exit 1; \
 	done
 
@@ -212,7 +203,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 # One harness run per family (each with its baseline and peers measured in the same run), so
 # a long family never loses another's table; results in bench/results/<family>/.
-bench: setup bench-setup bench-lines ## full benchmark, about 2 h 15 here (bench/results/*/results-full.md)
+bench: setup bench-setup bench-lines ## full benchmark, over 2 h (bench/results/*/results-full.md)
 	$(PY) -m bench --scale full --only partition_selection/ --only peer/pipeline-dp \
 	    --out bench/results/partition_selection $(ARGS)
 	$(PY) -m bench --scale full --only distinct_count/ --only peer/knop \
@@ -222,15 +213,14 @@ bench: setup bench-setup bench-lines ## full benchmark, about 2 h 15 here (bench
 	$(PY) -m bench --scale full --only tuning/ --out bench/results/tuning $(ARGS)
 	$(PY) -m bench.tuning_report bench/results/tuning
 
-# Issue 18's suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
+# The Spark-lines suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
 # the bench), floors A and B beside every case, PipelineDP and Tumult in the same run.
-# SCALE=full: 13M pairs (about an hour here); SCALE=xl: 104M pairs (about 45 min per Spark line
-# here without the peers, contribution bounding 24 min of it).
+# SCALE=full: 13M pairs; SCALE=xl: 104M pairs (times: bench/results/lines/).
 SCALE ?= full
 bench-lines: setup bench-setup ## Spark 3.5 + 4, floors and peers (bench/results/lines/results-$(SCALE).md)
 	$(PY) -m bench.lines --scale $(SCALE) $(ARGS)
 
-# Issue 47: connected components of the peeled core (1M, 5M, 20M edges at SCALE=full) by the
+# Connected components of the peeled core (1M, 5M, 20M edges at SCALE=full) by the
 # DataFrame path and GraphFrames' two_phase and graphx, and the whole distinct-count job, on
 # Spark 4 and 3.5 (bench/results/components/results-$(SCALE).md). Run it on an idle machine.
 bench-components: setup spark35-setup graphframes-jars ## GraphFrames vs DataFrame components (SCALE=quick|full)
@@ -240,11 +230,11 @@ bench-quick: setup bench-setup ## a small benchmark run for a smoke check
 	$(PY) -m bench --scale quick $(ARGS)
 
 # Fresh keys each run (no seed): the table is one random audit, as a user would run it.
-audit: setup ## privacy audit of every mechanism and broken variant (docs/privacy/; 10-16 min shared)
+audit: setup ## privacy audit of every mechanism and broken variant (docs/privacy/)
 	$(PY) -m spark_dp audit --self-test --json docs/privacy/audit.json \
 	    --markdown docs/privacy/audit-results.md --plot docs/privacy/audit.png $(ARGS)
 
-# Issue 13's figure: MAD2R and the exact distinct count at revision BEFORE and at this tree,
+# MAD2R and the exact distinct count at revision BEFORE and at this tree,
 # alternating REPEAT times in one invocation (bench/results/compare/compare.md), then the
 # keyed noise step alone against Spark's randn (noise-cost.md).
 BEFORE ?= e9f5fc2

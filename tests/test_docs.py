@@ -169,6 +169,7 @@ def test_the_configuration_reference_is_the_generated_one():
     assert "removed in 0.2.0" in page and "`--max-items-per-user`" in page
 
 
+@pytest.mark.main_python
 def test_the_wheel_long_description_is_the_readme(tmp_path: Path):
     """Build the wheel from a copy of the sources (no network: the test extra brings
     ``wheel``) and read its METADATA, as PyPI would."""

@@ -152,6 +152,7 @@ def test_report_goes_to_stdout_without_output(spark, tmp_path, capsys):
     assert rep["randomness"]["production_safe"] is False
 
 
+@pytest.mark.main_python
 def test_job_file_runs_as_a_plain_python_script(tmp_path):
     """`python jobs/generate.py ...` from a clean process, with local Spark."""
     out = tmp_path / "plain"

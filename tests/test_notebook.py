@@ -6,14 +6,16 @@ import os
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+
+pytestmark = pytest.mark.main_python  # nbformat and nbclient: the main venv's test tools
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
 
 
 def test_notebook_is_stored_without_outputs():
+    import nbformat
+
     nb = nbformat.read(NOTEBOOK, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(not c.outputs and c.execution_count is None for c in code)
@@ -21,6 +23,9 @@ def test_notebook_is_stored_without_outputs():
 
 @pytest.mark.slow
 def test_quickstart_notebook_runs_and_draws_its_plots(tmp_path, monkeypatch):
+    import nbformat
+    from nbclient import NotebookClient
+
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
     nb = nbformat.read(NOTEBOOK, as_version=4)

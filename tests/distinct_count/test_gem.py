@@ -164,6 +164,7 @@ def test_exact_hull_scores_equal_the_exact_definition(seed: int) -> None:
     np.testing.assert_allclose([float(x) for x in got], floats, atol=1e-9)
 
 
+@pytest.mark.main_python
 def test_sampled_frequencies_match_the_distribution() -> None:
     # gem_select samples exactly (rational scores, exact exponential mechanism): ≥ 30k draws.
     q = FASHION[:40] - 2 * np.arange(1, 41) * math.log(10)

@@ -98,6 +98,7 @@ def test_exact_coverage_of_the_discrete_release_on_the_fashion_curve() -> None:
     assert 1 - beta <= coverage < 1.0
 
 
+@pytest.mark.main_python
 @pytest.mark.parametrize("noise", ["discrete-laplace", "laplace"])
 def test_coverage_over_4000_seeded_runs(noise: str) -> None:
     # When c(D; ℓ) = DC(D) for every ℓ, P[ν̂ > DC(D)] = Σ_ℓ P[ℓ̂ = ℓ]·P[X_ℓ > shift_ℓ]: exactly β
@@ -128,6 +129,7 @@ def test_coverage_over_4000_seeded_runs(noise: str) -> None:
     assert np.bincount(ells).argmax() == 1
 
 
+@pytest.mark.main_python
 def test_coverage_of_the_fashion_curve_by_simulation() -> None:
     eps, beta, truth, n = 1.0, 0.05, 1450, 2000
     below = sum(
