@@ -338,6 +338,8 @@ table("parameters", "parameters", [
     ("dc-beta-aliases", dc("--failure-probability", "0.1", "--beta", "0.2"), 2,
      ("--failure-probability 0.1",)),
     ("cb-bound-aliases", cb("--capacity", "3"), 2, ("--max-contributions 2", "--capacity 3")),
+    ("cb-weighted-global-without-weights", cb("--order", "weighted-global"), 2,
+     ("--order weighted-global", "--record-weights")),
     ("ps-config-twice", ps("--config", "twice.yaml"), 2, ("max_items_per_user", "twice")),
     ("cb-config-twice", cb("--config", "twice_cb.yaml"), 2, ("capacity", "twice")),
     ("dc-config-twice", dc("--config", "twice_dc.yaml"), 2, ("beta", "twice")),
