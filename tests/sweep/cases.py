@@ -201,6 +201,8 @@ table("remote-uris", "remote", [
     ("ps-hdfs-refused", ps(inp=f"{HDFS}/data"), 1, (f"--input {HDFS}/data", FAR)),
     ("dc-hdfs-refused", dc(inp=f"{HDFS}/data"), 1, (f"--input {HDFS}/data", FAR)),
     ("cb-hdfs-refused", cb(inp=f"{HDFS}/data"), 1, (f"--input {HDFS}/data", FAR)),
+    ("ps-hdfs-no-namenode", ps(inp="hdfs:///data/words"), 2,
+     ("--input hdfs:///data/words", "no namenode host", "fs.defaultFS")),
     ("ps-hdfs-unknown-host", ps(inp="hdfs://nosuchhost.invalid/d"), 1, ("nosuchhost.invalid", FAR)),
     ("dc-ftp-refused", dc(inp="ftp://127.0.0.1:1/d"), 1, ("--input ftp://127.0.0.1:1/d", FAR)),
     ("ps-s3a-no-jars", ps(inp="s3a://bucket/data"), 2, ("--input s3a://bucket/data", NO_FS)),
