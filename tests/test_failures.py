@@ -69,6 +69,27 @@ def test_spark_and_hadoop_failures_become_one_line(tmp_path, text, kind, words):
     assert "\n" not in str(error)
 
 
+def test_an_hdfs_uri_without_a_namenode_is_a_path_to_fix(tmp_path):
+    """hdfs:///path resolves through fs.defaultFS; where that names no namenode Hadoop refuses
+    the URI itself: exit 2, naming the flag and the path (not a trace, not the network)."""
+    plan = PathPlan(
+        [
+            PathSpec("caps", "--capacities", "hdfs://nn:8020/caps", READ, table=True),
+            PathSpec("input", "--input", "hdfs:///data/words", READ, table=True),
+        ]
+    )
+    text = (
+        "An error occurred while calling o46.getFileSystem.\n: java.io.IOException: Incomplete "
+        "HDFS URI, no host: hdfs:///data/words\n\tat org.apache.hadoop.hdfs."
+        "DistributedFileSystem.initialize(DistributedFileSystem.java:187)"
+    )
+    error = known_failure(JavaError(text), plan, {})
+    assert isinstance(error, ConfigError) and error.exit_code == 2
+    assert str(error).startswith("--input hdfs:///data/words: hdfs:/// names no namenode host")
+    assert "hdfs://HOST:PORT/path" in str(error) and "fs.defaultFS" in str(error)
+    assert "\n" not in str(error)
+
+
 def test_an_unreadable_file_is_named_with_its_table(tmp_path):
     plan = _plan(tmp_path)
     text = (

@@ -246,7 +246,8 @@ def connect(url: str) -> Engine:
         ConfigError: not a database URL (a bare path, ``s3a://``, ``hdfs://``, ...), a driver
             that is not installed, a file that is not an SQLite database, or a database that
             cannot be reached.
-        BudgetStoreUnavailable: the tables are missing and the store cannot be written.
+        BudgetStoreUnavailable: the tables are missing and the store cannot be written (read
+            only, or its disk is full: an empty database file this call created is removed).
     """
     u = _parse(url)
     shown = display_url(u)
@@ -262,13 +263,36 @@ def connect(url: str) -> Engine:
             f"--budget-store {shown}: the database driver is not installed ({e}); for "
             "PostgreSQL pip install 'spark_dp[postgres]'"
         ) from e
-    _create_tables(engine, shown)
+    files = _sqlite_files(u)
+    new = [f for f in files if not f.exists()]
+    try:
+        _create_tables(engine, shown)
+    except BaseException:
+        engine.dispose()
+        for f in new:  # what this run created and left empty (a full disk): nothing of a store
+            if f.is_file() and f.stat().st_size == 0:
+                f.unlink(missing_ok=True)
+        raise
     return engine
+
+
+def _sqlite_files(u: URL) -> list[Path]:
+    """An SQLite store's database file and its journals (none for a server database)."""
+    if u.get_backend_name() != "sqlite" or not u.database:
+        return []
+    db = Path(u.database)
+    return [db, *(db.with_name(db.name + suffix) for suffix in ("-journal", "-wal", "-shm"))]
 
 
 def _first_line(e: exc.DBAPIError) -> str:
     lines = str(e.orig if e.orig is not None else e).strip().splitlines()
     return lines[0] if lines else type(e).__name__
+
+
+def _full(e: exc.DBAPIError) -> bool:
+    """SQLite's SQLITE_FULL (or a server's full disk)."""
+    text = _first_line(e).lower()
+    return "database or disk is full" in text or "no space left on device" in text
 
 
 def _read_only(e: exc.DBAPIError) -> bool:
@@ -284,6 +308,11 @@ def _not_a_database(shown: str, e: exc.DBAPIError) -> ConfigError:
 
 
 def _unavailable(shown: str, e: exc.DBAPIError) -> BudgetStoreUnavailable:
+    if _full(e):
+        return BudgetStoreUnavailable(
+            f"--budget-store {shown}: no space left on its disk ({_first_line(e)}): free some "
+            "space or use another store"
+        )
     return BudgetStoreUnavailable(
         f"--budget-store {shown} cannot be written ({_first_line(e)}): make the file and its "
         "directory writable by this user, or use another store"
@@ -292,13 +321,14 @@ def _unavailable(shown: str, e: exc.DBAPIError) -> BudgetStoreUnavailable:
 
 @contextmanager
 def writing(engine: Engine, shown: str) -> Iterator[Connection]:
-    """A write transaction whose database errors are one line: a read-only store is
-    :class:`BudgetStoreUnavailable` (exit 1), a file that is no database a ConfigError."""
+    """A write transaction whose database errors are one line: a read-only store or a full
+    disk is :class:`BudgetStoreUnavailable` (exit 1), a file that is no database a
+    ConfigError."""
     try:
         with engine.begin() as conn:
             yield conn
     except exc.OperationalError as e:
-        if _read_only(e):
+        if _read_only(e) or _full(e):
             raise _unavailable(shown, e) from None
         raise
     except exc.DatabaseError as e:
@@ -318,7 +348,7 @@ def _create_tables(engine: Engine, shown: str) -> None:
                 raise ConfigError(f"--budget-store {shown}: cannot create the tables: {e}") from e
             time.sleep(0.1 * (attempt + 1))
         except exc.OperationalError as e:
-            if _read_only(e):
+            if _read_only(e) or _full(e):
                 raise _unavailable(shown, e) from None
             if attempt == 4 or "already exists" not in str(e):
                 raise ConfigError(

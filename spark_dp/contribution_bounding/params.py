@@ -141,3 +141,8 @@ class ContributionBoundingParams(BoundingParams):
             value = getattr(self, name)
             if value is not None and not str(value).strip():
                 raise ParameterError(f"{name} must be a path or omitted, got an empty string")
+        if self.order == "weighted-global" and self.record_weights is None:
+            raise ParameterError(
+                "--order weighted-global needs --record-weights PATH (record_id, weight): "
+                "pass the weights table, or choose another --order"
+            )

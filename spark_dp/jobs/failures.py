@@ -99,6 +99,7 @@ _NO_FS = re.compile(
     r'No FileSystem for scheme "?([\w+.-]+)|Class (org\.apache\.hadoop\.fs\.[\w.$]+|'
     r"[\w.$]+FileSystem) not found"
 )
+_NO_HOST = re.compile(r"Incomplete HDFS URI, no host: (\S+)")
 _UNKNOWN_HOST = re.compile(r"UnknownHostException: ([^\s;:]+)")
 _UNREACHABLE = re.compile(
     r"ConnectException|Connection refused|NoRouteToHostException|SocketTimeoutException|"
@@ -128,7 +129,8 @@ def known_failure(
 
     Recognised: a full disk (:func:`no_space`), a Spark setting Spark refuses (``given``: the
     keys set with ``--spark-conf``, the others came from the config file), a URI whose file
-    system is not installed or whose host cannot be reached, a table file Spark cannot read
+    system is not installed, ``hdfs:///path`` without a namenode (neither in the URI nor in
+    ``fs.defaultFS``: exit 2), a URI whose host cannot be reached, a table file Spark cannot read
     (corrupt behind an intact footer: exit 2), memory exhausted, and a Spark application that
     stopped under the run.
     """
@@ -151,6 +153,13 @@ def known_failure(
             f"{shown}: no file system for this URI is installed in Spark ({m.group(0)}): add its "
             "Hadoop connector (e.g. --packages org.apache.hadoop:hadoop-aws:<version> for "
             "s3a://) or pass another path"
+        )
+    m = _NO_HOST.search(text)
+    if m:  # hdfs:///path while fs.defaultFS names no namenode: the URI, not the network
+        return ConfigError(
+            f"{_remote_shown(plan, m.group(1))}: hdfs:/// names no namenode host and "
+            "fs.defaultFS names none: write hdfs://HOST:PORT/path, or set fs.defaultFS "
+            "(--spark-conf spark.hadoop.fs.defaultFS=hdfs://HOST:PORT)"
         )
     host = _UNKNOWN_HOST.search(text)
     remote = plan is not None and any(not plan.is_local(s) for s in plan.specs)
@@ -177,8 +186,11 @@ def known_failure(
 
 
 def _remote_shown(plan: PathPlan | None, hint: str | None) -> str:
-    """The flag and path of the remote path a message is about (by scheme or host)."""
+    """The flag and path of the remote path a message is about (by its URI, scheme or host)."""
     remote = [s for s in plan.specs if not plan.is_local(s)] if plan is not None else []
+    for s in remote:
+        if hint and hint.startswith(s.path.rstrip("/")):
+            return s.shown()
     for s in remote:
         if hint and (scheme(s.path) == hint.lower() or f"//{hint}" in s.path):
             return s.shown()

@@ -90,6 +90,7 @@ from spark_dp.jobs.report_pairs import retire_old_report
 from spark_dp.jobs.run import Run, RunHooks, report_path
 from spark_dp.jobs.signals import (
     Interrupted,
+    cancel_after_interrupt,
     ignored_signals,
     own_sigint,
     raise_pending,
@@ -314,6 +315,9 @@ def _fail(run: Run, prog: str, exc: SparkDPUserError) -> int:
 
 
 def _finish(run: Run) -> None:
+    interrupted = run.spark is not None and isinstance(run.failed, Interrupted)
+    if interrupted:  # the abandoned write first: its tasks would recreate what abort removes
+        cancel_after_interrupt(run.spark)
     if not run.committed and run.staging is not None:
         run.staging.abort()
     if run.failed is not None and no_space(run.failed) and run.plan is not None:
@@ -321,8 +325,9 @@ def _finish(run: Run) -> None:
         run.plan.remove_state(os.stat(existing_ancestor(path)).st_dev)
     if run.lease is not None:  # freed if no data was read, else charged (failed); closed
         run.lease.end()
-    if run.spark is not None and isinstance(run.failed, Interrupted):
-        stop_after_interrupt(run.spark, stop=run.created_session)
+    if interrupted:
+        if run.created_session:
+            stop_after_interrupt(run.spark)
     elif run.created_session and run.spark is not None:
         try:
             run.spark.stop()

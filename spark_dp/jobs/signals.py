@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
     "Interrupted",
+    "cancel_after_interrupt",
     "ignored_signals",
     "own_sigint",
     "raise_pending",
@@ -86,8 +88,8 @@ def signals_raise() -> Iterator[None]:
     jobs through the very py4j connection the interrupted call is still waiting on (a re-entrant
     call: a trace, and a connection out of step); :func:`own_sigint` takes SIGINT back. The
     handler here leaves that connection to the interrupted call and gives the thread a new one,
-    and the run cancels its jobs once its staged files are removed
-    (:func:`stop_after_interrupt`).
+    and the run cancels its jobs and waits for their tasks to end before it removes its staged
+    files (:func:`cancel_after_interrupt`).
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -111,21 +113,50 @@ def own_sigint() -> None:
         raise_pending()
 
 
-def stop_after_interrupt(spark: Any, *, stop: bool) -> None:
-    """Cancel the session's jobs (and stop it when ``stop``) from a thread of its own: the
-    interrupted call left this thread's py4j connection waiting for an answer."""
+def cancel_after_interrupt(spark: Any, *, timeout: float = 30.0) -> None:
+    """Cancel the session's jobs and wait until none runs and no task of theirs is still
+    running (at most ``timeout`` seconds), so that the staged files can be removed for good: a
+    write the interrupt abandoned goes on in the JVM, and a task that ends after its staged
+    directory was removed recreates it (its attempt's ``_temporary`` tree) when it aborts.
+    From a thread of its own: the interrupted call left this thread's py4j connection waiting
+    for an answer."""
 
     def cancel() -> None:
         try:
-            spark.sparkContext.cancelAllJobs()
-            if stop:
-                spark.stop()
+            sc = spark.sparkContext
+            sc.cancelAllJobs()
+            deadline = time.monotonic() + timeout
+            while _busy(sc) and time.monotonic() < deadline:
+                time.sleep(0.05)
         except Exception:  # a JVM that is gone already (a signal to the process group)
             pass
 
-    worker = threading.Thread(target=cancel, daemon=True)
+    _in_own_thread(cancel, timeout + 5)
+
+
+def _busy(sc: Any) -> bool:
+    """A job of the context is active, or a task still runs on one of its executors."""
+    if sc.statusTracker().getActiveJobsIds():
+        return True
+    return any(e.numRunningTasks() > 0 for e in sc._jsc.sc().statusTracker().getExecutorInfos())
+
+
+def stop_after_interrupt(spark: Any) -> None:
+    """Stop the session (after :func:`cancel_after_interrupt`), from a thread of its own."""
+
+    def stop() -> None:
+        try:
+            spark.stop()
+        except Exception:  # a JVM that is gone already (a signal to the process group)
+            pass
+
+    _in_own_thread(stop, 30)
+
+
+def _in_own_thread(work: Callable[[], None], timeout: float) -> None:
+    worker = threading.Thread(target=work, daemon=True)
     worker.start()
-    worker.join(30)
+    worker.join(timeout)
 
 
 @contextmanager

@@ -65,3 +65,13 @@ def test_job_parameters_need_a_bound_unless_the_algorithm_measures_it() -> None:
     p = ContributionBoundingParams(algorithm="dp-mf", iterations=4, batch_size=2)
     assert p.max_contributions is None and p.capacities is None
     assert SPEC.plan(p).algorithm == "dp-mf"
+
+
+def test_the_weighted_global_order_needs_the_weights_table_before_spark() -> None:
+    """``--order weighted-global`` without ``--record-weights`` is refused with the other flag
+    checks (data-free, before Spark starts and before a work directory is made), naming both
+    flags; with the table it is accepted."""
+    with pytest.raises(ParameterError, match="--order weighted-global needs --record-weights"):
+        ContributionBoundingParams(max_contributions=2, order="weighted-global")
+    p = ContributionBoundingParams(max_contributions=2, order="weighted_global", record_weights="w")
+    assert p.order == "weighted-global"

@@ -90,6 +90,9 @@ for case_id, argv, named, leave in [
     add(f"disk-{case_id}", "full-disk", argv, 1, FULL, named, kind="warm",
         setup=(("tmpfs", "small", leave),))  # fmt: skip
 
+add("disk-ps-budget-store", "full-disk", ps("--budget-store", "sqlite:///small/b.db"), 1, FULL,
+    "--budget-store sqlite:///small/b.db", setup=(("tmpfs", "small", "0"),))  # fmt: skip
+
 # --------------------------------------------------------------------------- spark-submit
 add("submit-ps-missing-input", "spark-submit", ps(inp="nope"), 2, "--input nope",
     "does not exist", kind="cold", submit=True)  # fmt: skip

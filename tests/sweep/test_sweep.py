@@ -87,6 +87,11 @@ def _cold(case: Case, cwd: Path) -> dict[str, Any]:
     }
 
 
+def _serve(cases: list[dict[str, Any]], spark: bool = False) -> list[dict[str, Any]]:
+    """The results of ``cases`` from a fork server (none started for no cases)."""
+    return serve(cases, spark=spark) if cases else []
+
+
 def _prepare(case: Case, base: Path, template: Path) -> tuple[Path, str | None]:
     root = base / case.id
     if case.copy_from is None:
@@ -99,21 +104,30 @@ def _prepare(case: Case, base: Path, template: Path) -> tuple[Path, str | None]:
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> dict[str, Any]:
-    """Every case, run once: id -> (case, result, snapshot before, workspace) or a skip."""
+def sweep(request, tmp_path_factory) -> dict[str, Any]:
+    """Every selected case (all of them unless ``-k`` chose some), run once: id -> (case,
+    result, snapshot before, workspace) or a skip."""
+    chosen = {
+        item.callspec.params["case"].id
+        for item in request.session.items
+        if "case" in getattr(getattr(item, "callspec", None), "params", {})
+    }
+    selected = [c for c in CASES if c.id in chosen]
+    templates = {job: TEMPLATES[job] for job in TEMPLATES if any(
+        c.copy_from == f"tpl-{job}" for c in selected)}  # fmt: skip
     base = tmp_path_factory.mktemp("sweep")
     template = build_template(base / "template")
     before: dict[str, dict[str, str]] = {}
     skipped: dict[str, str] = {}
     groups: dict[str, list[dict[str, Any]]] = {"fork": [], "warm": [], "cold": []}
     cold: list[tuple[Case, Path]] = []
-    for job, argv in TEMPLATES.items():
+    for job, argv in templates.items():
         shutil.copytree(template, base / f"tpl-{job}", symlinks=True)
         groups["warm"].append(
             {"id": f"tpl-{job}", "argv": list(argv), "cwd": str(base / f"tpl-{job}")}
         )
     try:
-        for case in CASES:
+        for case in selected:
             root, reason = _prepare(case, base, template)
             if reason:
                 skipped[case.id] = reason
@@ -132,15 +146,15 @@ def sweep(tmp_path_factory) -> dict[str, Any]:
                 groups[case.kind].append(entry)
         t0 = time.monotonic()
         with ThreadPoolExecutor(max_workers=2 + COLD_PARALLEL) as pool:
-            forked = pool.submit(serve, groups["fork"])
-            warm = pool.submit(serve, groups["warm"], spark=True)
+            forked = pool.submit(_serve, groups["fork"])
+            warm = pool.submit(_serve, groups["warm"], spark=True)
             with ThreadPoolExecutor(max_workers=COLD_PARALLEL) as cold_pool:
                 colds = list(cold_pool.map(lambda c: _cold(*c), cold))
             results = {r["id"]: r for r in [*forked.result(), *warm.result(), *colds]}
         seconds = time.monotonic() - t0
     finally:
         unmount(base)
-    for job in TEMPLATES:
+    for job in templates:
         assert results[f"tpl-{job}"]["code"] == 0, results[f"tpl-{job}"]["stderr"][-3000:]
     runs = [s for r in results.values() for s in r.get("steps", [r])]
     kinds = {c.id: c.kind for c in CASES}
