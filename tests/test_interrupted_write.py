@@ -1,4 +1,4 @@
-"""A run interrupted while Spark writes its output leaves no staged directory behind (issue 45).
+"""A run interrupted while Spark writes its output leaves no staged directory behind.
 
 The interrupt abandons the write's py4j call, but the write goes on in the JVM: a task that
 ends after the staged directory was removed recreates it when it closes its part file and
