@@ -27,6 +27,8 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
                           charged for good once data is read
     --dataset-id ID       the privacy unit charged (default: the resolved --input)
     --allow-test-seed-with-budget-store   --seed with a store (test stores only; marked)
+    --allow-large-delta   accept a --delta above 1e-3 (refused otherwise, exit 2; config key
+                          allow_large_delta)
     --ledger-file PATH    without a store: the ledger the run is recorded in (default
                           $SPARK_DP_LEDGER, else $XDG_STATE_HOME/spark-dp/ledger.db)
     --no-ledger           without a store: run without any record of the ε spent
@@ -45,8 +47,10 @@ line or the config file). Usage errors print one line and exit 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, NoReturn
 
+from spark_dp.checks import DELTA_CONFIRM
 from spark_dp.config_flags import add_param_arguments
 from spark_dp.io import ITEM, RECORD_ID, USER_ID
 from spark_dp.io.probe import INPUT_FORMATS
@@ -142,7 +146,7 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
     _key_flags(parser, spec)
     _run_flags(parser)
     if spec.spends_budget:
-        _budget_flags(parser)
+        _budget_flags(parser, spec)
     if spec.needs_input:
         _debug_flags(parser)
     if spec.add_flags is not None:
@@ -285,8 +289,9 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _budget_flags(parser: argparse.ArgumentParser) -> None:
-    """The budget store and the dataset charged (jobs that spend budget)."""
+def _budget_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
+    """The budget store and the dataset charged (jobs that spend budget); the confirmation of
+    a large δ (jobs with ``--delta``)."""
     budget = parser.add_argument_group("privacy budget")
     budget.add_argument(
         "--budget-store",
@@ -322,6 +327,14 @@ def _budget_flags(parser: argparse.ArgumentParser) -> None:
         "seed has the noise; the store and the report mark the release)",
     )
     budget.add_argument("--ledger", action=_Replaced, help=argparse.SUPPRESS)
+    if any(f.name == "delta" for f in dataclasses.fields(spec.params_cls)):
+        budget.add_argument(
+            "--allow-large-delta",
+            action="store_true",
+            help=f"accept a --delta above {DELTA_CONFIRM:g}, refused otherwise (exit 2): δ is the "
+            "probability that the guarantee fails outright, typically below 1/(number of "
+            "users); config key allow_large_delta",
+        )
 
 
 def _debug_flags(parser: argparse.ArgumentParser) -> None:
