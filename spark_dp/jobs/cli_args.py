@@ -151,7 +151,7 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
         _debug_flags(parser)
     if spec.add_flags is not None:
         spec.add_flags(parser)
-    add_param_arguments(parser, spec.params_cls, spec.registries)
+    add_param_arguments(parser, spec.params_cls, spec.registries, spec.required)
     return parser
 
 
