@@ -11,6 +11,7 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --output-format F     parquet | delta (a Delta table, one commit, moved into place)
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace existing outputs (never a path the job also reads)
+    --json                print the answer as one JSON object instead of one line
     --noise-key-file PATH the release key: a key file from `spark-dp keygen --out PATH`
     --seed INT            a key derived from a seed: tests only (generate: the data seed)
     --config FILE         YAML/JSON defaults: a local file, a Hadoop URI, or a file shipped
@@ -213,6 +214,12 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
         "--overwrite",
         action="store_true",
         help="replace existing outputs (never a path the job also reads)",
+    )
+    files.add_argument(
+        "--json",
+        action="store_true",
+        help="print the job's answer (its last line on stdout; the preview's predictions) as "
+        "one JSON object, for scripts",
     )
     for col in spec.columns:
         flag, default, what = _COLUMNS[col]
