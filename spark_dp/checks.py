@@ -18,6 +18,7 @@ from spark_dp.errors import ParameterError
 
 __all__ = [
     "BUDGET_MIN",
+    "DELTA_CONFIRM",
     "DELTA_MAX",
     "DELTA_WARN",
     "EPSILON_MAX",
@@ -25,6 +26,7 @@ __all__ = [
     "check_at_most",
     "check_choice",
     "check_delta",
+    "check_delta_confirmed",
     "check_epsilon",
     "check_fractions",
     "check_int_at_least",
@@ -56,6 +58,12 @@ mechanisms at δ = 0.2, where its statistics have power; releases want δ well b
 DELTA_WARN = 1e-4
 """A job warns above this δ: it exceeds 1/n for every dataset of fewer than 10^4 users, and δ
 should be well below 1/n."""
+
+DELTA_CONFIRM = 1e-3
+"""A job refuses a δ above this unless the user confirms it (``--allow-large-delta``): δ is the
+probability that the guarantee fails outright, and above 1e-3 it exceeds 1/n for every dataset
+of fewer than a thousand users (docs/privacy/caveats.md). The library and the privacy
+audit accept any δ up to :data:`DELTA_MAX`."""
 
 BUDGET_MIN = sys.float_info.min
 """Smallest total ε or δ a job releases with: the smallest normal double (about 2.2e-308).
@@ -164,6 +172,28 @@ def privacy_warnings(epsilon: float | None, delta: float | None = None) -> list[
             "users), which this is not for fewer than 10^4 users"
         )
     return out
+
+
+def check_delta_confirmed(delta: float | None, given: str, *, allowed: bool) -> None:
+    """A job's δ is at most :data:`DELTA_CONFIRM`, or confirmed (``allowed``).
+
+    Args:
+        delta: the resolved δ (``None``: the job has none).
+        given: how the user gave it, for the message (``--delta 0.1``).
+        allowed: ``--allow-large-delta`` (or the config key ``allow_large_delta``) was given.
+
+    Raises:
+        ParameterError: δ above :data:`DELTA_CONFIRM` without the confirmation (one line
+            saying why and how to go on).
+    """
+    if delta is None or allowed or delta <= DELTA_CONFIRM:
+        return
+    raise ParameterError(
+        f"{given} is above {DELTA_CONFIRM:g}: δ is the probability that the guarantee fails "
+        "outright (a user's data may be published), so keep it below 1/(number of users), "
+        "typically 1e-5 to 1e-9; add --allow-large-delta (config: allow_large_delta: true) if "
+        "you mean it"
+    )
 
 
 def check_probability(name: str, value: float, *, low: float = 0.0, high: float = 1.0) -> float:

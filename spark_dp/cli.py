@@ -148,7 +148,7 @@ def _calibrate(argv: list[str]) -> int:
         "required, as in the jobs.",
         allow_abbrev=False,
     )
-    add_param_arguments(ap, PartitionSelectionParams, {"algorithm": REGISTRY})
+    add_param_arguments(ap, PartitionSelectionParams, {"algorithm": REGISTRY}, ("epsilon",))
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     try:
         ns = ap.parse_args(argv)

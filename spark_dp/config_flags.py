@@ -23,6 +23,7 @@ __all__ = [
     "SpellingAction",
     "add_param_arguments",
     "cli_overrides",
+    "default_text",
     "deprecation_warnings",
     "name_flags",
 ]
@@ -85,16 +86,28 @@ def deprecation_warnings(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def default_text(value: Any) -> str | None:
+    """A parameter's default as its flag takes it (``1,3,10`` for a list), ``None`` for none."""
+    if value is None:
+        return None
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
 def add_param_arguments(
     parser: argparse.ArgumentParser,
     cls: type,
     registries: Mapping[str, Registry[Any, Any]] | None = None,
+    required: Sequence[str] = (),
 ) -> None:
     """Add one flag per :func:`param` field of ``cls`` (default ``None`` = not passed), and a
     hidden :class:`SpellingAction` per old name (a deprecated alias).
 
     ``registries`` maps a field (``algorithm``, ``method``) to the registry whose names are its
-    choices; the help then lists each name with its summary.
+    choices; the help then lists each name with its summary. The help of a field in
+    ``required`` says "required" and shows no default (the job refuses a run without it); a
+    field whose default is ``None`` shows none either (its help says what leaving it out does).
     """
     registries = registries or {}
     hints = typing.get_type_hints(cls)
@@ -107,11 +120,16 @@ def add_param_arguments(
         if default is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
             default = f.default_factory()
         aliases = tuple(f.metadata.get("aliases") or ())
-        was = f"; replaces {', '.join(aliases)}" if aliases else ""
+        shown = default_text(default)
+        notes = [
+            "required" if f.name in required else (shown and f"default: {shown}"),
+            aliases and f"replaces {', '.join(aliases)}",
+        ]
+        told = "; ".join(n for n in notes if n)
         kwargs: dict[str, Any] = {
             "dest": f.name,
             "default": None,
-            "help": f"{f.metadata.get('help', '')} (default: {default}{was})",
+            "help": f"{f.metadata.get('help', '')}" + (f" ({told})" if told else ""),
         }
         choices = f.metadata.get("choices")
         if f.name in registries:

@@ -82,6 +82,8 @@ def _workspace(root: Path) -> Path:
     (root / "list.yaml").write_text("- 1\n- 2\n")
     (root / "spark_list.yaml").write_text("spark: [1, 2]\n")
     (root / "debug.yaml").write_text("debug_report: d.json\n")
+    (root / "large_delta.yaml").write_text("delta: 0.002\n")
+    (root / "allow_maybe.yaml").write_text("delta: 0.002\nallow_large_delta: maybe\n")
     (root / "out_exists").mkdir()
     (root / "out_exists" / "part-0.parquet").write_bytes((root / "data.parquet").read_bytes())
     (root / "stale.report.json").write_text("{}")

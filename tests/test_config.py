@@ -136,3 +136,9 @@ def test_the_budget_bounds_in_conf_files_and_readme_are_the_code_s():
         assert row, f"the flag table of docs/operations/configuration.md has no --{name} row"
         m = re.search(r"at most ([\d.e+-]+); a warning above ([\d.e+-]+)", row[0])
         assert m and (float(m[1]), float(m[2])) == (most, warn), row[0]
+    # and the δ refused unless confirmed (--allow-large-delta)
+    row = re.search(r"^\| `--delta` \|.*$", page, re.M)
+    conf = (root / "conf" / "partition_selection.yaml").read_text()
+    for text in (row[0] if row else "", conf):
+        m = re.search(r"refused above ([\d.e+-]+) unless", text)
+        assert m and float(m[1]) == K.DELTA_CONFIRM, text[:300]

@@ -129,6 +129,11 @@ def run_pair(spark, inputs, job, argv, case, store=False) -> tuple[Artefacts, Ar
 
 
 def assert_same(d: Artefacts, du: Artefacts, files: bool = True) -> None:
+    # the distinct count's released bound (public) is its stdout's answer: it may differ
+    reports = [a.report or {} for a in (d, du)]
+    bounds = {r["lower_bound_clamped"] for r in reports if "lower_bound_clamped" in r}
+    for a in (d, du):
+        _without_released_sizes(a, bounds)
     found = differences(d, du, files=files)
     assert not found, "\n\n".join(found)
 
@@ -226,6 +231,7 @@ def test_a_table_output_changes_no_artefact(spark, inputs, tmp_path) -> None:
         for a, db in zip(runs, made, strict=True):
             a.log = [line.replace(db, "<db>") for line in a.log]
             a.plans = [p.replace(db, "<db>") for p in a.plans]
+            a.stdout = a.stdout.replace(db, "<db>")  # the answer names the table
         assert_same(d, du)
     finally:
         for db in made:
@@ -244,7 +250,7 @@ def released_inputs(spark, tmp_path_factory) -> dict[str, Path]:
 
 
 def _without_released_sizes(a: Artefacts, sizes: set[int]) -> None:
-    """The released sizes (public) in the log and stdout replaced by a placeholder."""
+    """The released sizes or values (public) in the log and stdout replaced by a placeholder."""
     import re
 
     def strip(text: str) -> str:

@@ -153,6 +153,7 @@ def test_allow_listed_flags_leave_the_arguments_alone():
         "--log-level", "DEBUG", "--spark-conf", "spark.sql.shuffle.partitions=5",
         "--master", "local[1]", "--overwrite", "--report", "r.json", "--dataset-id", "d",
         "--budget-store", "sqlite:///b.db", "--private-spark-ui", "--noise-key-file", "k",
+        "--allow-large-delta",
     ]  # fmt: skip
     assert _release("partition_selection", [*base, *extra]) == _release("partition_selection", base)
 

@@ -241,7 +241,9 @@ with DAG(
     },
     params={
         "epsilon": Param(1.0, type="number", exclusiveMinimum=0, description="ε of the selection"),
-        "delta": Param(1e-5, type="number", exclusiveMinimum=0, maximum=0.01, description="δ"),
+        "delta": Param(
+            1e-5, type="number", exclusiveMinimum=0, maximum=1e-3, description="δ (≤ 1e-3)"
+        ),
         "count_epsilon": Param(
             1.0, type="number", exclusiveMinimum=0, description="ε of the distinct count"
         ),

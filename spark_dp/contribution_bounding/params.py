@@ -46,7 +46,8 @@ class BoundingParams:
     max_contributions: int | None = param(
         None,
         "the per-user bound b: records per user; users missing from --capacities get it "
-        f"(at most {MAX_CONTRIBUTIONS_LIMIT})",
+        f"(at most {MAX_CONTRIBUTIONS_LIMIT}); required unless --capacities is given (dp-mf: "
+        "measured, not given)",
         aliases=("--capacity",),
     )
     order: str = param(
@@ -79,8 +80,8 @@ class BoundingParams:
     salt_buckets: int = param(64, "salt buckets per heavy user")
     ilp_max_records: int = param(20_000, "largest record count the exact ILP accepts")
     ilp_time_limit: float = param(600.0, "seconds before HiGHS returns its best solution")
-    iterations: int | None = param(None, "dp-mf: training iterations T")
-    batch_size: int | None = param(None, "dp-mf: batch size B")
+    iterations: int | None = param(None, "dp-mf: training iterations T (required with dp-mf)")
+    batch_size: int | None = param(None, "dp-mf: batch size B (required with dp-mf)")
     min_sep: int = param(2, "dp-mf: minimum batch distance between a user's records")
     size_threshold: int = param(
         2, "bias-mitigating: records with at most this many users are small"

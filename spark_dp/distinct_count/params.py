@@ -34,7 +34,7 @@ class DistinctCountParams:
     """Parameters of the ``distinct_count`` job."""
 
     epsilon: float | None = param(
-        None, "total privacy budget ε (required, at most 100): ε/2 GEM + ε/2 Laplace"
+        None, "total privacy budget ε (at most 100): ε/2 GEM + ε/2 Laplace"
     )
     beta: float = param(
         0.05,

@@ -11,6 +11,7 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
     --output-format F     parquet | delta (a Delta table, one commit, moved into place)
     --report PATH         JSON report (default <output>.report.json, or stdout)
     --overwrite           replace existing outputs (never a path the job also reads)
+    --json                print the answer as one JSON object instead of one line
     --noise-key-file PATH the release key: a key file from `spark-dp keygen --out PATH`
     --seed INT            a key derived from a seed: tests only (generate: the data seed)
     --config FILE         YAML/JSON defaults: a local file, a Hadoop URI, or a file shipped
@@ -27,6 +28,8 @@ Common flags (a job gets only those it uses: :class:`~spark_dp.jobs.spec.JobSpec
                           charged for good once data is read
     --dataset-id ID       the privacy unit charged (default: the resolved --input)
     --allow-test-seed-with-budget-store   --seed with a store (test stores only; marked)
+    --allow-large-delta   accept a --delta above 1e-3 (refused otherwise, exit 2; config key
+                          allow_large_delta)
     --ledger-file PATH    without a store: the ledger the run is recorded in (default
                           $SPARK_DP_LEDGER, else $XDG_STATE_HOME/spark-dp/ledger.db)
     --no-ledger           without a store: run without any record of the ε spent
@@ -45,8 +48,10 @@ line or the config file). Usage errors print one line and exit 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, NoReturn
 
+from spark_dp.checks import DELTA_CONFIRM
 from spark_dp.config_flags import add_param_arguments
 from spark_dp.io import ITEM, RECORD_ID, USER_ID
 from spark_dp.io.probe import INPUT_FORMATS
@@ -142,12 +147,12 @@ def build_parser(spec: JobSpec, prog: str | None = None) -> argparse.ArgumentPar
     _key_flags(parser, spec)
     _run_flags(parser)
     if spec.spends_budget:
-        _budget_flags(parser)
+        _budget_flags(parser, spec)
     if spec.needs_input:
         _debug_flags(parser)
     if spec.add_flags is not None:
         spec.add_flags(parser)
-    add_param_arguments(parser, spec.params_cls, spec.registries)
+    add_param_arguments(parser, spec.params_cls, spec.registries, spec.required)
     return parser
 
 
@@ -209,6 +214,12 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
         "--overwrite",
         action="store_true",
         help="replace existing outputs (never a path the job also reads)",
+    )
+    files.add_argument(
+        "--json",
+        action="store_true",
+        help="print the job's answer (its last line on stdout; the preview's predictions) as "
+        "one JSON object, for scripts",
     )
     for col in spec.columns:
         flag, default, what = _COLUMNS[col]
@@ -285,8 +296,9 @@ def _run_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _budget_flags(parser: argparse.ArgumentParser) -> None:
-    """The budget store and the dataset charged (jobs that spend budget)."""
+def _budget_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
+    """The budget store and the dataset charged (jobs that spend budget); the confirmation of
+    a large δ (jobs with ``--delta``)."""
     budget = parser.add_argument_group("privacy budget")
     budget.add_argument(
         "--budget-store",
@@ -322,6 +334,14 @@ def _budget_flags(parser: argparse.ArgumentParser) -> None:
         "seed has the noise; the store and the report mark the release)",
     )
     budget.add_argument("--ledger", action=_Replaced, help=argparse.SUPPRESS)
+    if any(f.name == "delta" for f in dataclasses.fields(spec.params_cls)):
+        budget.add_argument(
+            "--allow-large-delta",
+            action="store_true",
+            help=f"accept a --delta above {DELTA_CONFIRM:g}, refused otherwise (exit 2): δ is the "
+            "probability that the guarantee fails outright, typically below 1/(number of "
+            "users); config key allow_large_delta",
+        )
 
 
 def _debug_flags(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.paths import APPEND, READ, STATE, WRITE, PathPlan, PathSpec
 from spark_dp.jobs.publish import EXIT_BUDGET, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, write_rows
 from spark_dp.jobs.runner import report_path, run_job
-from spark_dp.jobs.spec import JobContext, JobSpec
+from spark_dp.jobs.spec import Answer, JobContext, JobSpec
 
 __all__ = [
     "APPEND",
@@ -28,6 +28,7 @@ __all__ = [
     "READ",
     "STATE",
     "WRITE",
+    "Answer",
     "JobContext",
     "JobSpec",
     "PathPlan",

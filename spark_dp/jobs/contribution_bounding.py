@@ -39,12 +39,14 @@ from spark_dp.jobs.common import (
     READ,
     STATE,
     WRITE,
+    Answer,
     JobContext,
     JobSpec,
     PathSpec,
     run_job,
     write_rows,
 )
+from spark_dp.report import PrivacyReport
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -162,6 +164,29 @@ def _paths(
     return paths
 
 
+def _answer(report: PrivacyReport, args: argparse.Namespace) -> Answer:
+    """The public summary: the parameters and where the confidential outputs are; never how
+    many records were selected, the degrees or the rounds (confidential like the outputs)."""
+    p = report.parameters
+    b, caps, where = p["max_contributions"], p["capacities"], args.output_table or args.output
+    if caps is not None:
+        bound = f"per-user caps from {caps}" + (f", {b} for users it omits" if b else "")
+    else:
+        bound = f"at most {b} records per user" if b else "the bound it measures (confidential)"
+    return Answer(
+        f"bounded contributions ({p['algorithm']}): {bound}; the selected records in {where} "
+        "and the report are confidential (owner-only), not a release",
+        {
+            "job": "contribution_bounding",
+            "algorithm": p["algorithm"],
+            "max_contributions": b,
+            "capacities": caps,
+            "output": where,
+            "confidential": True,
+        },
+    )
+
+
 def _describe(plan: BoundingPlan) -> dict[str, Any]:
     return {
         "algorithm": plan.algorithm,
@@ -192,6 +217,7 @@ SPEC = JobSpec(
     columns=("record", "user"),
     paths=_paths,
     describe=_describe,
+    answer=_answer,
     plan=_plan,
     registries={"algorithm": REGISTRY},
     confidential=True,

@@ -25,12 +25,18 @@ from spark_dp.distinct_count.plan import DistinctCountPlan
 from spark_dp.distinct_count.registry import REGISTRY, curve_method, plan_distinct_count
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
-from spark_dp.jobs.common import WRITE, JobContext, JobSpec, PathSpec, run_job
+from spark_dp.jobs.common import WRITE, Answer, JobContext, JobSpec, PathSpec, run_job
 from spark_dp.jobs.run import suffixed_path
+from spark_dp.report import PrivacyReport
 
-__all__ = ["NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
+__all__ = ["ANSWER", "NONPRIVATE_SUFFIX", "SPEC", "debug_report_path", "main"]
 
 NONPRIVATE_SUFFIX = ".NONPRIVATE.json"
+
+ANSWER = "lower_bound_clamped"
+"""The report's field that is the answer: max(0, ν̂), below the true count with probability
+≥ 1 − β (``lower_bound`` is ν̂ itself, possibly negative; ``estimate`` is not a bound:
+docs/families/distinct-count.md). The report names it in its ``answer`` field."""
 
 
 def debug_report_path(path: str) -> str:
@@ -53,6 +59,7 @@ def _execute(ctx: JobContext) -> str:
     )
     ctx.report.algorithm = method.summary
     result.fill_report(ctx.report)
+    ctx.report.extra["answer"] = ANSWER
     if ctx.args.debug_report:
         path = debug_report_path(ctx.args.debug_report)
         true_count = pairs.select(ITEM).distinct().count()
@@ -63,6 +70,24 @@ def _execute(ctx: JobContext) -> str:
         ctx.report.outputs["debug_report_NONPRIVATE"] = path
         ctx.report.mark_unsafe(f"--debug-report: the private curve and true count are in {path}")
     return f"ε={p.epsilon} release with ℓ̂={result.release.ell} ({p.method})"
+
+
+def _answer(report: PrivacyReport, args: argparse.Namespace) -> Answer:
+    """The released lower bound, its ε and its confidence 1 − β (public: the release)."""
+    r = report.extra
+    confidence = 1 - r["beta"]
+    return Answer(
+        f"distinct count ≥ {r[ANSWER]} (ε={r['epsilon']:g}, 1−β={confidence:g}: a lower bound "
+        f"with probability ≥ {confidence:g}; ℓ̂={r['ell']}, {r['method']})",
+        {
+            "job": "distinct_count",
+            "distinct_count_at_least": r[ANSWER],
+            "epsilon": r["epsilon"],
+            "confidence": confidence,
+            "ell": r["ell"],
+            "method": r["method"],
+        },
+    )
 
 
 def _add_flags(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +130,7 @@ SPEC = JobSpec(
     paths=_paths,
     add_flags=_add_flags,
     describe=_describe,
+    answer=_answer,
     plan=plan_distinct_count,
     registries={"method": REGISTRY},
     unsafe_flags=(("debug_report", "--debug-report"),),

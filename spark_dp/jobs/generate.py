@@ -11,6 +11,7 @@ hold (the job reads no private data and spends no budget).
 
 from __future__ import annotations
 
+import argparse
 import secrets
 import sys
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from dataclasses import dataclass
 from spark_dp.checks import check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
 from spark_dp.generators.spark_frames import KINDS, hypergraph_frame, pairs_frame
-from spark_dp.jobs.common import JobContext, JobSpec, run_job, write_rows
+from spark_dp.jobs.common import Answer, JobContext, JobSpec, run_job, write_rows
+from spark_dp.report import PrivacyReport
 
 __all__ = ["GenerateParams", "main"]
 
@@ -90,6 +92,22 @@ def _execute(ctx: JobContext) -> str:
     return f"{rows} rows of {p.kind} data written to {ctx.args.output}"
 
 
+def _answer(report: PrivacyReport, args: argparse.Namespace) -> Answer:
+    """What was written (synthetic public data: its size and seed are public)."""
+    data, kind = report.extra["dataset"], report.parameters["kind"]
+    where = args.output_table or args.output
+    return Answer(
+        f"wrote {data['rows']} rows of {kind} data to {where} (seed {data['seed']})",
+        {
+            "job": "generate",
+            "kind": kind,
+            "rows": data["rows"],
+            "output": where,
+            "seed": data["seed"],
+        },
+    )
+
+
 SPEC = JobSpec(
     name="generate",
     description=__doc__.split("\n\n")[0],
@@ -98,6 +116,7 @@ SPEC = JobSpec(
     needs_input=False,
     columns=(),
     uses_key=False,
+    answer=_answer,
     examples=(
         "python jobs/generate.py --kind zipf --users 100000 --output data/zipf --seed 1",
         "spark-submit --py-files dist/spark_dp.zip jobs/generate.py --kind skewed "

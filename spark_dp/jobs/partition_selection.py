@@ -11,10 +11,11 @@ per-item counts, the union of items or input sizes.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
-from spark_dp.jobs.common import JobContext, JobSpec, run_job, write_rows
+from spark_dp.jobs.common import Answer, JobContext, JobSpec, run_job, write_rows
 from spark_dp.partition_selection import (
     PartitionSelectionParams,
     SelectionPlan,
@@ -23,6 +24,7 @@ from spark_dp.partition_selection import (
     select_partitions,
 )
 from spark_dp.partition_selection.registry import REGISTRY
+from spark_dp.report import PrivacyReport
 
 __all__ = ["SPEC", "main"]
 
@@ -39,6 +41,26 @@ def _execute(ctx: JobContext) -> str:
         selection.fill_report(ctx.report)
     ctx.report.outputs["items"] = ctx.args.output
     return f"{rows} items selected by {plan.algorithm}, written to {ctx.args.output}"
+
+
+def _answer(report: PrivacyReport, args: argparse.Namespace) -> Answer:
+    """The released number of items and where they are (public: the release's size)."""
+    p = report.parameters
+    items, where = report.outputs["output_items"], args.output_table or args.output
+    bound = p.get("max_contributions_chosen", p["max_contributions"])
+    return Answer(
+        f"released {items} items to {where} (ε={p['epsilon']:g}, δ={p['delta']:g}, "
+        f"{report.algorithm}, Δ0={bound})",
+        {
+            "job": "partition_selection",
+            "released_items": items,
+            "output": where,
+            "epsilon": p["epsilon"],
+            "delta": p["delta"],
+            "algorithm": report.algorithm,
+            "max_contributions": bound,
+        },
+    )
 
 
 def _describe(plan: SelectionPlan) -> dict[str, Any]:
@@ -63,6 +85,7 @@ SPEC = JobSpec(
     spends_budget=True,
     required=("epsilon",),
     describe=_describe,
+    answer=_answer,
     plan=plan_selection,
     registries={"algorithm": REGISTRY},
 )

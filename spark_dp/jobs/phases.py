@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from spark_dp.checks import check_finite_plan, privacy_warnings
+from spark_dp.checks import check_delta_confirmed, check_finite_plan, privacy_warnings
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides, resolve_params
 from spark_dp.config_flags import cli_overrides, deprecation_warnings
 from spark_dp.errors import ConfigError, ParameterError
@@ -189,11 +189,25 @@ def resolve_run_params(run: Run) -> None:
             )
     for sentence in deprecation_warnings(args):
         run.log.warning("%s", sentence)
+    allowed = _large_delta_allowed(run)
     run.params = resolve_params(spec.params_cls, run.file_conf, given)
-    for sentence in privacy_warnings(
-        getattr(run.params, "epsilon", None), getattr(run.params, "delta", None)
-    ):
+    delta = getattr(run.params, "delta", None)
+    shown = f"--delta {delta!r}" if given.get("delta") is not None else f"delta {delta!r} (config)"
+    check_delta_confirmed(delta, shown, allowed=allowed)
+    for sentence in privacy_warnings(getattr(run.params, "epsilon", None), delta):
         run.log.warning("%s", sentence)
+
+
+def _large_delta_allowed(run: Run) -> bool:
+    """``--allow-large-delta``, or ``allow_large_delta: true`` in the config file (taken out of
+    it here; a job without the flag leaves the key to be refused as unknown)."""
+    if not hasattr(run.args, "allow_large_delta"):
+        return False
+    keys = [k for k in list(run.file_conf) if str(k) in ("allow_large_delta", "allow-large-delta")]
+    from_file = [run.file_conf.pop(k) for k in keys]
+    if any(not isinstance(v, bool) for v in from_file):
+        raise ConfigError("config key allow_large_delta must be true or false")
+    return bool(run.args.allow_large_delta) or any(from_file)
 
 
 def plan_algorithm(run: Run) -> None:

@@ -33,12 +33,6 @@ def _execute(ctx: JobContext) -> str:
     return f"preview: recommended {best.algorithm} at Δ0 = {best.max_contributions}"
 
 
-def _add_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument_group("output").add_argument(
-        "--json", action="store_true", help="print the predictions as JSON (for scripts)"
-    )
-
-
 def _stdout(report: PrivacyReport, args: argparse.Namespace) -> str:
     """What the preview prints: its table, or its JSON with ``--json``."""
     doc = report.outputs["preview"]
@@ -64,7 +58,6 @@ SPEC = JobSpec(
     ),
     spends_budget=True,
     required=("epsilon",),
-    add_flags=_add_flags,
     describe=_describe,
     plan=plan_preview,
     stdout=_stdout,

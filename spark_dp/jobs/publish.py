@@ -15,8 +15,10 @@ and on nothing else of the data:
 * **the report**: its fields are parameters, public constants and the release itself; the
   fields that may differ between two runs on neighbouring inputs are listed in
   :data:`PUBLIC_REPORT_FIELDS` (a confidential report's counts: :data:`CONFIDENTIAL_REPORT_FIELDS`);
-* **stdout, the exit code and the last log line** (:func:`publish`): the report or the job's own
-  table of released values, exit code 0, and one line with the released summary.
+* **stdout, the exit code and the last log line** (:func:`publish`): the job's public answer
+  (:class:`~spark_dp.jobs.spec.Answer`: one line of parameters, paths and released values, or
+  one JSON object with ``--json``; the preview's own table), after the report when it has no
+  file; exit code 0; and one log line with the released summary.
 
 :func:`publish` is the last phase of a run (:mod:`spark_dp.jobs.runner`): the budget commit,
 then the outputs and the report into place (the report last), then stdout.
@@ -24,10 +26,11 @@ then the outputs and the report into place (the report last), then stdout.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.jobs.budget_hooks import check_spent
 from spark_dp.jobs.phases import register_tables
@@ -50,6 +53,7 @@ __all__ = [
     "RELEASE_PART_FILES",
     "canonical_part_names",
     "canonical_rows",
+    "printed",
     "publish",
     "write_rows",
 ]
@@ -102,6 +106,27 @@ CONFIDENTIAL_REPORT_FIELDS: tuple[tuple[str, ...], ...] = (
 )
 """The fields of a confidential report (contribution bounding's) that hold counts of the
 hypergraph: like its outputs, they are confidential and not released."""
+
+
+def printed(run: Run, path: str | None) -> str:
+    """What a committed run prints: the job's own text (the preview's table), else its answer
+    as one line (the report's JSON before it when the report has no file), or with ``--json``
+    one JSON object: the answer's fields and ``report``, the report's path or, when it has no
+    file, the report itself."""
+    assert run.report is not None
+    spec, args, report = run.spec, run.args, run.report
+    if spec.stdout is not None:
+        return spec.stdout(report, args)
+    if spec.answer is None:
+        return report.to_json() if path is None else ""
+    answer = spec.answer(report, args)
+    if getattr(args, "json", False):
+        where: Any = report.to_dict() if path is None else path
+        return json.dumps({**answer.fields, "report": where}, ensure_ascii=False) + "\n"
+    if path is None:
+        return f"{report.to_json().rstrip()}\n{answer.line}; report: above\n"
+    return f"{answer.line}; report: {path}\n"
+
 
 _SPARK_PART = re.compile(r"^part-(\d+)-[0-9a-f-]{36}-c(\d+)(\..+)$")
 """A part file as Spark names it: ``part-<task>-<job uuid>-c<file>.<codec>.parquet``."""
@@ -173,9 +198,9 @@ def write_rows(
 
 def publish(run: Run, summary: str, started: float) -> int:
     """The last phase of a run: the budget commit, the outputs into place with the report last
-    (its presence marks the release), stdout (the report, or the job's own table), the hooks
-    that run after the commit, an output table registered in the catalog, and the run's last
-    log line; returns :data:`EXIT_OK`.
+    (its presence marks the release), stdout (:func:`printed`), the hooks that run after the
+    commit, an output table registered in the catalog, and the run's last log line; returns
+    :data:`EXIT_OK`.
 
     Args:
         run: the run, its outputs staged and its report filled.
@@ -200,10 +225,8 @@ def publish(run: Run, summary: str, started: float) -> int:
     run.committed = True
     if replacing is not None and output is not None:
         run.lease.replaced(output, replacing)
-    if path is None or run.spec.stdout is not None:
-        printed = run.spec.stdout or (lambda report, _: report.to_json())
-        sys.stdout.write(printed(run.report, run.args))
-        sys.stdout.flush()
+    sys.stdout.write(printed(run, path))
+    sys.stdout.flush()
     for hook in run.after_commit:
         hook()
     register_tables(run)  # one catalog operation, after the commit

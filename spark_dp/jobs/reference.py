@@ -124,7 +124,8 @@ def configuration_reference() -> str:
         "validated in one place (see [configuration](../operations/configuration.md)). In a "
         "config file a parameter's key is the flag's name with underscores or the parameter's "
         "name; a file may also hold `spark:` (Spark settings) and, for the jobs that spend "
-        "budget, `budget_store:` and `dataset_id:`. Unsafe debugging flags can only be given "
+        "budget, `budget_store:` and `dataset_id:` (and, with `--delta`, `allow_large_delta:`). "
+        "Unsafe debugging flags can only be given "
         "on the command line.",
         "",
     ]

@@ -55,8 +55,9 @@ NOT_IN_RELEASE: dict[str, str] = {
     "private_spark_ui": "turns Spark's UI and event log off; the computation is the same",
     "log_level": "what the log shows",
     "allow_unsafe_debug": "confirms an unsafe debugging flag (the flags it confirms are in)",
+    "allow_large_delta": "confirms a δ above 1e-3 (the δ it confirms is in)",
     "dry_run": "prints the plan; no release",
-    "json": "how the preview prints its predictions; the release is the same",
+    "json": "how the answer (the preview: its predictions) is printed; the release is the same",
     # the budget: where the release is charged, not what it is
     "budget_store": "where the release is charged",
     "dataset_id": "which budget the release is charged to",

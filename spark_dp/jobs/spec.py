@@ -21,7 +21,18 @@ if TYPE_CHECKING:
 
     from spark_dp.registry import Registry
 
-__all__ = ["JobContext", "JobSpec"]
+__all__ = ["Answer", "JobContext", "JobSpec"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A job's public answer, the last thing it prints (:func:`spark_dp.jobs.publish.publish`):
+    ``line`` on stdout, or ``fields`` as one JSON object with ``--json``. Built from the report
+    and the arguments only: parameters, paths and released values, never a count of the input
+    or of a confidential output (docs/privacy/boundary.md)."""
+
+    line: str
+    fields: dict[str, Any]
 
 
 @dataclass
@@ -55,8 +66,10 @@ class JobSpec:
         describe: ``describe(plan) -> dict``: the calibration shown by ``--dry-run``.
         unsafe_flags: (dest, flag) of job flags that expose private data: refused without
             ``--allow-unsafe-debug`` (like ``--unsafe-debug-logs``).
-        stdout: ``stdout(report, args) -> text``: what a job without ``--report`` prints
-            instead of its report's JSON (the preview's table); None prints the report.
+        stdout: ``stdout(report, args) -> text``: what the job prints instead of its
+            :attr:`answer` (the preview's table, or its JSON with ``--json``).
+        answer: ``answer(report, args) -> Answer``: the job's public answer, printed last (one
+            line, or one JSON object with ``--json``).
         confidential: everything the job writes holds private values (contribution bounding:
             the selection, the user state and the report's counts reveal the hypergraph): the
             report is named ``*.confidential.json`` and created with mode 0600, the Parquet
@@ -84,6 +97,7 @@ class JobSpec:
     registries: Mapping[str, Registry[Any, Any]] = field(default_factory=dict)
     confidential: bool = False
     stdout: Callable[[PrivacyReport, argparse.Namespace], str] | None = None
+    answer: Callable[[PrivacyReport, argparse.Namespace], Answer] | None = None
 
     def __post_init__(self) -> None:
         if self.spends_budget and self.plan is None:

@@ -201,7 +201,8 @@ def test_the_job_shuffles_by_user_into_the_settings_partitions(spark, heavy_tail
 
     def run() -> None:
         flags = ["--input", path, "--output", str(tmp_path / "out"), "--algorithm", "basic",
-                 "--epsilon", "1", "--delta", "0.05", "--max-contributions", "5", "--seed", "3",
+                 "--epsilon", "1", "--delta", "0.05", "--allow-large-delta",
+                 "--max-contributions", "5", "--seed", "3",
                  "--overwrite", "--log-level", "WARNING"]  # fmt: skip
         assert main(flags) == 0
 
