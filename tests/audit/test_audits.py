@@ -1,9 +1,10 @@
 """The audit through Spark: every real mechanism passes, every broken variant fails, and
 ``spark-dp audit`` writes its outputs and runs the self-test.
 
-The main suite runs the ``--fast`` real mechanisms and a sample of broken variants (one per
-kind of mistake); the whole self-test's verdict table is ``test_self_test_verdict_table``
-(slow, run in CI). The audits use a fixed test key (``seed``), so their verdicts are
+A quick run (``-m "not slow"``) runs the ``--fast`` real mechanisms and a sample of broken
+variants (one per kind of mistake: marked ``audit_subset``); the whole self-test's verdict table,
+``test_self_test_verdict_table`` (slow), audits every one of them again and more, so ``make test``
+(CI) runs it and leaves the subset out. The audits use a fixed test key (``seed``), so their verdicts are
 reproducible; the power of each comparison that fails a broken variant is printed and asserted
 (≥ 0.9 at the observed rates, or the variant's documented measured power).
 """
@@ -40,6 +41,7 @@ MAIN_RUNS = 5000
 """Runs per dataset of the main suite's real audits (the self-test runs the default 20,000)."""
 
 
+@pytest.mark.audit_subset
 @pytest.mark.parametrize("name", [*MECHANISMS, *SYSTEM])
 def test_every_mechanism_passes_its_fast_audit(spark, name):
     runs = None if name in SYSTEM or name in ("distinct-count", "auto-choice") else MAIN_RUNS
@@ -53,6 +55,7 @@ def test_every_mechanism_passes_its_fast_audit(spark, name):
         assert rate > 0.0 and share > 0.0
 
 
+@pytest.mark.audit_subset
 @pytest.mark.parametrize("name", SAMPLE)
 def test_a_sample_of_broken_variants_fails(spark, name):
     result = audit(name, seed=SEED, spark=spark)
