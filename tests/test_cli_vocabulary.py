@@ -71,7 +71,8 @@ def test_each_job_takes_only_its_flags(capsys) -> None:
 
 @pytest.fixture
 def words(tmp_path: Path) -> Path:
-    pq.write_table(pa.table({"user_id": ["u"], "item": ["a"]}), tmp_path / "w.parquet")
+    table = pa.table({"user_id": ["u"], "item": ["a"], "record_id": ["r"]})  # every job's ids
+    pq.write_table(table, tmp_path / "w.parquet")
     return tmp_path
 
 

@@ -85,7 +85,8 @@ def test_integer_ids_become_base10_strings(spark, tmp_path):
             [(1, "a")],
             "uid long, item string",
             {},
-            r"no column 'user_id' \(user_id\).*\['uid', 'item'\]",
+            r"no column 'user_id' \(columns: uid, item\); did you mean `uid`\? "
+            r"pass --user-col uid$",
         ),
         ([(1.5, "a")], "user_id double, item string", {}, "floating-point type double"),
         ([(1, [1])], "user_id long, item array<int>", {}, "unsupported type array<int>"),

@@ -12,13 +12,23 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import CAPACITY, USER_ID, quoted
 from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
-from spark_dp.io.read import id_column, read_table
+from spark_dp.io.read import id_column, missing_column, read_table
 from spark_dp.logs import private
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["load_capacities"]
+__all__ = ["capacity_type_problem", "load_capacities"]
+
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+
+
+def capacity_type_problem(cap_col: str, type_name: str) -> str | None:
+    """Why a capacity column of Spark type ``type_name`` cannot be read, or None: integers, or
+    text (CSV) read as integers."""
+    if type_name == "string" or type_name in _INTEGRAL:
+        return None
+    return f"capacities column {cap_col!r} has type {type_name}; capacities must be integers >= 0"
 
 
 def load_capacities(
@@ -53,23 +63,20 @@ def load_capacities(
     from pyspark.sql import types as T
 
     df = read_table(spark, path, fmt, flag="--capacities")
-    user = id_column(df, user_col, "user id of the capacities table", str(path))
+    user = id_column(df, user_col, "user id of the capacities table", str(path), flag="--user-col")
     if cap_col not in df.columns:
-        raise InputContractError(
-            f"capacities {path!r} has no column {cap_col!r}; columns present: {df.columns}"
-        )
+        where = f"capacities {path!r}"
+        raise InputContractError(missing_column(where, cap_col, df.columns, "--capacity-col"))
     cap_type = df.schema[cap_col].dataType
+    problem = capacity_type_problem(cap_col, cap_type.simpleString())
+    if problem:
+        raise InputContractError(problem)
     if isinstance(cap_type, T.StringType):  # CSV
         cap = F.expr(f"try_cast({quoted(cap_col)} AS BIGINT)")  # ANSI mode: cast would throw
         bad_cast = F.col(quoted(cap_col)).isNotNull() & cap.isNull()
-    elif isinstance(cap_type, T.IntegralType):
+    else:  # integral (capacity_type_problem)
         cap = F.col(quoted(cap_col)).cast("long")
         bad_cast = F.lit(False)
-    else:
-        raise InputContractError(
-            f"capacities column {cap_col!r} has type {cap_type.simpleString()}; "
-            "capacities must be integers >= 0"
-        )
     read = F.col(cap_col).cast("string").alias("_read")
     t = df.select(user.alias(USER_ID), cap.alias(CAPACITY), bad_cast.alias("_bad"), read)
     aggs = [

@@ -34,6 +34,7 @@ from spark_dp.io.fs import LocalFS, local_path, special_kind
 __all__ = [
     "INPUT_FORMATS",
     "case_duplicates",
+    "data_files",
     "input_format",
     "layout_problem",
     "probe_local_input",
@@ -61,7 +62,7 @@ def input_format(path: str, fmt: str | None) -> str:
     return "csv" if str(path).lower().endswith((".csv", ".csv.gz")) else "parquet"
 
 
-def _data_files(root: str) -> list[str]:
+def data_files(root: str) -> list[str]:
     """Every data file under ``root`` (hidden names left out, as Spark does), sorted."""
     out = []
     for parent, dirs, files in os.walk(root):
@@ -204,7 +205,7 @@ def probe_local_input(path: str, fmt: str | None, *, flag: str = "--input") -> N
     if fmt == "delta":  # its log says which files are the table: checked by the request
         latest_version(LocalFS(), p, flag=flag)
         return
-    files = _data_files(p) if os.path.isdir(p) else [p]
+    files = data_files(p) if os.path.isdir(p) else [p]
     if not files:
         raise InputContractError(
             f"{flag} {shown} is a directory without data files (empty, or only hidden files)"

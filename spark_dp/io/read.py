@@ -12,7 +12,11 @@ missing column, a type that is not an id) fail in both modes: they reveal no row
 
 from __future__ import annotations
 
+import difflib
 import logging
+import re
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +33,10 @@ if TYPE_CHECKING:
 __all__ = [
     "InputSummary",
     "id_column",
+    "id_type_problem",
     "load_incidences",
     "load_pairs",
+    "missing_column",
     "read_table",
     "validate_edges",
 ]
@@ -38,6 +44,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _ID_TYPES_OK = ("string", "int", "bigint", "smallint", "tinyint")
+_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+_COLUMN_FLAGS = {USER_ID: "--user-col", ITEM: "--item-col", RECORD_ID: "--record-col"}
+"""The flag that names each canonical id column (the jobs' ``--<col>-col``)."""
+_SHOWN_COLUMNS = 20
 
 
 @dataclass(frozen=True)
@@ -115,34 +125,82 @@ def read_table(
         raise InputContractError(message) from None
 
 
-def id_column(df: DataFrame, col: str, role: str, path: str) -> Column:
+def missing_column(
+    where: str, col: str, columns: Sequence[str], flag: str | None, taken: Sequence[str] = ()
+) -> str:
+    """One line for a column ``col`` that the table ``where`` lacks: the columns it has, the
+    closest name (the same up to case, else one that starts with the other, else
+    :func:`difflib.get_close_matches`) and the ``flag`` to pass it with (or, for a fixed name,
+    to rename the column upstream); a column ``taken`` by another flag is never suggested."""
+    shown = ", ".join(columns[:_SHOWN_COLUMNS]) or "none"
+    if len(columns) > _SHOWN_COLUMNS:
+        shown += f", ... ({len(columns) - _SHOWN_COLUMNS} more)"
+    low, free = col.lower(), [c for c in columns if c not in taken]
+    same_case = [c for c in free if c.lower() == low]
+    prefix = [c for c in free if min(len(c), len(low)) >= 3 and _prefix(c.lower(), low)]
+    close = same_case or prefix[:1] or difflib.get_close_matches(col, free, n=1)
+    line = f"{where} has no column {col!r} (columns: {shown})"
+    if close and flag:
+        return f"{line}; did you mean `{close[0]}`? pass {flag} {shlex.quote(close[0])}"
+    if close:
+        return f"{line}; did you mean `{close[0]}`? rename it to {col!r} upstream"
+    if flag:
+        return f"{line}; pass the right column name with {flag} NAME"
+    return f"{line}; add it (or rename one to {col!r}) upstream"
+
+
+def _prefix(a: str, b: str) -> bool:
+    return a.startswith(b) or b.startswith(a)
+
+
+def id_type_problem(col: str, role: str, type_name: str) -> str | None:
+    """Why a column ``col`` of Spark type ``type_name`` (its ``simpleString``) is not an id, or
+    None: ids are strings or integers (decimals of scale 0 included); floating point, boolean,
+    date, timestamp, binary and nested types are not."""
+    decimal = _DECIMAL.match(type_name)
+    if decimal and decimal.group(2) == "0":
+        return None
+    if type_name in ("float", "double") or decimal:
+        return (
+            f"column {col!r} ({role}) has floating-point type {type_name}; "
+            "ids must be strings or integers (cast them upstream, e.g. to bigint or string)"
+        )
+    if type_name not in _ID_TYPES_OK:
+        return (
+            f"column {col!r} ({role}) has unsupported type {type_name}; "
+            "ids must be strings or integers (cast them upstream)"
+        )
+    return None
+
+
+def id_column(
+    df: DataFrame,
+    col: str,
+    role: str,
+    path: str,
+    *,
+    flag: str | None = None,
+    taken: Sequence[str] = (),
+) -> Column:
     """Column ``col`` of ``df`` as a string id: integers in base 10, strings as they are.
+
+    ``flag`` names the column's flag in messages (default: the one of a canonical ``role``);
+    ``taken``: the columns other flags name (never suggested for this one).
+    The same rules run before Spark starts on the schema alone (:mod:`spark_dp.io.schema_peek`).
 
     Raises:
         InputContractError: no such column, or a type that is not an id (floating point,
             boolean, date, timestamp, binary, nested).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     if col not in df.columns:
-        raise InputContractError(
-            f"input {path!r} has no column {col!r} ({role}); columns present: {df.columns}. "
-            f"Pass the right name with the matching --*-col flag"
-        )
-    dtype = df.schema[col].dataType
-    if isinstance(dtype, T.DecimalType) and dtype.scale == 0:
-        return F.col(quoted(col)).cast("string")
-    if isinstance(dtype, (T.FloatType, T.DoubleType, T.DecimalType)):
-        raise InputContractError(
-            f"column {col!r} ({role}) has floating-point type {dtype.simpleString()}; "
-            "ids must be strings or integers (cast them upstream, e.g. to bigint or string)"
-        )
-    if dtype.simpleString() not in _ID_TYPES_OK:
-        raise InputContractError(
-            f"column {col!r} ({role}) has unsupported type {dtype.simpleString()}; "
-            "ids must be strings or integers (cast them upstream)"
-        )
+        flag = flag or _COLUMN_FLAGS.get(role)
+        line = missing_column(f"input {path!r}", col, df.columns, flag, taken)
+        raise InputContractError(line)
+    problem = id_type_problem(col, role, df.schema[col].dataType.simpleString())
+    if problem:
+        raise InputContractError(problem)
     return F.col(quoted(col)).cast("string")
 
 
@@ -186,7 +244,11 @@ def validate_edges(
 
     from spark_dp.caching import storage_level
 
-    exprs = [id_column(df, src, canon, path).alias(canon) for canon, src in columns.items()]
+    sources = list(columns.values())
+    exprs = [
+        id_column(df, src, canon, path, taken=[s for s in sources if s != src]).alias(canon)
+        for canon, src in columns.items()
+    ]
     typed = df.select(*exprs)
     null_any = F.lit(False)
     for canon in columns:

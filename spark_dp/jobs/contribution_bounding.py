@@ -30,11 +30,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.contribution_bounding.api import plan_bounding
+from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID, WEIGHT
 from spark_dp.contribution_bounding.params import ContributionBoundingParams
 from spark_dp.contribution_bounding.plan import BoundingPlan, check_capacity_given
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
 from spark_dp.io.fs import FileSystem
+from spark_dp.io.schema_peek import CAPACITY, ID, NUMBER, ColumnRule
 from spark_dp.jobs.common import (
     READ,
     STATE,
@@ -60,7 +62,6 @@ def _read_weights(ctx: JobContext, per_user: bool) -> DataFrame:
     from pyspark.sql import functions as F
 
     from spark_dp.contribution_bounding.record_weights import check_weights
-    from spark_dp.io import RECORD_ID, USER_ID
     from spark_dp.io.columns import quoted
 
     df = ctx.read_table("record_weights", "--record-weights")
@@ -164,6 +165,24 @@ def _paths(
     return paths
 
 
+def _columns_read(
+    args: argparse.Namespace, p: ContributionBoundingParams, plan: BoundingPlan
+) -> dict[str, list[ColumnRule]]:
+    """The columns read from the capacities and record-weights tables (their schemas are
+    checked before Spark starts)."""
+    weights = [ColumnRule("--record-col", args.record_col, RECORD_ID, ID)]
+    if plan.per_user:
+        weights.append(ColumnRule("--user-col", args.user_col, USER_ID, ID))
+    weights.append(ColumnRule(None, WEIGHT, "record weights", NUMBER))
+    return {
+        "capacities": [
+            ColumnRule("--user-col", args.user_col, "user id of the capacities table", ID),
+            ColumnRule("--capacity-col", p.capacity_col, "capacity", CAPACITY),
+        ],
+        "record_weights": weights,
+    }
+
+
 def _answer(report: PrivacyReport, args: argparse.Namespace) -> Answer:
     """The public summary: the parameters and where the confidential outputs are; never how
     many records were selected, the degrees or the rounds (confidential like the outputs)."""
@@ -215,6 +234,7 @@ SPEC = JobSpec(
         "--max-contributions 3 --algorithm greedy-dup",
     ),
     columns=("record", "user"),
+    columns_read=_columns_read,
     paths=_paths,
     describe=_describe,
     answer=_answer,

@@ -21,8 +21,10 @@ from spark_dp.config import params_to_dict, parse_spark_conf_overrides, resolve_
 from spark_dp.config_flags import cli_overrides, deprecation_warnings
 from spark_dp.errors import ConfigError, ParameterError
 from spark_dp.io.catalog import register_output, resolve_input, resolve_output
+from spark_dp.io.columns import ITEM, RECORD_ID, USER_ID
 from spark_dp.io.delta import DELTA_EXTENSION, DELTA_SESSION_CONF
 from spark_dp.io.fs import local_path
+from spark_dp.io.schema_peek import ColumnRule, check_columns, peek_schema
 from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
 from spark_dp.jobs.config_source import locate_config
@@ -33,6 +35,7 @@ from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 
 __all__ = [
+    "check_schemas",
     "check_spark_conf",
     "check_unsafe_flags",
     "delta_flag",
@@ -308,6 +311,38 @@ def plan_paths(run: Run) -> None:
     args = run.args
     run.plan.prepare_local(overwrite=args.overwrite, recover_commits=not args.dry_run)
     check_reports_beside(run)  # no report beside an output it does not describe
+
+
+_ID_COLUMNS = {
+    "user": ("--user-col", USER_ID),
+    "item": ("--item-col", ITEM),
+    "record": ("--record-col", RECORD_ID),
+}
+
+
+def check_schemas(run: Run) -> None:
+    """Phase 4b: every column flag against the schema of each local table the run reads, from
+    metadata only (a Parquet footer, a CSV header, a Delta log: no row, no Spark;
+    :mod:`spark_dp.io.schema_peek`), so a wrong ``--user-col`` fails in one line before Spark
+    starts, with ``--dry-run`` too. Catalog tables and Hadoop URIs are checked by Spark when it
+    reads them, with the same rules."""
+    assert run.plan is not None
+    spec, args = run.spec, run.args
+    rules: dict[str, list[ColumnRule]] = {}
+    if spec.needs_input and not getattr(args, "input_table", None):
+        rules["input"] = [
+            ColumnRule(_ID_COLUMNS[c][0], getattr(args, f"{c}_col"), _ID_COLUMNS[c][1])
+            for c in spec.columns
+        ]
+    if spec.columns_read is not None:
+        rules.update(spec.columns_read(args, run.params, run.algorithm_plan))
+    for s in run.plan.specs:
+        if s.role not in rules or s.access != READ or not s.table or not run.plan.is_local(s):
+            continue
+        version = getattr(args, "input_version", None) if s.role == "input" else None
+        schema = peek_schema(s.path, s.fmt, version=version)
+        if schema is not None:
+            check_columns(s.shown(), schema, rules[s.role])
 
 
 def dry_run(run: Run) -> int:

@@ -2,7 +2,7 @@
 
 ::
 
-    parse → config → params → plan → path plan → key (unbound) → request identity
+    parse → config → params → plan → path plan → schemas → key (unbound) → request identity
           → budget reserve → session → execute: [charge durable → validation pass reads +
              digests every table → release id recorded → key bound → algorithm] (staged)
              → publish (:mod:`.publish`: budget commit → commit (outputs, report last) → stdout)
@@ -10,9 +10,10 @@
     is freed if it read no data, else it stays charged (failed)
 
 Everything up to the reservation runs before Spark starts (:mod:`.phases`), so a bad flag,
-value, config file, key file or path is one line on stderr and exit code 2 without a JVM, and a
-refused budget is exit code 3 before any data is read. The job's data-free plan is computed
-once, from the checked parameters, and the same plan is reserved and executed. The run's
+value, config file, key file, path or column name (read from the table's schema) is one line
+on stderr and exit code 2 without a JVM, and a refused budget is exit code 3 before any data is
+read. The job's data-free plan is computed once, from the checked parameters, and the same plan
+is reserved and executed. The run's
 :class:`~.budget_lease.BudgetLease` reserves the plan's (ε, δ) in the books (the budget store
 of ``--budget-store``, else the default ledger, unless ``--no-ledger``) under the run's request
 (arguments, key, input locations and listings: a request committed before is not run again,
@@ -71,6 +72,7 @@ from spark_dp.jobs.failures import (
 )
 from spark_dp.jobs.monitoring import check_monitoring, monitoring_info, private_spark_conf
 from spark_dp.jobs.phases import (
+    check_schemas,
     check_spark_conf,
     check_unsafe_flags,
     delta_flag,
@@ -263,6 +265,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks:
         resolve_run_params(run)
         plan_algorithm(run)
         plan_paths(run)
+        check_schemas(run)  # each column flag against the tables' schemas: metadata only
         if args.dry_run:
             return dry_run(run)
         make_key(run)

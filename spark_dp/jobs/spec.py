@@ -19,6 +19,7 @@ from spark_dp.report import Plan, PrivacyReport
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from spark_dp.io.schema_peek import ColumnRule
     from spark_dp.registry import Registry
 
 __all__ = ["Answer", "JobContext", "JobSpec"]
@@ -50,6 +51,10 @@ class JobSpec:
         examples: lines shown at the end of ``--help``.
         columns: the id columns the job reads (``user``, ``item``, ``record``): one
             ``--<col>-col`` flag each, and no other.
+        columns_read: ``columns_read(args, params, plan) -> {role: [ColumnRule]}``: the
+            columns the job reads from its other tables (capacities, record weights), checked
+            with the input's id columns against each local table's schema before Spark starts
+            (:mod:`spark_dp.io.schema_peek`).
         spends_budget: the job releases with ε > 0 (``--budget-store``, ``--dataset-id``).
         plan: ``plan(params) -> Plan``: the algorithm's data-free plan
             (:class:`spark_dp.report.Plan`), computed once from the checked parameters; the
@@ -86,6 +91,9 @@ class JobSpec:
     guarantee: str = ""
     examples: Sequence[str] = ()
     columns: tuple[str, ...] = ("user", "item")
+    columns_read: Callable[[argparse.Namespace, Any, Any], dict[str, list[ColumnRule]]] | None = (
+        None
+    )
     spends_budget: bool = False
     uses_key: bool = True
     required: tuple[str, ...] = ()

@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM, USER_ID
 from spark_dp.partition_selection.layout import by_user
 from spark_dp.randomness import Randomness, with_hash_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["cap_user_items", "nested_cap", "ranked_cap", "ranked_input", "with_degree"]
 
@@ -103,6 +104,9 @@ def ranked_cap(
         (user_id, item, cap_rank, degree): ranks 1..min(|S_u|, Δ0) per user, degree =
         min(|S_u|, Δ0); hash-partitioned by user and sorted by user.
     """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     by_rank = Window.partitionBy(USER_ID).orderBy(F.col("_h"), F.col(ITEM))  # item breaks ties
     pairs = pairs.select(USER_ID, ITEM)
     ranked = with_hash_column(
@@ -130,6 +134,8 @@ def nested_cap(ranked: DataFrame, max_items: int) -> DataFrame:
     Returns:
         (user_id, item, degree), as :func:`cap_user_items` at Δ0.
     """
+    from pyspark.sql import functions as F
+
     degree = F.least(F.col(DEGREE), F.lit(int(max_items)))
     # -> (user_id, item, degree)
     return ranked.where(F.col(CAP_RANK) <= max_items).select(USER_ID, ITEM, degree.alias(DEGREE))
@@ -147,6 +153,9 @@ def with_degree(pairs: DataFrame) -> DataFrame:
     Returns:
         the same rows with ``degree`` = the user's current number of items.
     """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     count = F.count(F.lit(1)).over(Window.partitionBy(USER_ID))
     # -> (user_id, item, ..., degree)
     return pairs.drop(DEGREE).withColumn(DEGREE, count)

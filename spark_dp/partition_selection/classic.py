@@ -22,9 +22,6 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
 from spark_dp.caching import CacheScope
 from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
@@ -41,6 +38,8 @@ from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
 __all__ = ["keep_probability_column", "noisy_count_runner", "planner", "run_keep_probability"]
@@ -56,6 +55,8 @@ def keep_probability_column(n: Column, strategy: TruncatedGeometric) -> Column:
         n: user count column (≥ 1).
         strategy: the calibrated strategy (ε', δ', crossovers).
     """
+    from pyspark.sql import functions as F
+
     e, d = strategy.adjusted_epsilon, strategy.adjusted_delta
     n1, n2 = strategy.crossover_1, strategy.crossover_2
     p1 = float(strategy.keep_probability(n1))
@@ -66,6 +67,8 @@ def keep_probability_column(n: Column, strategy: TruncatedGeometric) -> Column:
 
 def _laplace_quantile(p: Column) -> Column:
     """F⁻¹(p) of the standard Laplace distribution (+∞ at p = 1, −∞ at p = 0)."""
+    from pyspark.sql import functions as F
+
     return (
         F.when(p >= 1.0, F.lit(math.inf))
         .when(p <= 0.0, F.lit(-math.inf))
@@ -115,6 +118,8 @@ def run_keep_probability(
     the item with probability p(n): the same noise-and-threshold step as the other strategies.
     Arguments and result as the runs of :func:`noisy_count_runner`.
     """
+    from pyspark.sql import functions as F
+
     strategy = plan.calibration(0, TruncatedGeometric)
 
     def keep(counts: DataFrame, noise: Randomness) -> DataFrame:
@@ -159,6 +164,8 @@ def noisy_count_runner(
         calibration = plan.calibration(0, strategy)
 
         def keep(counts: DataFrame, noise: Randomness) -> DataFrame:
+            from pyspark.sql import functions as F
+
             return threshold_items(
                 counts.select(ITEM, F.col(USER_COUNT).alias(WEIGHT)),
                 distribution=calibration.distribution,
@@ -182,6 +189,8 @@ def _counted_selection(
     cache: CacheScope | None,
 ) -> Selection:
     """Cap at k items per user, count users per item, keep the items ``keep`` selects."""
+    from pyspark.sql import functions as F
+
     step = plan.steps[0]
     cache = cache if cache is not None else CacheScope()
 

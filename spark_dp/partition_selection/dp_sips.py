@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
-
 from spark_dp.caching import CacheScope
 from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
@@ -32,6 +30,8 @@ from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
 __all__ = ["plan", "run"]

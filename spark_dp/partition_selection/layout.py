@@ -38,11 +38,14 @@ None of this changes a value: it only decides which task computes what.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
+from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope, fill, pairs_storage_level
 from spark_dp.partition_selection.columns import USER_ID
 from spark_dp.session import default_parallelism, shuffle_partitions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "ADVISORY_PARTITION_SIZE",

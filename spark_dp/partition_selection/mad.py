@@ -30,9 +30,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
-
 from spark_dp.caching import CacheScope
 from spark_dp.calibration import Budget
 from spark_dp.logs import StageTimer
@@ -46,6 +43,8 @@ from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
 __all__ = ["max_adaptive_degree", "plan", "run"]
@@ -73,6 +72,9 @@ def max_adaptive_degree(pairs: DataFrame, constants: MadConstants, cache: CacheS
     Returns:
         (item, weight_private), one row per item of ``pairs``. Private: never log or write it.
     """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     c = constants
     degree = F.col(DEGREE)
     adaptive = (degree >= c.min_adaptive_degree) & (degree <= c.max_adaptive_degree)

@@ -23,9 +23,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from spark_dp.caching import CacheScope
 from spark_dp.calibration import Budget
 from spark_dp.errors import ParameterError
@@ -48,6 +45,8 @@ from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
 __all__ = ["plan", "round_two_items", "round_two_pairs", "run"]
@@ -87,6 +86,8 @@ def round_two_items(
         ((item) removed from every user's set, (item, bias_private) of the biased items).
         Private: never log or write them.
     """
+    from pyspark.sql import functions as F
+
     w1 = F.col(NOISY_WEIGHT)
     lower = F.greatest(w1 - c_lb * sigma1, F.lit(0.0))
     removed = noisy.where((w1 >= rho1) | (w1 + c_ub * sigma1 < rho2)).select(ITEM)
@@ -107,6 +108,8 @@ def round_two_pairs(capped: DataFrame, removed: DataFrame, biased: DataFrame) ->
     Returns:
         (user_id, item, bias_private).
     """
+    from pyspark.sql import functions as F
+
     # -> (user_id, item, bias_private)
     return (
         capped.select(USER_ID, ITEM)

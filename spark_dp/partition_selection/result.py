@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pyspark.sql import DataFrame
-
 from spark_dp.caching import CacheScope, HoldsCache
 from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.report import Step, StepTotals
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from spark_dp.partition_selection.tuning import Tuning
     from spark_dp.report import PrivacyReport
 

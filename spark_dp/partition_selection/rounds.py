@@ -8,9 +8,7 @@ the item union or of any intermediate table.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from spark_dp.caching import CacheScope
 from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
@@ -20,6 +18,9 @@ from spark_dp.partition_selection.result import RoundResult
 from spark_dp.partition_selection.thresholding import threshold_items
 from spark_dp.randomness import Randomness
 from spark_dp.report import Step
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = [
     "GaussianThreshold",

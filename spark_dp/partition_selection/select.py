@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
-
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING, Any
 
 from spark_dp.caching import CacheScope
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
@@ -36,6 +34,9 @@ from spark_dp.registry import Algorithm
 from spark_dp.release_ids import bind_release, digests_of
 from spark_dp.session import sql_defaults
 from spark_dp.tracking import labels
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = [
     "calibration_rows",

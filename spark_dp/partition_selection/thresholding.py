@@ -20,13 +20,16 @@ repeated draws over fixed weights in statistical checks.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, WEIGHT
 from spark_dp.partition_selection.layout import aggregated_per_core
 from spark_dp.randomness import DriverNoise, Randomness, add_noise_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["noisy_threshold_mask", "noisy_weights", "select_above", "threshold_items"]
 
@@ -49,6 +52,8 @@ def noisy_weights(
     Returns:
         (item, noisy_weight_private). Cache it when it is read more than once (for speed).
     """
+    from pyspark.sql import functions as F
+
     noised = add_noise_column(
         aggregated_per_core(weights),  # one Python task per core
         [ITEM],
@@ -72,6 +77,8 @@ def select_above(noisy: DataFrame, threshold: float) -> DataFrame:
     Returns:
         (item).
     """
+    from pyspark.sql import functions as F
+
     # -> (item)
     return noisy.where(F.col(NOISY_WEIGHT) >= threshold).select(ITEM)
 

@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 from spark_dp.partition_selection.capping import ranked_cap
 from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM
@@ -46,6 +44,8 @@ from spark_dp.partition_selection.tuning_calibration import (
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
     from spark_dp.caching import CacheScope
     from spark_dp.logs import StageTimer
     from spark_dp.partition_selection.calibration import WeightAndThreshold
@@ -74,12 +74,16 @@ on any input Spark can hold."""
 def exact_sum(values: Column) -> Column:
     """Σ ``values`` (integers) as ``decimal(38,0)``: exact, order-independent, never
     overflowing (module docstring); null over no rows."""
+    from pyspark.sql import functions as F
+
     return F.sum(values.cast(EXACT_SUM))
 
 
 def clipped_weight(total: Column) -> Column:
     """A fixed-point weight sum clipped to :data:`~.tuning_calibration.WEIGHT_CAP` (2^53), as a
     ``long`` (0 over no rows): 1-Lipschitz, so one user still moves it by at most its share."""
+    from pyspark.sql import functions as F
+
     return F.least(F.coalesce(total, F.lit(0)), F.lit(WEIGHT_CAP)).cast("long")
 
 
@@ -118,6 +122,8 @@ def _weight_column(candidate: int) -> str:
 def _contribution(candidate: int) -> Column:
     """⌊2^32/√min(d, c)⌋ for a pair of rank ≤ c, null otherwise (the same double arithmetic
     as :func:`~.tuning_calibration.fixed_point_weight`)."""
+    from pyspark.sql import functions as F
+
     k = F.least(F.col(DEGREE), F.lit(candidate)).cast("double")
     share = F.floor(F.lit(float(WEIGHT_SCALE)) / F.sqrt(k)).cast("long")
     return F.when(F.col(CAP_RANK) <= candidate, share)
@@ -150,6 +156,8 @@ def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> li
     calibration per candidate); Spark evaluates them in one Python pass over the item weights
     (one task per core, :func:`~.layout.aggregated_per_core`).
     """
+    from pyspark.sql import functions as F
+
     terms = [
         _term(float(c.sigma), float(c.rho))(F.col(_weight_column(c.max_items))) for c in scores
     ]
@@ -161,6 +169,7 @@ def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> li
 
 def _term(sigma: float, rho: float) -> Any:
     """The pandas UDF W ↦ ⌊2^32·g(W/2^32)⌋ of one candidate (:func:`quantized_terms`)."""
+    from pyspark.sql import functions as F
 
     @F.pandas_udf("long")  # type: ignore[call-overload]
     def term(w: pd.Series) -> pd.Series:

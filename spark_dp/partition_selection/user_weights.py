@@ -28,10 +28,10 @@ and its three reads of those pairs find them there (:func:`weights_from_sums`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
 
 from spark_dp.caching import CacheScope
 from spark_dp.partition_selection.columns import (
@@ -43,6 +43,9 @@ from spark_dp.partition_selection.columns import (
     USER_WEIGHT,
 )
 from spark_dp.partition_selection.layout import aggregated_per_core, per_core
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 __all__ = [
     "per_user_sums",
@@ -101,6 +104,8 @@ def user_weights_arrays(
 
 def _sums(b_min: float) -> tuple[Column, Column, Column]:
     """The aggregates d = |S_u|, K = Σ_biased max(b_min, b)² and m = |S_unbiased|."""
+    from pyspark.sql import functions as F
+
     is_biased = F.col(BIAS) < 1.0
     x_biased = F.greatest(F.lit(float(b_min)), F.col(BIAS))
     return (
@@ -112,6 +117,8 @@ def _sums(b_min: float) -> tuple[Column, Column, Column]:
 
 def _needs_loop(b_max: float) -> Column:
     """True unless m > 0 and d − K ≤ b_max²·m, from the columns degree, _k and _m."""
+    from pyspark.sql import functions as F
+
     d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
     return ~((m > 0) & (d - k <= float(b_max) ** 2 * m))
 
@@ -151,6 +158,8 @@ def with_user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
         (user_id, item, bias_private, degree, _k, _m, needs_loop), the input of
         :func:`weights_from_sums`. Private: never log or write it.
     """
+    from pyspark.sql import Window
+
     b_min, b_max = float(b_min), float(b_max)
     by_user = Window.partitionBy(USER_ID)
     d, k, m = (c.over(by_user) for c in _sums(b_min))
@@ -162,6 +171,8 @@ def with_user_sums(pairs: DataFrame, b_min: float, b_max: float) -> DataFrame:
 
 def _direct_weight(b_min: float) -> Column:
     """x/√d of a user whose loop never runs: max(b_min, b) if biased, else √((d − K)/m)."""
+    from pyspark.sql import functions as F
+
     d, k, m = F.col(DEGREE), F.col("_k"), F.col("_m")
     x_biased = F.greatest(F.lit(b_min), F.col(BIAS))
     x = F.when(F.col(BIAS) < 1.0, x_biased).otherwise(F.sqrt((d - k) / m))
@@ -207,6 +218,8 @@ def weights_from_sums(sums: DataFrame, b_min: float, b_max: float, cache: CacheS
         (user_id, item, degree, user_weight_private), in the layout of ``sums``. Private: never
         log or write it.
     """
+    from pyspark.sql import functions as F
+
     b_min, b_max = float(b_min), float(b_max)
 
     @F.pandas_udf("array<double>")  # type: ignore[call-overload]

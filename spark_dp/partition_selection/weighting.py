@@ -7,11 +7,13 @@ docs/design/selection.md#scale) over one task per core (:func:`~.layout.per_core
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from typing import TYPE_CHECKING
 
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_WEIGHT, WEIGHT
 from spark_dp.partition_selection.layout import per_core
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["basic_weights", "item_weights", "laplace_weights", "unbiased_user_weights"]
 
@@ -22,6 +24,8 @@ def item_weights(pairs: DataFrame, contribution: Column) -> DataFrame:
     Returns:
         (item, weight_private), one row per item. Private: never log or write it.
     """
+    from pyspark.sql import functions as F
+
     # -> (item, weight_private)
     return per_core(pairs).groupBy(ITEM).agg(F.sum(contribution).alias(WEIGHT))
 
@@ -39,6 +43,8 @@ def basic_weights(capped: DataFrame) -> DataFrame:
     Returns:
         (item, weight_private). Private: never log or write it.
     """
+    from pyspark.sql import functions as F
+
     return item_weights(capped, 1.0 / F.sqrt(F.col(DEGREE)))
 
 
@@ -54,6 +60,8 @@ def laplace_weights(capped: DataFrame) -> DataFrame:
     Returns:
         (item, weight_private). Private: never log or write it.
     """
+    from pyspark.sql import functions as F
+
     return item_weights(capped, 1.0 / F.col(DEGREE))
 
 
@@ -67,5 +75,7 @@ def unbiased_user_weights(capped: DataFrame) -> DataFrame:
     Returns:
         (user_id, item, degree, user_weight_private).
     """
+    from pyspark.sql import functions as F
+
     # -> (user_id, item, degree, user_weight_private)
     return capped.withColumn(USER_WEIGHT, 1.0 / F.sqrt(F.col(DEGREE)))
