@@ -5,8 +5,8 @@ A quick run (``-m "not slow"``) runs the ``--fast`` real mechanisms and a sample
 variants (one per kind of mistake: marked ``audit_subset``); the whole self-test's verdict table,
 ``test_self_test_verdict_table`` (slow), audits every one of them again and more, so ``make test``
 (CI) runs it and leaves the subset out. The audits use a fixed test key (``seed``), so their
-verdicts are reproducible; the power of each comparison that fails a broken variant is printed and asserted
-(≥ 0.9 at the observed rates, or the variant's documented measured power).
+verdicts are reproducible; the power of each comparison that fails a broken variant is printed
+and asserted (≥ 0.9 at the observed rates, or the variant's documented measured power).
 """
 
 from __future__ import annotations
