@@ -13,7 +13,10 @@ a thread of this process:
 * other lines are held until the session has started (:meth:`DriverOutput.started` passes them
   on), or, if the JVM exits before it serves, kept in :class:`DriverStartError` for the job's
   one-line message (:mod:`spark_dp.jobs.failures`);
-* the incubator notice, printed at every start, is dropped.
+* the incubator notice, printed at every start, is dropped;
+* after an interrupt (:func:`mute`, called by the job's signal handler) every line is dropped
+  until :func:`unmute`: the job has said its one line, and the JVM's reports of the tasks the
+  interrupt cancelled (aborted writes, killed tasks and Python workers) would follow it.
 
 Under ``spark-submit`` the driver JVM is already running and nothing here applies.
 """
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark import SparkConf
 
-__all__ = ["DriverOutput", "DriverStartError", "launch", "log_line"]
+__all__ = ["DriverOutput", "DriverStartError", "launch", "log_line", "mute", "unmute"]
 
 _LOG_LINE = re.compile(
     r"^(?:\d\d/\d\d/\d\d )?\d\d:\d\d:\d\d\S* (?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) "
@@ -56,6 +59,7 @@ class DriverOutput:
 
     def __init__(self, fd: int) -> None:
         self.held: list[str] = []
+        self.muted = False
         self._started = False
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._pump, args=(fd,), daemon=True)
@@ -65,7 +69,7 @@ class DriverOutput:
         with os.fdopen(fd, "rb") as pipe:
             for raw in pipe:
                 line = raw.decode("utf-8", errors="replace")
-                if line.startswith(_DROPPED):
+                if self.muted or line.startswith(_DROPPED):
                     continue
                 with self._lock:
                     if self._started or log_line(line):
@@ -86,6 +90,23 @@ class DriverOutput:
         self._thread.join(_READ_TIMEOUT)
         with self._lock:
             return list(self.held)
+
+
+_current: list[DriverOutput] = []
+"""The output of the JVM this process launched (at most one: the gateway is launched once)."""
+
+
+def mute() -> None:
+    """Drop the launched JVM's lines from now on (a flag: safe in a signal handler, which must
+    not wait for the reader's lock)."""
+    for out in _current:
+        out.muted = True
+
+
+def unmute() -> None:
+    """Pass the launched JVM's lines on again (a session that outlives the interrupted run)."""
+    for out in _current:
+        out.muted = False
 
 
 def _write(line: str) -> None:
@@ -118,4 +139,5 @@ def launch(conf: SparkConf) -> DriverOutput | None:
         raise DriverStartError(out.finished()) from None
     os.close(write)  # the JVM holds its own copy
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    _current[:] = [out]
     return out

@@ -75,9 +75,15 @@ DEFAULT_SPARK_CONF: dict[str, str] = {
 }
 
 
-def with_log4j2_config(java_options: str | None) -> str | None:
+def with_log4j2_config(java_options: str | None, *, startup_notices: bool = False) -> str | None:
     """``java_options`` plus ``-Dlog4j2.configurationFile`` of :data:`LOG4J2_CONFIG`, unless
-    they name a log4j2 configuration already (or the file is not on disk, e.g. in a zip)."""
+    they name a log4j2 configuration already (or the file is not on disk, e.g. in a zip); with
+    ``startup_notices`` (``--log-level DEBUG``) also ``-Dspark_dp.startupNotices=NEUTRAL``, which
+    lets through the start-up notices the file drops (the loopback hostname, the SparkUI port,
+    the native Hadoop library)."""
+    if startup_notices and (not java_options or "spark_dp.startupNotices" not in java_options):
+        notices = "-Dspark_dp.startupNotices=NEUTRAL"
+        java_options = f"{java_options} {notices}" if java_options else notices
     if (java_options and "log4j2.configurationFile" in java_options) or not LOG4J2_CONFIG.is_file():
         return java_options
     option = f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}"
@@ -95,6 +101,7 @@ def get_session(
     *,
     master: str | None = None,
     log_level: str = "WARN",
+    startup_notices: bool = False,
 ) -> SparkSession:
     """Return the active SparkSession or build one.
 
@@ -104,6 +111,8 @@ def get_session(
             that spark-submit already set.
         master: explicit master for a plain Python run (ignored under spark-submit).
         log_level: Spark's own log level (spark_dp logs through Python logging).
+        startup_notices: show Spark's start-up notices (``--log-level DEBUG``) in a session
+            this call starts (:func:`with_log4j2_config`).
     """
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
@@ -139,7 +148,9 @@ def get_session(
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         wanted["spark.master"] = master or wanted.get("spark.master") or "local[*]"
         wanted["spark.app.name"] = app_name
-        java = with_log4j2_config(wanted.get("spark.driver.extraJavaOptions"))
+        java = with_log4j2_config(
+            wanted.get("spark.driver.extraJavaOptions"), startup_notices=startup_notices
+        )
         if java:
             wanted["spark.driver.extraJavaOptions"] = java
         builder = SparkSession.builder

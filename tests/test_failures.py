@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from spark_dp import driver_jvm
 from spark_dp.driver_jvm import DriverOutput, DriverStartError
 from spark_dp.errors import ConfigError, EnvironmentFailure, InputContractError
+from spark_dp.jobs import signals
 from spark_dp.jobs.failures import known_failure, no_space, session_failure
 from spark_dp.jobs.paths import READ, STATE, WRITE, PathPlan, PathSpec
 from spark_dp.jobs.signals import Interrupted, own_sigint, raise_pending, signals_raise
@@ -152,19 +154,51 @@ def test_the_driver_output_holds_what_is_not_a_log_line(capfd):
     assert err == "07:05:54 WARN SparkContext: a warning\n"  # passed on; the notice dropped
 
 
+def test_after_an_interrupt_the_driver_output_says_nothing_until_unmuted(capfd, monkeypatch):
+    """What the JVM prints about the tasks an interrupt cancelled (aborted writes, killed tasks)
+    would follow the run's one line: the signal handler mutes the JVM's stderr."""
+    read, write = os.pipe()
+    out = DriverOutput(read)
+    monkeypatch.setattr(driver_jvm, "_current", [out])
+    monkeypatch.setattr(signals, "_session_alive", lambda: False)  # the run stopped its session
+    os.write(write, b"07:05:54 WARN SparkContext: before\n")
+    seen, deadline = "", time.monotonic() + 10
+    while "before" not in seen and time.monotonic() < deadline:  # the reader passed it on
+        seen += capfd.readouterr().err
+        time.sleep(0.05)
+    assert seen == "07:05:54 WARN SparkContext: before\n"
+    with pytest.raises(Interrupted), signals_raise():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises here
+    assert out.muted  # the run's JVM is stopping: it stays muted
+    os.write(write, b"07:05:55 ERROR FileFormatWriter: Aborting job 1.\n")
+    os.write(write, b"07:05:55 WARN BlockManager: Putting block rdd_3_0 failed: TaskKilled\n")
+    os.write(write, b"Exception in thread Executor task launch worker\n")
+    os.close(write)
+    assert out.finished() == [] and capfd.readouterr().err == ""
+    driver_jvm.unmute()
+    assert not out.muted
+
+
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_signals_raise_in_the_block_only(spark, signum, code):
+def test_signals_raise_in_the_block_only(spark, signum, code, monkeypatch):
     """With a session running: the interrupted thread gets a new py4j connection and the session
     stays its active one (the rest of the suite keeps using it)."""
     from pyspark.sql import SparkSession
 
     before = signal.getsignal(signum)
+    output = DriverOutput(os.open(os.devnull, os.O_RDONLY))
+    monkeypatch.setattr(driver_jvm, "_current", [output])
     with pytest.raises(Interrupted) as caught, signals_raise():
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as pyspark's would
         own_sigint()  # taken back
-        os.kill(os.getpid(), signum)
-        time.sleep(5)  # the handler raises here
+        try:
+            os.kill(os.getpid(), signum)
+            time.sleep(5)  # the handler raises here
+        finally:
+            assert output.muted  # the JVM is silent from the signal on
     assert caught.value.exit_code == code and str(caught.value) == signal.Signals(signum).name
+    assert not output.muted  # the session outlives the run: its JVM is heard again
     assert signal.getsignal(signum) == before
     assert SparkSession.getActiveSession() is not None and spark.range(3).count() == 3
 

@@ -3,9 +3,10 @@
 Spends ``--epsilon`` (pure ε-DP, charged to ``--budget-store`` like any release, refused with
 exit 3 over a cap before any data is read) on one statistic per candidate Δ0: Basic's expected
 number of released items at the previewed release's (``--release-epsilon``,
-``--release-delta``), with exact discrete Laplace noise. Prints, for each algorithm and each
-candidate, the predicted items with an interval and the recommended (algorithm, Δ0); ``--json``
-prints the same as JSON. The privacy report goes to ``--report`` when given
+``--release-delta``), with exact discrete Laplace noise. Prints each algorithm's best candidate
+(the whole grid with ``--all``) with its predicted items and an interval, and the recommended
+(algorithm, Δ0) with the rule that chose it; ``--json`` prints the same rows as JSON. The
+privacy report holds the whole grid and goes to ``--report`` when given
 (docs/design/tuning.md#preview).
 """
 
@@ -18,7 +19,12 @@ from typing import Any
 
 from spark_dp.jobs.common import JobContext, JobSpec, run_job
 from spark_dp.partition_selection import PreviewParams, preview_partitions
-from spark_dp.partition_selection.preview import PreviewPlan, plan_preview, preview_table
+from spark_dp.partition_selection.preview import (
+    PreviewPlan,
+    plan_preview,
+    preview_table,
+    preview_view,
+)
 from spark_dp.report import PrivacyReport
 
 __all__ = ["SPEC", "main"]
@@ -34,9 +40,20 @@ def _execute(ctx: JobContext) -> str:
 
 
 def _stdout(report: PrivacyReport, args: argparse.Namespace) -> str:
-    """What the preview prints: its table, or its JSON with ``--json``."""
+    """What the preview prints: its table, or its JSON with ``--json``; each algorithm's best
+    row, or every row with ``--all``."""
     doc = report.outputs["preview"]
-    return json.dumps(doc, indent=2) + "\n" if args.json else preview_table(doc)
+    if args.json:
+        return json.dumps(preview_view(doc, all_rows=args.all), indent=2) + "\n"
+    return preview_table(doc, all_rows=args.all)
+
+
+def _add_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument_group("output").add_argument(
+        "--all",
+        action="store_true",
+        help="print every (algorithm, Δ0) of the grid, not only each algorithm's best row",
+    )
 
 
 def _describe(plan: PreviewPlan) -> dict[str, Any]:
@@ -53,11 +70,13 @@ SPEC = JobSpec(
     "user with all of their items",
     examples=(
         "spark-dp preview --input data/zipf --epsilon 0.2 --release-epsilon 1",
+        "spark-dp preview --input data/zipf --epsilon 0.2 --all",
         "spark-dp preview --input data/zipf --epsilon 0.2 --json --budget-store "
         "sqlite:///budget.db",
     ),
     spends_budget=True,
     required=("epsilon",),
+    add_flags=_add_flags,
     describe=_describe,
     plan=plan_preview,
     stdout=_stdout,

@@ -140,7 +140,12 @@ def _start_session(run: Run) -> None:
 
     run.created_session = SparkSession.getActiveSession() is None
     try:
-        spark = get_session(f"spark_dp.{run.spec.name}", run.spark_conf, master=run.args.master)
+        spark = get_session(
+            f"spark_dp.{run.spec.name}",
+            run.spark_conf,
+            master=run.args.master,
+            startup_notices=run.args.log_level == "DEBUG",
+        )
         spark.conf.get("spark.sql.shuffle.partitions", None)  # its SQL settings, checked now
     except Exception as exc:
         raise session_failure(exc, run.args.master, run.spark_conf, _given(run)) from exc

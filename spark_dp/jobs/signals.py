@@ -1,5 +1,6 @@
 """SIGINT and SIGTERM end a job run cleanly: the staged files removed (a commit in progress
-rolled back, or completed past its commit point), one line on stderr, exit code 130 after SIGINT
+rolled back, or completed past its commit point), one line on stderr and nothing from the
+driver JVM after it (:func:`spark_dp.driver_jvm.mute`), exit code 130 after SIGINT
 (Ctrl-C, the shell's convention) and 143 after SIGTERM (what schedulers and Airflow send to stop
 a task). See :mod:`spark_dp.jobs.runner`.
 """
@@ -7,11 +8,14 @@ a task). See :mod:`spark_dp.jobs.runner`.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from spark_dp import driver_jvm
 
 __all__ = [
     "Interrupted",
@@ -44,6 +48,7 @@ run's next checkpoint."""
 
 def _raise(signum: int, _frame: Any) -> None:
     _pending.append(signum)
+    driver_jvm.mute()  # the run's one line is all it says: no JVM line about cancelled tasks
     _fresh_py4j_connection()
     raise Interrupted(signum)
 
@@ -102,6 +107,14 @@ def signals_raise() -> Iterator[None]:
         for s, handler in previous.items():
             signal.signal(s, handler)
         _pending.clear()
+        if _session_alive():  # a notebook's or a test's, after an interrupted run: heard again
+            driver_jvm.unmute()
+
+
+def _session_alive() -> bool:
+    """A SparkContext runs in this process (pyspark is not imported for the answer)."""
+    context = sys.modules.get("pyspark") and sys.modules["pyspark"].SparkContext
+    return bool(context and context._active_spark_context is not None)
 
 
 def own_sigint() -> None:

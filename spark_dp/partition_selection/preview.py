@@ -45,15 +45,20 @@ if TYPE_CHECKING:
 __all__ = [
     "MODELS",
     "QUANTUM",
+    "RULE",
+    "SIMPLICITY",
     "Model",
     "Prediction",
     "Preview",
     "PreviewPlan",
     "PreviewStatistic",
+    "best_rows",
     "plan_preview",
     "predict",
     "preview_statistics",
     "preview_table",
+    "preview_view",
+    "recommend",
 ]
 
 QUANTUM = 64
@@ -260,6 +265,40 @@ def predict(plan: PreviewPlan, estimates: tuple[float, ...]) -> list[Prediction]
     return out
 
 
+SIMPLICITY = ("basic", "mad", "dp-sips", "mad2r")
+"""The algorithms from simplest and cheapest to most involved, the order that breaks a tie:
+Basic (one pass of Gaussian weights), MAD (one pass, excess weight rerouted), DP-SIPS (Basic
+repeated over rounds, one pass each), MAD2R (MAD over two rounds with a biased second round)."""
+
+RULE = (
+    "most predicted items (whole items, as printed); a tie goes to the simpler algorithm "
+    "(basic, mad, dp-sips, mad2r), then to the smaller Δ0"
+)
+"""How the best row of each algorithm and the recommendation are chosen."""
+
+
+def _rank(p: Prediction) -> tuple[int, int, int]:
+    simplicity = SIMPLICITY.index(p.algorithm) if p.algorithm in SIMPLICITY else len(SIMPLICITY)
+    return (-round(p.items), simplicity, p.max_contributions)
+
+
+def best_rows(predictions: list[Prediction]) -> list[Prediction]:
+    """Each algorithm's row with the most predicted items (:data:`RULE`), in first-seen order.
+
+    Post-processing of released predictions only."""
+    by: dict[str, Prediction] = {}
+    for p in predictions:
+        if p.algorithm not in by or _rank(p) < _rank(by[p.algorithm]):
+            by[p.algorithm] = p
+    return list(by.values())
+
+
+def recommend(predictions: list[Prediction]) -> Prediction:
+    """The (algorithm, Δ0) with the most predicted items, ties to the simpler algorithm and then
+    to the smaller Δ0 (:data:`RULE`)."""
+    return min(predictions, key=_rank)
+
+
 @dataclass
 class Preview:
     """A preview that ran: its plan, the released estimates and the predictions.
@@ -279,12 +318,18 @@ class Preview:
             self.predictions = predict(self.plan, self.estimates)
 
     @property
+    def best(self) -> list[Prediction]:
+        """The best row of each algorithm, in the plan's order (:func:`best_rows`)."""
+        return best_rows(self.predictions)
+
+    @property
     def recommended(self) -> Prediction:
-        """The (algorithm, Δ0) with the most predicted items."""
-        return max(self.predictions, key=lambda p: p.items)
+        """The best of the best rows (:func:`recommend`)."""
+        return recommend(self.predictions)
 
     def to_dict(self) -> dict[str, Any]:
-        """The preview's output (released values and public constants)."""
+        """The preview's output (released values and public constants): the whole grid in
+        ``predictions``, each algorithm's best row in ``best``."""
         best = self.recommended
         release = self.plan.release
         return {
@@ -295,16 +340,18 @@ class Preview:
                 for c, s in zip(self.plan.candidates, self.estimates, strict=True)
             },
             "predictions": [p.to_dict() for p in self.predictions],
+            "best": [p.to_dict() for p in self.best],
             "recommended": {
                 "algorithm": best.algorithm,
                 "max_contributions": best.max_contributions,
+                "rule": RULE,
             },
             "model": "docs/design/tuning.md#preview-models",
         }
 
-    def table(self) -> str:
+    def table(self, *, all_rows: bool = False) -> str:
         """The predictions as a text table, the recommendation last (:func:`preview_table`)."""
-        return preview_table(self.to_dict())
+        return preview_table(self.to_dict(), all_rows=all_rows)
 
     def fill_report(self, report: PrivacyReport) -> None:
         """Book every statistic's budget and the released preview."""
@@ -320,20 +367,34 @@ class Preview:
         report.outputs["preview"] = self.to_dict()
 
 
-def preview_table(doc: Mapping[str, Any]) -> str:
+def preview_view(doc: Mapping[str, Any], *, all_rows: bool = False) -> dict[str, Any]:
+    """What the preview prints with ``--json``: its output (:meth:`Preview.to_dict`, as in its
+    report) with ``predictions`` holding each algorithm's best row, or the whole grid with
+    ``--all`` (``rows`` says which)."""
+    view = {k: v for k, v in doc.items() if k != "best"}
+    if not all_rows:
+        view["predictions"] = list(doc["best"])
+    view["rows"] = "all" if all_rows else "best per algorithm"
+    return view
+
+
+def preview_table(doc: Mapping[str, Any], *, all_rows: bool = False) -> str:
     """The text table of a preview's output (:meth:`Preview.to_dict`, as in its report): a
     header saying what the preview spent (``--epsilon``) and the release its predictions are
-    for (``--release-epsilon``, ``--release-delta``), which are not the same budget."""
+    for (``--release-epsilon``, ``--release-delta``), which are not the same budget; each
+    algorithm's best row (the whole grid with ``all_rows``); the recommendation and its rule."""
     release = doc["release"]
+    view = preview_view(doc, all_rows=all_rows)
+    which = "every (algorithm, Δ0)" if all_rows else "the best Δ0 of each algorithm (--all: all)"
     lines = [
         f"preview: spent ε={doc['preview_epsilon']:g} (--epsilon, pure ε-DP, charged like any "
         f"release); predictions for a release at ε={release['epsilon']:g}, "
         f"δ={release['delta']:g} (--release-epsilon, --release-delta)",
-        "predicted released items (intervals: the DP noise at 95%, the release's own "
-        "randomness and the model's measured range)",
+        f"predicted released items, {which} (intervals: the DP noise at 95%, the release's "
+        "own randomness and the model's measured range)",
         f"{'algorithm':10s} {'Δ0':>6s} {'items':>9s}  interval",
     ]
-    for p in doc["predictions"]:
+    for p in view["predictions"]:
         low, high = p["interval"]
         lines.append(
             f"{p['algorithm']:10s} {p['max_contributions']:6d} {p['predicted_items']:9.0f}  "
@@ -342,7 +403,7 @@ def preview_table(doc: Mapping[str, Any]) -> str:
     best = doc["recommended"]
     lines.append(
         f"recommended: --algorithm {best['algorithm']} --max-contributions "
-        f"{best['max_contributions']}"
+        f"{best['max_contributions']}  ({best['rule']})"
     )
     return "\n".join(lines) + "\n"
 

@@ -23,8 +23,14 @@ from spark_dp.partition_selection.columns import CAP_RANK, ITEM, USER_ID
 from spark_dp.partition_selection.preview import (
     MODELS,
     QUANTUM,
+    RULE,
+    Prediction,
     Preview,
+    best_rows,
     plan_preview,
+    preview_table,
+    preview_view,
+    recommend,
 )
 from spark_dp.partition_selection.tuning_calibration import TERM_SCALE, score_sensitivity
 from spark_dp.randomness import Randomness
@@ -121,6 +127,60 @@ def test_predictions_are_the_models_of_the_estimates():
     assert f"recommended: --algorithm {best.algorithm} --max-contributions 30" in result.table()
 
 
+def _row(algorithm: str, c: int, items: float) -> Prediction:
+    return Prediction(algorithm, c, items, items - 1, items + 1)
+
+
+def test_the_best_row_of_each_algorithm_and_the_recommendation_follow_the_stated_rule():
+    rows = [
+        _row("basic", 1, 90.0),
+        _row("basic", 3, 120.2),
+        _row("basic", 10, 119.8),  # 120 items as printed: a tie, the smaller Δ0 wins
+        _row("mad2r", 1, 50.0),
+        _row("mad2r", 10, 120.0),  # ties basic's best: the simpler algorithm wins
+        _row("dp-sips", 3, 110.0),
+        _row("dp-sips", 30, 100.0),
+    ]
+    best = best_rows(rows)
+    assert [(p.algorithm, p.max_contributions) for p in best] == [
+        ("basic", 3),
+        ("mad2r", 10),
+        ("dp-sips", 3),
+    ]
+    assert (recommend(rows).algorithm, recommend(rows).max_contributions) == ("basic", 3)
+    # one more item predicted beats simplicity and Δ0
+    more = [*rows, _row("mad2r", 30, 121.0)]
+    assert (recommend(more).algorithm, recommend(more).max_contributions) == ("mad2r", 30)
+    # mad is simpler than dp-sips, and dp-sips than mad2r
+    tie = [_row("mad2r", 1, 7.0), _row("dp-sips", 1, 7.0), _row("mad", 3, 7.0)]
+    assert recommend(tie).algorithm == "mad"
+    assert recommend(tie[:2]).algorithm == "dp-sips"
+
+
+def test_the_table_shows_the_best_rows_by_default_and_the_grid_with_all():
+    plan = plan_preview(PreviewParams(epsilon=0.5, tuning_candidates=(3, 30, 100)))
+    doc = Preview(plan, (100.0, 400.0, 380.0)).to_dict()
+    assert len(doc["predictions"]) == 3 * len(MODELS)  # the report keeps the whole grid
+    assert [p["algorithm"] for p in doc["best"]] == list(plan.algorithms)
+    assert {p["max_contributions"] for p in doc["best"] if p["algorithm"] == "basic"} == {30}
+
+    def rows(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if ln.split()[0] in MODELS]
+
+    short, full = preview_table(doc), preview_table(doc, all_rows=True)
+    assert len(rows(short)) == len(MODELS) and len(rows(full)) == 3 * len(MODELS)
+    assert "best Δ0 of each algorithm (--all: all)" in short and "every (algorithm, Δ0)" in full
+    for text in (short, full):
+        last = text.splitlines()[-1]
+        assert last.startswith(f"recommended: --algorithm {doc['recommended']['algorithm']} ")
+        assert RULE in last
+    view = preview_view(doc)
+    assert view["predictions"] == doc["best"] and view["rows"] == "best per algorithm"
+    assert "best" not in view and view["recommended"] == doc["recommended"]
+    every = preview_view(doc, all_rows=True)
+    assert every["predictions"] == doc["predictions"] and every["rows"] == "all"
+
+
 @pytest.mark.parametrize(
     ("values", "match"),
     [
@@ -157,7 +217,8 @@ def test_the_preview_job_prints_its_table_and_json_and_is_charged_once(words, tm
     header = out.splitlines()[0]  # what it spent, and the release its predictions are for
     assert header.startswith("preview: spent ε=0.3 (--epsilon")
     assert "predictions for a release at ε=1, δ=1e-05 (--release-epsilon" in header
-    assert "recommended: --algorithm" in out
+    assert out.splitlines()[-1].startswith("recommended: --algorithm")
+    assert sum(ln.split()[0] in MODELS for ln in out.splitlines()) == len(MODELS)  # best rows
     doc = json.loads(report.read_text())
     assert doc["budget"]["charged"] and doc["budget"]["epsilon"] == pytest.approx(0.3)
     assert doc["privacy"]["epsilon_spent"] == pytest.approx(0.3)
@@ -176,10 +237,17 @@ def test_the_preview_job_prints_its_table_and_json_and_is_charged_once(words, tm
     assert done.stdout == "" and "Traceback" not in done.stderr
 
 
-def test_the_preview_job_prints_json_for_scripts(words, capsys):
-    argv = ["--input", str(words), "--epsilon", "0.3", "--json", "--seed", "4"]
-    assert preview_job.main([*argv, "--log-level", "WARNING"]) == 0
+def test_the_preview_job_prints_json_for_scripts(words, tmp_path, capsys):
+    argv = ["--input", str(words), "--epsilon", "0.3", "--json", "--seed", "4", "--all"]
+    report = tmp_path / "preview.json"
+    assert preview_job.main([*argv, "--log-level", "WARNING", "--report", str(report)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) >= {"estimates", "predictions", "recommended", "release"}
+    assert doc["rows"] == "all" and len(doc["predictions"]) == 7 * len(MODELS)
     assert {p["algorithm"] for p in doc["predictions"]} == set(MODELS)
+    # without --all the same release prints each algorithm's best row, as its report holds them
+    kept = json.loads(report.read_text())["outputs"]["preview"]
+    assert doc["predictions"] == kept["predictions"] and "best" not in doc
+    assert preview_view(kept)["predictions"] == kept["best"]
+    assert [p["algorithm"] for p in kept["best"]] == sorted(MODELS)
     assert Fraction(doc["preview_epsilon"]).limit_denominator(1000) == Fraction(3, 10)

@@ -1,5 +1,6 @@
 """The sweep (issue 39): every case of :mod:`tests.sweep.cases` run as a user would run it, each
-checked for its exit code, one line on stderr, no trace, the inputs unchanged and no stray files.
+checked for its exit code, one line on stderr, no trace, the inputs unchanged and no stray files
+(and, after a signal, no record of Spark's JVM).
 
 ``make sweep`` runs it (``SPARK_DP_TEST_SUITE=sweep``: it runs in its own pytest process, out of
 the main suite). All cases run up front, three groups at once: the ``fork`` cases in the fork
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -31,6 +33,8 @@ from tests.sweep.spark_cases import ALL as CASES
 from tests.sweep.workspace import TRACE, apply, build_template, error_lines, snapshot, unmount
 
 ROOT = Path(__file__).resolve().parents[2]
+JVM_RECORD = re.compile(r"^\d\d:\d\d:\d\d \w+ (?!spark_dp[.:])\S+: ")
+"""A log record of Spark's JVM (log4j2.properties' pattern), not of spark_dp's loggers."""
 INPUTS = ("words", "graph", "caps", "weights")
 TEMPLATES = {  # the releases the kill and signal cases start from
     "ps": ps("--seed", "1", out="out"),
@@ -82,6 +86,7 @@ def _cold(case: Case, cwd: Path) -> dict[str, Any]:
         "code": proc.returncode,
         "stdout": out,
         "stderr": "".join(lines) + err,
+        "after_signal": err if case.signal_at else "",
         "seconds": round(time.monotonic() - t0, 2),
         "files": snapshot(cwd),
     }
@@ -194,6 +199,9 @@ def _one_run(result: dict[str, Any], code: int, words: tuple[str, ...], submit: 
             problems.append(f"{word!r} not in {lines}")
     if TRACE.search(err):
         problems.append(f"a trace on stderr: {err[-1500:]}")
+    jvm = [ln for ln in result.get("after_signal", "").splitlines() if JVM_RECORD.match(ln)]
+    if jvm:  # the run's one line is all an interrupt prints: no JVM record about its tasks
+        problems.append(f"the JVM spoke after the signal: {jvm}")
     return problems
 
 
