@@ -76,7 +76,7 @@ airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG t
 	touch $@
 
 test: setup airflow-venv lint ## lint, the whole suite, the Airflow DAG run, Spark Connect, the sweep
-	$(PY) -m pytest -m "not audit_subset" $(ARGS)
+	$(PY) -m pytest $(ARGS)
 	$(MAKE) --no-print-directory airflow-test test-connect sweep
 
 airflow-test: setup airflow-venv package ## run the shipped DAG with `airflow dags test` on local Spark
