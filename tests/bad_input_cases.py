@@ -268,7 +268,7 @@ SPARK_CASES: list[tuple[str, str, list[str], bool, list[str]]] = [
      ["--input corrupt", "part-0.parquet", "corrupt"]),
     ("spark-cb-null-weights", "contribution_bounding",
      cb("--max-contributions", "2", "--order", "weighted-global", "--record-weights",
-        "nullweights")[1:], False, ["<private> weights are null"]),
+        "nullweights", "--strict-input")[1:], False, ["<private> weights are null"]),
     ("spark-ps-s3a-without-jars", "partition_selection", ps(inp="s3a://bucket/words")[1:], False,
      ["--input s3a://bucket/words", "no file system for this URI"]),
     # --- issue 38: the suite's session has no GraphFrames jar

@@ -47,7 +47,7 @@ from spark_dp.contribution_bounding.orders import (
     global_positions,
     with_prio,
 )
-from spark_dp.errors import InputContractError, ParameterError
+from spark_dp.errors import ParameterError
 from spark_dp.logs import log_private
 from spark_dp.session import shuffle_partitions
 
@@ -140,8 +140,7 @@ def prepare(
     Args:
         incidences: (record_id, user_id) strings without nulls; a repeated pair counts once.
         plan: the order.
-        capacity: default b for users missing from ``capacities`` (``None``: every user must
-            be listed).
+        capacity: default b for users missing from ``capacities`` (``None``: they get 0).
         capacities: optional (user_id, cap) table; rows of unknown users are ignored.
         weights: checked weights (:func:`check_weights`) for weighted-global / per-user.
         skew_threshold: users with more records are marked heavy.
@@ -149,8 +148,7 @@ def prepare(
         log: optional logger (counts only).
 
     Raises:
-        InputContractError: users without any capacity.
-        ParameterError: weighted-global without weights.
+        ParameterError: weighted-global without weights, or neither a capacity nor a table.
     """
     from pyspark.sql import functions as F
 
@@ -184,24 +182,11 @@ def _check_inputs(
     capacities: DataFrame | None,
     weights: DataFrame | None,
 ) -> None:
-    """Refuse weighted-global without weights, and users without any capacity."""
+    """Refuse weighted-global without weights, and a run with neither capacity nor table."""
     if plan.order == "weighted-global" and weights is None:
         raise ParameterError("order weighted-global needs record weights (--record-weights)")
     if capacity is None and capacities is None:
         raise ParameterError("pass a capacity b (--max-contributions) and/or a capacities table")
-    if capacity is None and capacities is not None:  # every user must be listed: check first
-        missing = (
-            incidences.select(USER_ID)
-            .distinct()
-            .join(capacities.select(USER_ID), USER_ID, "left_anti")
-            .count()
-        )
-        if missing:
-            raise InputContractError(
-                f"{missing} users of the incidences are missing from the capacities table and "
-                "no default capacity was given; pass --max-contributions B for them or list "
-                "every user"
-            )
 
 
 def _sized_incidences(incidences: DataFrame, store: StateStore) -> DataFrame:
@@ -281,7 +266,9 @@ def _user_table(
         users = users.join(capacities.select(USER_ID, CAPACITY), USER_ID, "left")
     else:
         users = users.withColumn(CAPACITY, F.lit(None).cast("long"))
-    default = F.lit(capacity).cast("long") if capacity is not None else F.lit(None).cast("long")
+    # A user missing from the capacities without a default b gets 0: the most conservative
+    # reading, so that no row decides the exit code (docs/privacy/caveats.md#bad-rows).
+    default = F.lit(0 if capacity is None else capacity).cast("long")
     users = users.select(
         USER_ID,
         F.coalesce(F.col(CAPACITY), default).alias(CAPACITY),

@@ -24,9 +24,14 @@ __all__ = ["check_weights"]
 
 
 def check_weights(
-    weights: DataFrame, *, per_user: bool, gate: ReadGate | None = None
+    weights: DataFrame, *, per_user: bool, gate: ReadGate | None = None, strict: bool = False
 ) -> tuple[DataFrame, ContentDigest | None]:
     """Validate a content-free weight table: (record_id[, user_id], weight).
+
+    Invalid rows have a fixed reading, so no row value decides the exit code
+    (docs/privacy/caveats.md#bad-rows): a row with a null key is dropped, a null, NaN or
+    infinite weight reads as 0, and a key listed twice gets its smallest weight. ``strict``
+    (``--strict-input``) fails on any of them instead.
 
     With a ``gate``, the same aggregation digests the rows read (keys and weight as strings,
     :mod:`spark_dp.io.digest`), after ``gate.before_read``.
@@ -36,8 +41,8 @@ def check_weights(
         ``None`` without a gate).
 
     Raises:
-        InputContractError: missing columns, non-numeric, null or non-finite weights, or a key
-            listed twice.
+        InputContractError: missing columns or a non-numeric weight column (the schema); with
+            ``strict``, null or non-finite weights or a key listed twice.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -72,15 +77,29 @@ def check_weights(
         gate.before_read()
     s = checked.agg(*aggs).collect()[0]
     digest = None if gate is None else finish_digest("record weights", int(s["n"]), s, gate)
-    if s["bad"] or s["inf"]:
+    if strict and (s["bad"] or s["inf"]):
         bad = private(int(s["bad"] or 0) + int(s["inf"] or 0))
         raise InputContractError(
-            f"record weights: {bad} weights are null, NaN or infinite; give every listed record "
-            "a finite weight"
+            f"record weights: {bad} weights are null, NaN or infinite (--strict-input); give "
+            "every listed record a finite weight, or run without --strict-input (they read as 0)"
         )
-    if s["keys"] != s["n"]:
+    if strict and s["keys"] != s["n"]:
         raise InputContractError(
-            f"record weights: {private(s['n'] - s['keys'])} rows repeat a key {keys}; keep one "
-            "per key"
+            f"record weights: {private(s['n'] - s['keys'])} rows repeat a key {keys} "
+            "(--strict-input); keep one per key, or run without --strict-input (the smallest "
+            "weight is kept)"
         )
-    return w, digest
+    finite = (
+        F.col(WEIGHT).isNotNull()
+        & ~F.isnan(WEIGHT)
+        & ~F.col(WEIGHT).isin(float("inf"), float("-inf"))
+    )
+    named = F.lit(True)
+    for k in keys:
+        named = named & F.col(k).isNotNull()
+    one_per_key = (
+        w.where(named)
+        .groupBy(*keys)
+        .agg(F.min(F.when(finite, F.col(WEIGHT)).otherwise(F.lit(0.0))).alias(WEIGHT))
+    )  # -> (record_id[, user_id], weight): one row per key, invalid weights as 0
+    return one_per_key, digest

@@ -73,8 +73,27 @@ def _read_weights(ctx: JobContext, per_user: bool) -> DataFrame:
         )
     weights = df.select(*[F.col(quoted(c)).alias(rename.get(c, c)) for c in df.columns])
     # -> (record_id[, user_id], weight, ...)
-    checked, _ = check_weights(weights, per_user=per_user, gate=ctx.gate("record_weights"))
+    checked, _ = check_weights(
+        weights,
+        per_user=per_user,
+        gate=ctx.gate("record_weights"),
+        strict=ctx.args.strict_input,
+    )
     return checked
+
+
+def _strict_every_user_listed(incidences: DataFrame, capacities: DataFrame) -> None:
+    """``--strict-input`` without ``--max-contributions``: every user of the incidences must be
+    listed in the capacities (by default an unlisted user gets capacity 0)."""
+    from spark_dp.io.columns import USER_ID
+
+    unlisted = incidences.select(USER_ID).join(capacities.select(USER_ID), USER_ID, "left_anti")
+    if unlisted.limit(1).count():
+        raise InputContractError(
+            "users of the incidences are missing from the capacities table and no default "
+            "capacity was given (--strict-input); pass --max-contributions B for them, list "
+            "every user, or run without --strict-input (an unlisted user gets capacity 0)"
+        )
 
 
 def _owner(inputs: str) -> str:
@@ -111,6 +130,8 @@ def _execute(ctx: JobContext) -> str:
                 strict=ctx.args.strict_input,
             )
     weights = _read_weights(ctx, plan.per_user) if p.record_weights else None
+    if ctx.args.strict_input and capacities is not None and p.max_contributions is None:
+        _strict_every_user_listed(incidences, capacities)
     result = bound_contributions(
         incidences,
         plan,

@@ -138,7 +138,11 @@ def test_only_id_columns_are_read(spark: SparkSession, tmp_path: Path) -> None:
             ["--capacities", "CAPS_NEG", "--max-contributions", "1", "--strict-input"],
             "negative capacities",
         ),
-        ("good", ["--capacities", "CAPS_PART"], "missing from the capacities table"),
+        (
+            "good",
+            ["--capacities", "CAPS_PART", "--strict-input"],
+            "missing from the capacities table",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(
@@ -168,3 +172,36 @@ def test_bad_input_exits_2_with_a_clear_message(
     assert rc == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_user_missing_from_the_capacities_gets_capacity_0(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Without a default b, an unlisted user reads as capacity 0 (no row decides the exit
+    code): on TOY52 with only A listed (b = 1), the one record A owns alone is selected."""
+    inp = str(tmp_path / "inc")
+    _write_incidences(spark, inp, as_records(TOY52), content=False)
+    caps = str(tmp_path / "caps")
+    spark.createDataFrame([("A", 1)], "user_id string, cap long").write.parquet(caps)
+    out = tmp_path / "out"
+    assert main(["--input", inp, "--output", str(out), "--capacities", caps]) == 0
+    assert {r["record_id"] for r in spark.read.parquet(str(out)).collect()} == {"r1"}
+
+
+def test_invalid_record_weights_read_as_0_unless_strict(spark: SparkSession) -> None:
+    """A null, NaN or infinite weight reads as 0, a key listed twice keeps its smallest
+    weight, a null key is dropped; ``strict`` refuses each (docs/privacy/caveats.md#bad-rows)."""
+    from spark_dp.contribution_bounding.record_weights import check_weights
+    from spark_dp.errors import InputContractError
+
+    rows = [("a", 2.0), ("b", None), ("c", float("nan")), ("d", float("inf")), ("e", 3.0)]
+    rows += [("e", 1.0), (None, 5.0)]
+    w = spark.createDataFrame(rows, "record_id string, weight double")
+    read, _ = check_weights(w, per_user=False)
+    got = {r["record_id"]: r["weight"] for r in read.collect()}
+    assert got == {"a": 2.0, "b": 0.0, "c": 0.0, "d": 0.0, "e": 1.0}
+    with pytest.raises(InputContractError, match="null, NaN or infinite"):
+        check_weights(w, per_user=False, strict=True)
+    twice = spark.createDataFrame([("e", 3.0), ("e", 1.0)], "record_id string, weight double")
+    with pytest.raises(InputContractError, match="repeat a key"):
+        check_weights(twice, per_user=False, strict=True)

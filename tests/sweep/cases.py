@@ -313,7 +313,8 @@ WARM_ROWS = [
     ("corrupt-ps", ps(inp="corrupt"), 2, ("--input corrupt", "corrupt")),
     ("corrupt-dc", dc(inp="corrupt"), 2, ("--input corrupt", "corrupt")),
     ("corrupt-cb", cb(inp="gcorrupt"), 2, ("--input gcorrupt", "corrupt")),
-    ("null-weights", cb("--order", "weighted-global", "--record-weights", "nullweights"), 2,
+    ("null-weights", cb("--order", "weighted-global", "--record-weights", "nullweights",
+                        "--strict-input"), 2,
      ("<private> weights are null",)),
 ]  # fmt: skip
 for case_id, argv, code, words in WARM_ROWS:
