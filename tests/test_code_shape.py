@@ -1,6 +1,6 @@
 """The shape rules of CONTRIBUTING.md, checked on the source of spark_dp/ (no Spark).
 
-* no module over 400 lines;
+* no module over 800 lines (cohesion, not size, decides a split below that);
 * no function over 80 lines (from its ``def`` to its last line, its docstring left out: a
   longer one is split into named steps);
 * no ``isinstance`` over a calibration class (a class with a ``dp_event`` method) outside the
@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "spark_dp").rglob("*.py"))
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80
 
 
@@ -26,7 +26,7 @@ def _trees() -> dict[str, ast.Module]:
     return {_rel(p): ast.parse(p.read_text(encoding="utf-8"), _rel(p)) for p in SOURCES}
 
 
-def test_no_module_is_over_400_lines():
+def test_no_module_is_over_800_lines():
     long = {
         _rel(p): n
         for p in SOURCES
