@@ -165,7 +165,8 @@ def test_a_failure_before_the_read_is_freed_and_one_after_it_stays_charged(spark
     argv = [*_selection(bad, tmp_path / "o", store), "--dataset-id", "nulls"]
     assert partition_selection.main(argv) == 3  # no cap for the dataset: refused
     _set_cap(store, "nulls", 1.0)
-    # a missing column is found from the schema (metadata): no row was read, nothing charged
+    # a missing column is found from the schema (metadata) before the reservation: no row was
+    # read, nothing reserved or charged, no run on the books
     assert partition_selection.main([*argv, "--item-col", "word"]) == 2
     budget = _budget(store, "nulls")
     assert budget["reserved_epsilon"] == 0 and budget["spent_epsilon"] == 0
@@ -176,7 +177,7 @@ def test_a_failure_before_the_read_is_freed_and_one_after_it_stays_charged(spark
     assert budget["spent_epsilon"] == pytest.approx(0.6) and budget["failed_releases"] == 1
     assert budget["releases"] == 0 and not (tmp_path / "o").exists()
     with BudgetStore.open(store) as s:
-        assert [r.shown_state for r in s.runs("nulls")] == ["released", "failed (charged)"]
+        assert [r.shown_state for r in s.runs("nulls")] == ["failed (charged)"]
 
 
 def test_distinct_count_reserves_its_whole_plan_and_config_can_name_the_store(
