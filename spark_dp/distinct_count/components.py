@@ -131,6 +131,13 @@ def connected_components(
     return _star_components(edges, max_rounds, cache)
 
 
+_NO_SIZE_BASED_JOINS = {
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.adaptive.autoBroadcastJoinThreshold": "-1",
+}
+"""Settings while GraphFrames runs: no join turns into a broadcast join by the data's size."""
+
+
 def graphframes_components(edges: DataFrame, cache: CacheScope, algorithm: str) -> DataFrame:
     """GraphFrames adapter: edges (src, dst) -> GraphFrame -> (vertex, component), by
     ``algorithm`` (``two_phase`` or ``graphx``; ``bench.components`` times each)."""
@@ -148,14 +155,25 @@ def graphframes_components(edges: DataFrame, cache: CacheScope, algorithm: str) 
         .unionByName(e.select(F.col("dst").alias("id")))
         .distinct()
     )  # -> (id)
-    labelled = cache.adopt(  # GraphFrames returns its answer persisted
-        GraphFrame(vertices, e).connectedComponents(
-            algorithm=algorithm,
-            broadcastThreshold=-1,  # AQE's skew joins; the other path turns AQE off meanwhile
-            use_local_checkpoints=not reliable,
-            max_iter=_MAX_ITER,
-        )
-    )  # -> (id, component)
+    spark = edges.sparkSession
+    # No join strategy chosen from the size of the data while GraphFrames iterates: a broadcast
+    # join on a small graph and a sort-merge join on a larger one would show in the executed
+    # plans, which depend on nothing but public settings (docs/privacy/boundary.md#plans).
+    saved = {k: spark.conf.get(k, None) for k in _NO_SIZE_BASED_JOINS}
+    for key, value in _NO_SIZE_BASED_JOINS.items():
+        spark.conf.set(key, value)
+    try:
+        labelled = cache.adopt(  # GraphFrames returns its answer persisted
+            GraphFrame(vertices, e).connectedComponents(
+                algorithm=algorithm,
+                broadcastThreshold=-1,  # AQE's skew joins; the other path turns AQE off meanwhile
+                use_local_checkpoints=not reliable,
+                max_iter=_MAX_ITER,
+            )
+        )  # -> (id, component)
+    finally:
+        for key, old in saved.items():
+            spark.conf.unset(key) if old is None else spark.conf.set(key, old)
     # -> (vertex, component)
     return labelled.select(
         F.col("id").cast("long").alias("vertex"), F.col("component").cast("long").alias("component")
