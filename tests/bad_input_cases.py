@@ -209,7 +209,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("dc-epsilon-overflow", dc(eps="1e-300"), ["epsilon 1e-300 is too small"]),
     ("ps-epsilon-overflow", ps("--algorithm", "laplace-thresholding", eps="3e-308"),
      ["--epsilon 3e-308", "too small", "overflows"]),
-    ("dc-missing-column", dc("--user-col", "uid"),  # the schema, read before Spark (issue 46)
+    ("dc-missing-column", dc("--user-col", "uid"),  # the schema, read before Spark
      ["--input words has no column 'uid' (columns: user_id, item)", "pass --user-col user_id"]),
     ("ps-master-unknown", ps("--master", "foo"), ["--master foo", "not a Spark master URL"]),
     ("ps-driver-memory-small", ps("--spark-conf", "spark.driver.memory=100m"),

@@ -1,5 +1,5 @@
 """No sequence of interruption, input rewrite and retry yields two releases for one charge
-(issue 44, docs/privacy/budget.md#adoption), and an output and its report are replaced
+(docs/privacy/budget.md#adoption), and an output and its report are replaced
 together or not at all.
 
 Jobs run in this process, held at each moment of their run by the runner's moment callback
@@ -132,7 +132,7 @@ def test_no_retry_after_a_rewrite_gives_a_second_release_for_one_charge(
 
 
 def test_the_same_request_to_another_output_is_refused_and_costs_nothing(work, capsys):
-    """Issue 44, case 4: a committed request asked again with the same --report, another
+    """A committed request asked again with the same --report, another
     --output and --overwrite: exit 2, one line, nothing read, written or charged (before, exit 0
     and the new output absent)."""
     job = partition_selection.SPEC
@@ -166,7 +166,7 @@ def test_a_report_named_for_another_output_is_refused_before_anything_is_read(wo
 
 
 def test_an_output_and_its_report_are_replaced_together(work, capsys):
-    """Issue 44, case 5: a release to ``out`` with ``--report other.json --overwrite`` takes the
+    """A release to ``out`` with ``--report other.json --overwrite`` takes the
     old ``out.report.json`` (which described the replaced output) away in the same commit, and
     says in one line what it replaced and what the input has now spent in all."""
     job = partition_selection.SPEC

@@ -81,7 +81,7 @@ def test_the_budget_rules_hold_over_connect(spark, tmp_path):
 
 @pytest.mark.parametrize(("moment", "retry"), [("charged", 0), ("staged", 3)])
 def test_no_second_release_for_one_charge_over_connect(spark, tmp_path, moment, retry):
-    """Issue 44 over Spark Connect: a run interrupted at ``moment`` (the runner's moment
+    """Over Spark Connect: a run interrupted at ``moment`` (the runner's moment
     callback), its CSV input rewritten with the same name, size and modification time, and
     retried: before its release id the retry takes the charge over; after it (a complete
     release staged) the retry is a second charge, refused over the cap. Every release id

@@ -31,7 +31,7 @@ def _kill(job: str, moment: int, variant: str, killed: tuple[str, ...],
     )))  # fmt: skip
 
 
-# Issue 44: a --report named as the report of another existing output (out.report.json while
+# A --report named as the report of another existing output (out.report.json while
 # out exists) is refused, nothing read or charged (no report beside an output it does not
 # describe); the killed commit is recovered first all the same.
 BESIDE = ("is the report of out",)
