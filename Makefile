@@ -3,6 +3,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 ARGS   ?=
+# The suite runs in WORKERS pytest processes (pytest-xdist), whole test files per process: its
+# small Spark jobs and spark-submits wait on start-up and scheduling much of the time, so one
+# process leaves cores idle (each process has its own local[2] session; WORKERS=0: one process).
+WORKERS ?= 2
+XDIST   := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 export PYSPARK_PYTHON        := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
@@ -76,7 +81,7 @@ airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG t
 	touch $@
 
 test: setup airflow-venv lint ## lint, the whole suite, the Airflow DAG run, Spark Connect, the sweep
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest $(XDIST) $(ARGS)
 	$(MAKE) --no-print-directory airflow-test test-connect sweep
 
 airflow-test: setup airflow-venv package ## run the shipped DAG with `airflow dags test` on local Spark
@@ -107,7 +112,7 @@ $(SPARK35_VENV)/.installed: setup.py pyproject.toml
 test-spark35: spark35-setup ## each family's Spark tests on pyspark 3.5
 	PYSPARK_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
 	PYSPARK_DRIVER_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
-	    $(SPARK35_VENV)/bin/python -m pytest -q $(SPARK35_TESTS)
+	    $(SPARK35_VENV)/bin/python -m pytest -q $(XDIST) $(SPARK35_TESTS)
 
 delta-jars: $(DELTA_JARS_DIR)/.fetched ## fetch Delta Lake's jars into .cache/jars (once)
 

@@ -63,6 +63,8 @@ setup(
         "test-core": TEST_CORE,
         "test": [
             *TEST_CORE,
+            # make test runs the suite in two processes (WORKERS in the Makefile)
+            "pytest-xdist>=3.5",
             "ruff>=0.5",
             "mypy>=1.10",
             "pandas-stubs",

@@ -51,6 +51,20 @@ REDACTED = "<private>"
 _unsafe_debug = False
 
 
+class _StderrHandler(logging.StreamHandler):
+    """A stream handler on ``sys.stderr`` as it is when a record is emitted, not as it was when
+    logging was configured: a notebook kernel or a test harness that replaces (and closes) the
+    stream it had does not leave spark_dp writing to a closed file."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
 def configure_logging(level: str = "INFO", *, unsafe_debug: bool = False) -> None:
     """Log spark_dp messages to stderr at ``level`` (idempotent).
 
@@ -65,7 +79,7 @@ def configure_logging(level: str = "INFO", *, unsafe_debug: bool = False) -> Non
     root = logging.getLogger("spark_dp")
     root.setLevel(level.upper())
     if not any(getattr(h, "_spark_dp", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter(_FORMAT, "%H:%M:%S"))
         handler._spark_dp = True  # type: ignore[attr-defined]
         root.addHandler(handler)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import sys
 
 from spark_dp.logs import (
     StageTimer,
@@ -84,3 +86,17 @@ def test_configure_logging_sets_the_switch_and_warns():
         root.removeHandler(handler)
         configure_logging("INFO")
     assert not unsafe_debug_enabled()
+
+
+def test_logs_follow_stderr_when_it_is_replaced_and_closed(monkeypatch):
+    """A notebook kernel or a test harness replaces sys.stderr (and closes the old one) between
+    two jobs of one process: the second job's lines reach the new stream, not a closed file."""
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging("INFO")
+    logging.getLogger("spark_dp.test_logs").info("first job")
+    first.close()
+    monkeypatch.setattr(sys, "stderr", second)
+    configure_logging("INFO")  # idempotent: the handler of the first call stays
+    logging.getLogger("spark_dp.test_logs").info("second job")
+    assert "second job" in second.getvalue() and "Logging error" not in second.getvalue()

@@ -123,6 +123,7 @@ def test_the_keygen_command(tmp_path, capsys):
         (_forged(os.urandom(16), bytes(range(15)) * 2 + b"\x00\x01"), "15 distinct byte"),
         (b"x" * 2000, "too large"),
     ],
+    ids=lambda v: None if isinstance(v, str) else f"{len(v)}-bytes",  # random bytes: stable ids
 )
 def test_anything_but_a_key_file_is_refused_with_how_to_make_one(tmp_path, content, why):
     path = _key_file(tmp_path / "key", content)
