@@ -30,7 +30,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
 
 from spark_dp.checks import check_delta, check_epsilon, check_positive, is_real
 from spark_dp.errors import ParameterError
@@ -92,6 +91,8 @@ def _log_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) 
     δ(σ) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)
          = Φ(a) · (1 − exp(ε + ln Φ(b) − ln Φ(a))),  a = Δ/(2σ) − εσ/Δ,  b = a − Δ/σ.
     """
+    from scipy import special  # scipy loads on first use: `spark-dp <job> --help` needs none
+
     a = sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
     b = -sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
     log_pa = special.log_ndtr(a)
@@ -148,6 +149,8 @@ def gaussian_sigma(noise: Budget, sensitivity: float = 1.0) -> float:
         hi += 2.0
         if hi > 60:
             raise ParameterError(f"cannot calibrate sigma for epsilon={epsilon}, delta={delta}")
+    from scipy import optimize
+
     log_s = float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
     # Round up (conservative): the float evaluation of ln δ(σ) is accurate to ~1e-12 relative,
     # so add a 1e-10 relative margin on σ (it lowers δ(σ) by ~1e-8 relative, far more than the
@@ -180,6 +183,8 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
         hi *= 2.0
         if hi > 1e6:
             raise ParameterError(f"sigma={sigma} is too small for delta={delta}")
+    from scipy import optimize
+
     eps = float(optimize.brentq(f, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
     eps *= 1.0 + _SIGMA_MARGIN  # round up, as in gaussian_sigma
     while f(eps) > 0:
@@ -204,6 +209,8 @@ def noise_exceeds(distribution: str, scale: float, margin: float) -> float:
     """
     x = margin / scale
     if distribution == "gaussian":
+        from scipy import special
+
         return float(special.ndtr(-x))
     if distribution == "laplace":
         return 0.5 * math.exp(-x) if x >= 0 else 1.0 - 0.5 * math.exp(x)

@@ -1,4 +1,5 @@
-"""``--help`` and ``--dry-run`` never import pyspark, so they answer in about a second.
+"""``--help`` and ``--dry-run`` never import pyspark, so they answer in about a second; ``--help``
+loads neither pandas nor scipy's compiled parts either (they load on first use).
 
 Each job runs in a fresh interpreter (a module imported by an earlier test would hide an
 import): ``spark-dp <job> --help``, then a ``--dry-run`` on a local Parquet file with custom
@@ -24,8 +25,8 @@ CHILD = """
 import contextlib, io, json, sys
 from spark_dp.cli import main
 
-def loaded():
-    return sorted(m for m in sys.modules if m == "pyspark" or m.startswith("pyspark."))
+def loaded(names=("pyspark",)):
+    return sorted(m for m in sys.modules if any(m == n or m.startswith(n + ".") for n in names))
 
 job, dry_run = sys.argv[1], json.loads(sys.argv[2])
 with contextlib.redirect_stdout(io.StringIO()) as help_text:
@@ -33,7 +34,7 @@ with contextlib.redirect_stdout(io.StringIO()) as help_text:
         main([job, "--help"])
     except SystemExit as exc:
         assert not exc.code, exc.code
-after_help = loaded()
+after_help = loaded(("pyspark", "pandas", "scipy.special", "scipy.optimize", "scipy.sparse"))
 with contextlib.redirect_stdout(io.StringIO()) as plan:
     code = main([job, *dry_run, "--dry-run"])
 print(json.dumps({"help": help_text.getvalue()[:40], "after_help": after_help, "code": code,

@@ -38,8 +38,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import maximum_flow
 
 __all__ = ["PeelResult", "exact_curve_local", "max_flow", "peel", "solve_rows"]
 
@@ -150,6 +148,9 @@ def max_flow(
     data = np.concatenate([cap - load, load, 1 - f, f, 1 - used, used]).astype(np.int32)
     nz = data > 0
     n = n_p + n_items + 2
+    import scipy.sparse as sp  # loads on first use: a job's `--help` needs no scipy
+    from scipy.sparse.csgraph import maximum_flow
+
     residual = sp.csr_array((data[nz], (rows[nz], cols[nz])), shape=(n, n))
     result = maximum_flow(residual, source, sink, method="dinic")
     net = np.asarray(result.flow[pnode, xnode]).ravel()  # net flow person → item, in {-1, 0, 1}

@@ -23,7 +23,8 @@ Modules (one concept each):
   chosen privately (docs/design/tuning.md); :mod:`.preview`: :func:`preview_partitions`.
 """
 
-from spark_dp.partition_selection.oracles import greedy_update, policy_gaussian
+from typing import Any
+
 from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
 from spark_dp.partition_selection.registry import ALGORITHMS, REGISTRY
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
@@ -51,3 +52,12 @@ __all__ = [
     "preview_partitions",
     "select_partitions",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The in-memory oracles load on first use (pandas): a job's ``--help`` needs neither."""
+    if name in ("greedy_update", "policy_gaussian"):
+        from spark_dp.partition_selection import oracles
+
+        return getattr(oracles, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

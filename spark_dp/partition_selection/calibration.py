@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from scipy import special
 
 from spark_dp.calibration import (
     Budget,
@@ -85,6 +84,8 @@ def gaussian_threshold(
     t = np.arange(1, max_items + 1, dtype=float)
     q = -np.expm1(np.log1p(-delta_threshold) / t)
     # Φ⁻¹(1 − q) = −Φ⁻¹(q): evaluating in the lower tail keeps full precision for tiny q.
+    from scipy import special  # loads on first use: a job's `--help` needs no scipy
+
     values = h_scale / np.sqrt(t) - sigma * special.ndtri(q)
     i = int(np.argmax(values))
     return Threshold(rho=float(values[i]), argmax_t=i + 1)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import special
 
 from spark_dp.calibration import (
     Budget,
@@ -246,6 +245,8 @@ def gaussian_thresholding_threshold(sigma: float, delta_threshold: float, max_it
     δ_thr. Here ``delta_threshold`` is the threshold's own share of δ.
     """
     check_positive("sigma", sigma)
+    from scipy import special  # loads on first use: a job's `--help` needs no scipy
+
     d = adjusted_delta(delta_threshold, max_items)
     return 1.0 - sigma * float(special.ndtri(d))
 

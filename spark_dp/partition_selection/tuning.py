@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
+from spark_dp.pandas_udfs import series_udf
 from spark_dp.partition_selection.capping import ranked_cap
 from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM
 from spark_dp.partition_selection.layout import aggregated_per_core, keep, per_core
@@ -44,6 +44,7 @@ from spark_dp.partition_selection.tuning_calibration import (
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import Column, DataFrame
 
     from spark_dp.caching import CacheScope
@@ -169,13 +170,13 @@ def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> li
 
 def _term(sigma: float, rho: float) -> Any:
     """The pandas UDF W ↦ ⌊2^32·g(W/2^32)⌋ of one candidate (:func:`quantized_terms`)."""
-    from pyspark.sql import functions as F
 
-    @F.pandas_udf("long")  # type: ignore[call-overload]
     def term(w: pd.Series) -> pd.Series:
+        import pandas as pd
+
         return pd.Series(quantized_terms(w.to_numpy(dtype=np.int64), sigma, rho), index=w.index)
 
-    return term
+    return series_udf(term, "long")
 
 
 def choose_max_items(

@@ -37,7 +37,6 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy import special
 
 from spark_dp.calibration import Budget
 from spark_dp.calibration_protocol import PureDp, RoundCalibration, basic_only_event
@@ -103,6 +102,8 @@ def quantized_terms(weights: np.ndarray, sigma: float, rho: float) -> np.ndarray
     clipped already (:data:`WEIGHT_CAP`). A term depends on its item's weight only, so an item
     whose weight is the same on two neighbours gets the same term, bit for bit.
     """
+    from scipy import special  # loads on first use: a job's `--help` needs no scipy
+
     clipped = np.minimum(np.asarray(weights, dtype=np.int64), WEIGHT_CAP)
     w = clipped.astype(np.float64) / WEIGHT_SCALE
     g = special.ndtr((w - rho) / sigma) - special.ndtr(-rho / sigma)

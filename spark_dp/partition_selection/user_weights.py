@@ -31,9 +31,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from spark_dp.caching import CacheScope
+from spark_dp.pandas_udfs import series_udf
 from spark_dp.partition_selection.columns import (
     BIAS,
     DEGREE,
@@ -45,6 +45,7 @@ from spark_dp.partition_selection.columns import (
 from spark_dp.partition_selection.layout import aggregated_per_core, per_core
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import Column, DataFrame
 
 __all__ = [
@@ -222,12 +223,15 @@ def weights_from_sums(sums: DataFrame, b_min: float, b_max: float, cache: CacheS
 
     b_min, b_max = float(b_min), float(b_max)
 
-    @F.pandas_udf("array<double>")  # type: ignore[call-overload]
     def _weights(bias: pd.Series) -> pd.Series:
+        import pandas as pd
+
         lengths = bias.map(len).to_numpy(dtype=np.int64)
         flat = np.concatenate(bias.to_list()) if len(bias) else np.empty(0)
         w = user_weights_arrays(flat, lengths, b_min, b_max)
         return pd.Series(np.split(w, np.cumsum(lengths)[:-1]))
+
+    weights = series_udf(_weights, "array<double>")
 
     sets = (
         per_core(sums)
@@ -237,7 +241,7 @@ def weights_from_sums(sums: DataFrame, b_min: float, b_max: float, cache: CacheS
     )
     # -> (user_id, _set: array<struct<item, bias_private>>)
     sets = aggregated_per_core(sets)  # one Python task per core, not one per user partition
-    looped = sets.select(USER_ID, "_set", _weights(F.col(f"_set.{BIAS}")).alias("_w")).select(
+    looped = sets.select(USER_ID, "_set", weights(F.col(f"_set.{BIAS}")).alias("_w")).select(
         USER_ID,
         F.explode(
             F.transform(

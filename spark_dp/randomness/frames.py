@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from spark_dp.pandas_udfs import series_udf
 from spark_dp.randomness import continuous
 from spark_dp.randomness.prf import BLOCK_BYTES, prf_words
 from spark_dp.randomness.streams import Randomness
 
 if TYPE_CHECKING:
+    import pandas as pd
     from pyspark.sql import Column, DataFrame
 
 __all__ = [
@@ -80,7 +80,6 @@ def add_noise_column(
         nondeterministic, so it is computed where it is added: repartition ``df`` first to
         choose the tasks that run the UDF).
     """
-    from pyspark.sql import functions as F
 
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"distribution must be 'gaussian' or 'laplace', got {distribution!r}")
@@ -90,15 +89,16 @@ def add_noise_column(
     key = randomness.stream_key
     scale = float(scale)
 
-    @F.pandas_udf("double")  # type: ignore[call-overload, untyped-decorator]
     def _keyed_noise(digests: pd.Series) -> pd.Series:
+        import pandas as pd
+
         w = prf_words(key, counters, b"".join(digests.tolist()))
         return pd.Series(scale * transform(w[:, :words]), index=digests.index)
 
     # A pure function of (key, stream, row key), declared nondeterministic only as a plan
     # barrier: Spark then evaluates it where it is written (after the caller's repartition)
     # instead of pushing a filter on the noise, and with it the UDF, below that repartition.
-    keyed_noise = _keyed_noise.asNondeterministic()
+    keyed_noise = series_udf(_keyed_noise, "double").asNondeterministic()
     return df.withColumn(out_col, keyed_noise(row_digest_column(key_cols)))
 
 
