@@ -80,9 +80,11 @@ airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG t
 	.venv-airflow/bin/python -m pip install --quiet apache-airflow apache-airflow-providers-apache-spark
 	touch $@
 
-test: setup airflow-venv lint ## lint, the whole suite, the Airflow DAG run, Spark Connect, the sweep
+# The Airflow DAG run, Spark Connect and the sweep run side by side after the suite (separate
+# processes and directories; each one's output printed whole when it ends).
+test: setup airflow-venv connect-setup lint ## lint, the whole suite, the Airflow DAG run, Spark Connect, the sweep
 	$(PY) -m pytest $(XDIST) $(ARGS)
-	$(MAKE) --no-print-directory airflow-test test-connect sweep
+	$(MAKE) --no-print-directory -j3 --output-sync=target airflow-test test-connect sweep
 
 airflow-test: setup airflow-venv package ## run the shipped DAG with `airflow dags test` on local Spark
 	SPARK_DP_TEST_SUITE=airflow_run $(PY) -m pytest tests/airflow_run -q

@@ -23,8 +23,6 @@ Modules (one concept each):
   chosen privately (docs/design/tuning.md); :mod:`.preview`: :func:`preview_partitions`.
 """
 
-from typing import Any
-
 from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
 from spark_dp.partition_selection.registry import ALGORITHMS, REGISTRY
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan
@@ -54,10 +52,17 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+_ORACLES = ("greedy_update", "policy_gaussian")
+
+
+def __getattr__(name: str) -> object:
     """The in-memory oracles load on first use (pandas): a job's ``--help`` needs neither."""
-    if name in ("greedy_update", "policy_gaussian"):
+    if name in _ORACLES:
         from spark_dp.partition_selection import oracles
 
         return getattr(oracles, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ORACLES})
