@@ -78,10 +78,9 @@ def configure_logging(level: str = "INFO", *, unsafe_debug: bool = False) -> Non
     global _unsafe_debug
     root = logging.getLogger("spark_dp")
     root.setLevel(level.upper())
-    if not any(getattr(h, "_spark_dp", False) for h in root.handlers):
+    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter(_FORMAT, "%H:%M:%S"))
-        handler._spark_dp = True  # type: ignore[attr-defined]
         root.addHandler(handler)
     root.propagate = False
     _unsafe_debug = bool(unsafe_debug)

@@ -77,7 +77,7 @@ def cache(spark):
 
 def pytest_collection_modifyitems(config, items):
     """Files with a slow test first (make test's worker processes take whole files in this
-    order: the longest start first and none is left running alone at the end), and with
+    order, so the long files start early rather than after the short ones), and with
     SPARK_DP_DRIVER_ONLY=1 (make test-pythons) only the tests that need no Spark session."""
     slow_files = {i.path for i in items if i.get_closest_marker("slow")}
     items.sort(key=lambda i: i.path not in slow_files)  # stable: the order within a file stays
