@@ -31,6 +31,12 @@ DELTA_JARS_ENV = "SPARK_DP_DELTA_JARS"
 """Comma-separated Delta Lake jars (``make test-delta`` fetches them into ``.cache/jars``): the
 Delta suite's session starts with them and Delta's extension and catalog."""
 
+DELTA_TEST_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
+"""A test-only speed setting of the Delta suite's sessions and jobs: Delta rebuilds a table's
+snapshot in 50 partitions by default, which on local[2] and tables of a few hundred rows makes
+each read or write of a Delta table several times slower (not a job default: a real table's
+log wants Delta's own)."""
+
 
 GRAPHFRAMES_JAR_ENV = "SPARK_DP_GRAPHFRAMES_JAR"
 """The GraphFrames jar of this Spark line (``make test-graphframes`` copies it into
@@ -56,6 +62,6 @@ def session_builder(connect: bool = False) -> Any:
     if os.environ.get(DELTA_JARS_ENV):
         from spark_dp.io.delta import DELTA_SESSION_CONF
 
-        for key, value in DELTA_SESSION_CONF.items():
+        for key, value in {**DELTA_SESSION_CONF, **DELTA_TEST_CONF}.items():
             builder = builder.config(key, value)
     return builder

@@ -227,8 +227,10 @@ def run_with_kills(setup: Setup, job: str, triggers: list[str], out: Path, conf:
     removed = [e for e in events_named(events, "ExecutorRemoved") if e["Timestamp"] < end]
     assert len(removed) == len(triggers), f"{len(triggers)} kills, executors lost: {removed}"
     added = events_named(events, "ExecutorAdded")
-    assert any(e["Timestamp"] > removed[-1]["Timestamp"] for e in added), (
-        "no executor replaced the last one killed"
+    # The cluster replaced a lost executor while the job ran: after the first kill (the job
+    # may end on its surviving executor before the last one's replacement registers).
+    assert any(e["Timestamp"] > removed[0]["Timestamp"] for e in added), (
+        "no executor was added after the first kill"
     )
     redone = recomputed(events)
     assert sum(n for k, n in redone.items() if k != "speculative tasks") > 0, (

@@ -24,7 +24,7 @@ from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.randomness.key_file import write_key_file
 from tests.job_processes import FAST, at_moment, job_env
-from tests.spark_session import DELTA_JARS_ENV
+from tests.spark_session import DELTA_JARS_ENV, DELTA_TEST_CONF
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -169,8 +169,9 @@ def test_bad_delta_inputs_exit_2_in_one_line_and_write_nothing(
 
 def _delta_args() -> list[str]:
     """The subprocess job's Spark settings: the suite's Delta jars (the job adds Delta's
-    extension and catalog itself)."""
-    return ["--spark-conf", f"spark.jars={os.environ[DELTA_JARS_ENV]}"]
+    extension and catalog itself) and the suite's Delta speed setting."""
+    conf = {"spark.jars": os.environ[DELTA_JARS_ENV], **DELTA_TEST_CONF}
+    return [arg for key, value in conf.items() for arg in ("--spark-conf", f"{key}={value}")]
 
 
 @pytest.mark.slow
