@@ -27,7 +27,17 @@ SPARK35_TESTS := tests/partition_selection/test_api.py tests/partition_selection
                  tests/test_tracking.py
 # Other Pythons (3.11 is the main one): the driver-side tests (every test without a Spark
 # session), where found, but those marked slow or main_python (pyproject.toml's markers).
+# PY_TESTS narrows them to some files or folders (.ci/run: PY_TESTS_CI, the driver-side
+# calibration, GEM, randomness, accounting, command line and configuration, and the import
+# graph; the whole set runs with `make test-pythons`).
 PY_VERSIONS   ?= 3.10 3.12
+PY_TESTS      ?=
+PY_TESTS_CI   := tests/test_import_graph.py tests/test_calibration.py \
+                 tests/test_calibration_protocol.py tests/partition_selection/test_calibration.py \
+                 tests/partition_selection/test_mad_constants.py \
+                 tests/distinct_count/test_calibration.py tests/distinct_count/test_gem.py \
+                 tests/randomness tests/budget/test_accounting.py tests/budget/test_filters.py \
+                 tests/test_cli.py tests/test_config.py
 
 # Delta Lake: the Delta suite (tests/delta) runs on each Spark line with the jars
 # of the Delta release built for it, fetched once from Maven Central into .cache/jars
@@ -154,11 +164,17 @@ graphframes-jars: ## copy the GraphFrames jars into .cache/jars (SHA-256 checked
 graphframes-suite = SPARK_DP_TEST_SUITE=graphframes \
 	SPARK_DP_GRAPHFRAMES_JAR=$$([ -f $(2) ] && echo $(abspath $(2))) \
 	PYSPARK_PYTHON=$(abspath $(1)/bin/python) PYSPARK_DRIVER_PYTHON=$(abspath $(1)/bin/python) \
-	    $(1)/bin/python -m pytest -q -rs tests/graphframes $(ARGS)
+	    $(1)/bin/python -m pytest -q -rs tests/graphframes $(3) $(ARGS)
+
+# GRAPHFRAMES35_ONLY=1 (.ci/run): on pyspark 3.5 only the tests of GraphFrames' own calls
+# (the session, each algorithm on every shape, the checkpoint directory); the job-level tests,
+# whose code is the same on both lines, run on pyspark 4.
+GRAPHFRAMES35_ONLY ?=
+GRAPHFRAMES35_K    := $(if $(GRAPHFRAMES35_ONLY),-k "session_runs or each_algorithm or checkpoint")
 
 test-graphframes: setup spark35-setup graphframes-jars ## GraphFrames' components for real (pyspark 4 and 3.5)
 	$(call graphframes-suite,$(VENV),$(GRAPHFRAMES_JAR4))
-	$(call graphframes-suite,$(SPARK35_VENV),$(GRAPHFRAMES_JAR35))
+	$(call graphframes-suite,$(SPARK35_VENV),$(GRAPHFRAMES_JAR35),$(GRAPHFRAMES35_K))
 
 test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on this machine
 	@for v in $(PY_VERSIONS); do \
@@ -170,7 +186,7 @@ test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on th
 	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" && \
 	        touch .venv-py$$v/.installed; } || exit 1; \
 	    SPARK_DP_DRIVER_ONLY=1 .venv-py$$v/bin/python -m pytest -q -m "not slow and not main_python" \
-	        || exit 1; \
+	        $(PY_TESTS) || exit 1; \
 	done
 
 test-compat: test-spark35 test-delta test-graphframes test-pythons ## pyspark 3.5, Delta, GraphFrames, other Pythons (CI: after test)
