@@ -7,7 +7,7 @@ own plan functions (driver-side, no Spark), charged as the job charges them. For
 cap's), the ε each accountant certifies for the whole sequence, after each release:
 
 * ``basic``: Σ ε (a privacy filter: valid when each release is chosen from earlier ones);
-* ``zcdp``: the zCDP filter (:mod:`spark_dp.budget.filters`), the smallest cap ε whose filter
+* ``zcdp``: the zCDP filter (:mod:`spark_dp.dp.filters`), the smallest cap ε whose filter
   admits the sequence (valid for adaptive choices);
 * ``pld`` / ``rdp``: what the store certified before (dp-accounting's PLD/RDP composition of the
   releases), valid only if no release's parameters were chosen from earlier outputs, which
@@ -28,9 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from spark_dp.budget.accounting import Charge, certified_epsilon, noise_steps, tight_epsilon
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.registry import REGISTRY as DC_REGISTRY
+from spark_dp.dp.accounting import Charge, certified_epsilon, noise_steps, tight_epsilon
 from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams
 from spark_dp.partition_selection.preview import plan_preview
 from spark_dp.partition_selection.select import plan_selection

@@ -167,17 +167,30 @@ def baseline(spark, data_path: str, key: str, out_path: str) -> float:
     return time.perf_counter() - t0
 
 
-def run_job(job: str, data_path: str, out: Path, flags: list[str], seed: int) -> tuple[float, dict]:
-    """Run ``spark_dp.jobs.<job>`` in the bench session (read, run, write); return its wall
-    seconds and its JSON report. Seeded so the figures repeat (never a production setting)."""
-    main = importlib.import_module(f"spark_dp.jobs.{job}").main
+@dataclass(frozen=True)
+class JobRun:
+    """One job run of the bench: wall seconds, the JSON report, and the stages' seconds the
+    run returned (data-dependent: never in a report)."""
+
+    seconds: float
+    report: dict[str, Any]
+    stage_seconds: dict[str, float]
+
+
+def run_job(job: str, data_path: str, out: Path, flags: list[str], seed: int) -> JobRun:
+    """Run ``spark_dp.jobs.<job>`` in the bench session (read, run, write). Seeded so the
+    figures repeat (never a production setting)."""
+    from spark_dp.jobs.runner import run_outcome
+
+    spec = importlib.import_module(f"spark_dp.jobs.{job}").SPEC
     argv = ["--input", data_path, "--output", str(out), "--seed", str(seed), "--overwrite"]
     t0 = time.perf_counter()
-    code = main([*argv, "--log-level", "WARNING", *flags])
+    outcome = run_outcome(spec, [*argv, "--log-level", "WARNING", *flags])
     seconds = time.perf_counter() - t0
-    if code != 0:
-        raise RuntimeError(f"{job} {flags} exited with {code}")
-    return seconds, json.loads(Path(f"{out}.report.json").read_text())
+    if outcome.exit_code != 0:
+        raise RuntimeError(f"{job} {flags} exited with {outcome.exit_code}")
+    report = json.loads(Path(f"{out}.report.json").read_text())
+    return JobRun(seconds, report, dict(outcome.stage_seconds))
 
 
 # --------------------------------------------------------------------------- machine

@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from spark_dp.calibration import Budget
-from spark_dp.gem import gem_probabilities
+from spark_dp.dp.calibration import Budget
+from spark_dp.dp.gem import gem_probabilities
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.registry import REGISTRY

@@ -43,7 +43,7 @@ T = TypeVar("T")
 
 EPSILON_MAX = 100.0
 """Largest total ε a job releases with. Beyond it the guarantee bounds likelihood ratios by
-e^100 ≈ 10^43, which protects nothing, and the samplers' δ floor (spark_dp.calibration) and the
+e^100 ≈ 10^43, which protects nothing, and the samplers' δ floor (spark_dp.dp.calibration) and the
 exact samplers' integer arithmetic grow with e^ε."""
 
 EPSILON_WARN = 10.0

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.config import ALIASES_REMOVED_IN, base_type, flag_of, is_int_or_word
 
 if TYPE_CHECKING:
-    from spark_dp.registry import Registry
+    from spark_dp.dp.registry import Registry
 
 __all__ = [
     "SpellingAction",

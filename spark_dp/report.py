@@ -2,7 +2,7 @@
 
 Filled by the objects that did the work, so nobody re-describes a mechanism by hand:
 
-* a **calibration** (the :class:`~spark_dp.calibration_protocol.Calibration` protocol) states
+* a **calibration** (the :class:`~spark_dp.dp.protocol.Calibration` protocol) states
   its own mechanism, sensitivity and constants;
 * a family's **plan** (:class:`Plan`: computed once per run from the checked parameters, before
   any data is read) pairs each calibration with a label as a :class:`Step` (a round, the GEM
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from spark_dp import __version__
-from spark_dp.calibration_protocol import Calibration
+from spark_dp.dp.protocol import Calibration
 from spark_dp.io import json_text, write_json_atomic
 
 if TYPE_CHECKING:

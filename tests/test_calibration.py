@@ -8,7 +8,7 @@ from __future__ import annotations
 import mpmath
 import pytest
 
-from spark_dp import calibration as cal
+from spark_dp.dp import calibration as cal
 from spark_dp.errors import ParameterError
 
 # docs/design/selection.md#vectors: σ of a round with budget (ε, δ) is calibrated for (ε, δ/2).

@@ -1,4 +1,4 @@
-"""What every calibration states about itself (spark_dp.calibration_protocol), checked against
+"""What every calibration states about itself (spark_dp.dp.protocol), checked against
 independent formulas: the release model the audit tests a round against, and the tail of the
 distinct count's noise."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import Budget
 from spark_dp.distinct_count.calibration import DiscreteLaplaceRelease, LaplaceRelease
+from spark_dp.dp.calibration import Budget
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.classic_calibration import (
     GaussianThresholding,

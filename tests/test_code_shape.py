@@ -4,7 +4,7 @@
 * no function over 80 lines (from its ``def`` to its last line, its docstring left out: a
   longer one is split into named steps);
 * no ``isinstance`` over a calibration class (a class with a ``dp_event`` method) outside the
-  module that defines it: its readers use the protocol of spark_dp.calibration_protocol.
+  module that defines it: its readers use the protocol of spark_dp.dp.protocol.
 """
 
 from __future__ import annotations

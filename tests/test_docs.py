@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
+from spark_dp.dp.registry import Algorithm, Registry
 from spark_dp.partition_selection import PartitionSelectionParams
 from spark_dp.randomness import Randomness
-from spark_dp.registry import Algorithm, Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -184,6 +184,25 @@ def test_parameters_reach_no_registry_plan_or_algorithm():
         assert not reached & readers, params
 
 
+DP_CORE_READS = ("spark_dp.errors", "spark_dp.checks", "spark_dp.randomness", "spark_dp.report")
+
+
+def test_the_dp_core_reads_only_the_basics_and_itself():
+    """``spark_dp.dp`` (calibration, composition, accounting, GEM, the registry) sits at the
+    bottom: it imports errors, checks, randomness, the report protocol and its own modules,
+    never Spark-side code, I/O, the budget store or a family."""
+    edges = graph()
+    core = [m for m in edges if _within(m, ("spark_dp.dp",))]
+    assert "spark_dp.dp.calibration" in core and "spark_dp.dp.composition" in core
+    outside = {
+        f"{a} -> {b}"
+        for a in core
+        for b in edges[a]
+        if not _within(b, ("spark_dp.dp", *DP_CORE_READS))
+    }
+    assert outside == set()
+
+
 def test_the_checks_find_a_cycle_and_an_upward_import():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert cycles(edges) == [["a", "b", "c"]]

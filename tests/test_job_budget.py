@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from spark_dp.budget import BudgetStore
+from spark_dp.dp.registry import Algorithm
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.randomness.key_file import write_key_file
-from spark_dp.registry import Algorithm
 from spark_dp.release_ids import default_dataset_id
 
 

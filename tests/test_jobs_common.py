@@ -14,7 +14,9 @@ import pytest
 from spark_dp.checks import check_positive
 from spark_dp.config import param
 from spark_dp.jobs import generate
-from spark_dp.jobs.common import JobSpec, run_job, write_rows
+from spark_dp.jobs.publish import write_rows
+from spark_dp.jobs.runner import Outcome, run_job, run_outcome
+from spark_dp.jobs.spec import JobSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +36,30 @@ def test_generate_job_writes_data_and_report(spark, tmp_path):
     assert generate.main(argv) == 2  # output exists, nothing touched
     assert generate.main([*argv, "--overwrite"]) == 0  # same arguments again: same data
     assert sorted(map(tuple, spark.read.parquet(out).collect())) == first
+
+
+def test_a_run_returns_its_stages_seconds_as_a_value(spark, tmp_path):
+    """The stages' seconds come back with the exit code, for the caller (the bench); none
+    for a run that ended before its job ran, and never in the report."""
+    out = str(tmp_path / "zipf")
+    argv = ["--kind", "zipf", "--users", "50", "--output", out, "--seed", "3"]
+    done = run_outcome(generate.SPEC, argv)
+    assert done.exit_code == 0 and set(done.stage_seconds) == {"generate"}
+    assert done.stage_seconds["generate"] > 0
+    report = json.loads(Path(out + ".report.json").read_text())
+    assert not [key for key in _keys(report) if "second" in key or "stage" in key]
+    assert run_outcome(generate.SPEC, argv) == Outcome(2)  # the output exists: refused
+    assert run_outcome(generate.SPEC, ["--help"]) == Outcome(0)
+
+
+def _keys(tree):
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            yield key
+            yield from _keys(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _keys(value)
 
 
 def test_generate_hypergraph_reports_empty_records(spark, tmp_path):

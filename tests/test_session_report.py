@@ -54,7 +54,7 @@ def test_report_sums_budget_and_holds_public_fields(tmp_path):
 
 def test_package_all_matches_its_imports():
     for name in (
-        "spark_dp.calibration",
+        "spark_dp.dp.calibration",
         "spark_dp.randomness",
         "spark_dp.io",
         "spark_dp.config",

@@ -54,7 +54,8 @@ def _graph(kind: str, label: str, n: int) -> Dataset:
 
 
 def _run_job(data_path: str, out: Path, flags: list[str]) -> tuple[float, dict[str, Any]]:
-    return run_job("contribution_bounding", data_path, out, flags, SEED)
+    done = run_job("contribution_bounding", data_path, out, flags, SEED)
+    return done.seconds, done.report
 
 
 def _round_figures(report: dict[str, Any]) -> dict[str, Any]:

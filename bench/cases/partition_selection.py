@@ -38,8 +38,7 @@ from pathlib import Path
 
 from bench.cases.baseline import ZIPF_SMALL
 from bench.harness import Dataset, register, run_job
-from spark_dp.calibration import Budget
-from spark_dp.jobs.runner import last_stage_seconds
+from spark_dp.dp.calibration import Budget
 
 ZIPF_5M = Dataset("zipf-5m", "zipf", {"n_users": 250_000, "mean_items": 36.0, "exponent": 1.3})
 HEAVY_LIGHT = Dataset("heavy-light-15k", "heavy-light", {"n_users": 15_000, "n_light": 1_000})
@@ -81,13 +80,13 @@ def _selection_case(name: str, flags: list[str], seeds: int):
     def run(spark, data_path: str, work_dir: str) -> dict:
         sizes, times, stages = [], [], []
         for seed in range(1, seeds + 1):
-            seconds, report = run_job(
+            done = run_job(
                 "partition_selection", data_path, Path(work_dir) / f"items-{seed}", flags, seed
             )
-            sizes.append(report["outputs"]["output_items"])
-            times.append(seconds)
+            sizes.append(done.report["outputs"]["output_items"])
+            times.append(done.seconds)
             if name == "mad2r":  # stage seconds are logged, never in a report (data-dependent)
-                stages.append(last_stage_seconds())
+                stages.append(done.stage_seconds)
         mean = statistics.fmean(sizes)
         _MEANS[(data_path, name)] = mean
         figures = {

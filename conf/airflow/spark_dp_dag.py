@@ -128,7 +128,7 @@ PRIVACY_TASKS = (
 # user, not the day).
 BUDGET_FLAGS = {"--budget-store": BUDGET_STORE, "--dataset-id": DATASET_ID}
 
-# spark_dp's exit codes that a retry cannot fix (spark_dp/jobs/common.py).
+# spark_dp's exit codes that a retry cannot fix (spark_dp/jobs/publish.py).
 NO_RETRY_EXIT_CODES = {
     2: "bad arguments, configuration or input",
     3: "the privacy budget refused the release",

@@ -26,9 +26,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_dp.audit.choice import ChoiceTarget
-from spark_dp.calibration import Budget, gaussian_sigma
-from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.calibration import DiscreteLaplaceRelease, GemSelection
+from spark_dp.dp.calibration import Budget, gaussian_sigma
+from spark_dp.dp.protocol import RoundCalibration
 from spark_dp.partition_selection.calibration import (
     LaplaceWeightAndThreshold,
     WeightAndThreshold,

@@ -30,6 +30,7 @@ from spark_dp.audit.targets import (
     Target,
     build_target,
 )
+from spark_dp.dp.registry import Algorithm
 from spark_dp.partition_selection import basic, mad2r
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.classic_calibration import (
@@ -38,7 +39,6 @@ from spark_dp.partition_selection.classic_calibration import (
     TruncatedGeometric,
 )
 from spark_dp.partition_selection.mad_constants import MadRound
-from spark_dp.registry import Algorithm
 
 __all__ = ["BROKEN", "UNDERPOWERED", "BrokenVariant", "build_broken"]
 

@@ -13,7 +13,7 @@
   the releases identical wherever X = D and different with the canary's crossing probability
   elsewhere: ε = ∞ with probability ≈ 1/3.
 * **Accountant** (docs/privacy/budget.md). For k releases of Basic (k = 1, 2, 5), the store's
-  PLD accountant (:func:`~spark_dp.budget.accounting.tight_delta`, reading each step's
+  PLD accountant (:func:`~spark_dp.dp.accounting.tight_delta`, reading each step's
   ``dp_event()``) certifies a δ at every ε of a grid. The audit recomputes the privacy profile
   of the same releases independently: the thresholds' shares by basic composition plus the
   analytic Gaussian δ (Balle & Wang 2018) of the composed Gaussian, multiplier
@@ -36,9 +36,9 @@ from spark_dp.audit.runner import AuditResult
 from spark_dp.audit.scenario import Copies, split_by_copy
 from spark_dp.audit.statistics import Confidence
 from spark_dp.audit.targets import Settings, SparkSelection, build_target
-from spark_dp.budget.accounting import Charge, noise_steps, tight_profile
-from spark_dp.calibration import gaussian_delta
-from spark_dp.calibration_protocol import pure_dp_event
+from spark_dp.dp.accounting import Charge, noise_steps, tight_profile
+from spark_dp.dp.calibration import gaussian_delta
+from spark_dp.dp.protocol import pure_dp_event
 from spark_dp.partition_selection import select_partitions
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import ITEM

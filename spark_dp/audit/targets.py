@@ -8,7 +8,7 @@ one item's release probability (only to place probes before any run), and its pu
 parameters for the report.
 
 The shares are read from the calibration objects through the
-:class:`~spark_dp.calibration_protocol.RoundCalibration` protocol, never restated: the share of
+:class:`~spark_dp.dp.protocol.RoundCalibration` protocol, never restated: the share of
 an event on novel items is the sum of the rounds' ``delta_threshold``; of an event on items
 others also hold, the sum of their ``delta_noise`` (δ/2 of a Gaussian round, 0 of pure-ε
 Laplace noise, the per-item δ' of the truncated-geometric keep probabilities, Desfontaines et
@@ -32,12 +32,13 @@ from spark_dp.audit.claims import Claim, step_problems
 from spark_dp.audit.probes import Probe
 from spark_dp.audit.scenario import Copies
 from spark_dp.audit.worst_cases import oracle_probes, selection_probes
-from spark_dp.calibration import Budget
-from spark_dp.calibration_protocol import RoundCalibration
 from spark_dp.distinct_count.params import DistinctCountParams
 from spark_dp.distinct_count.plan import DistinctCountPlan
 from spark_dp.distinct_count.registry import CurveMethod, curve_method
 from spark_dp.distinct_count.release import DPResult, release_curve
+from spark_dp.dp.calibration import Budget
+from spark_dp.dp.protocol import RoundCalibration
+from spark_dp.dp.registry import Algorithm
 from spark_dp.partition_selection import (
     PartitionSelectionParams,
     plan_selection,
@@ -51,7 +52,6 @@ from spark_dp.partition_selection.oracles import OracleResult, greedy_update, po
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.randomness import Randomness
-from spark_dp.registry import Algorithm
 from spark_dp.report import Step
 
 if TYPE_CHECKING:

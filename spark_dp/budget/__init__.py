@@ -13,11 +13,11 @@ by its retry, which costs nothing more (``docs/privacy/budget.md``).
 
 Composition is basic (Σ ε, Σ δ) by default; a store can use a tight accountant (PLD or RDP from
 Google's dp-accounting) for the noise of its releases, Gaussian, Laplace and pure-ε steps alike
-(:mod:`.accounting` states exactly what it composes).
+(:mod:`spark_dp.dp.accounting` states exactly what it composes).
 
-Contents: :class:`BudgetStore` (:mod:`.store`, :mod:`.lifecycle`, imported on first use:
+Contents: :class:`BudgetStore` (:mod:`.store`, imported on first use:
 SQLAlchemy loads only when a store is opened), :class:`Reservation`, :class:`DatasetBudget`
-(:mod:`.records`); :class:`NoiseStep`, :func:`noise_steps` (:mod:`.accounting`);
+(:mod:`.records`); :class:`NoiseStep`, :func:`noise_steps` (:mod:`spark_dp.dp.accounting`);
 :class:`BudgetRefused`. The identities a run is charged and bound by (request, release id,
 dataset id) are :mod:`spark_dp.release_ids`'.
 """
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.budget.accounting import ACCOUNTANTS, NoiseStep, noise_steps
 from spark_dp.budget.records import DatasetBudget, Reservation
+from spark_dp.dp.accounting import ACCOUNTANTS, NoiseStep, noise_steps
 from spark_dp.errors import BudgetRefused
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from spark_dp.budget.accounting import ACCOUNTANTS
+from spark_dp.dp.accounting import ACCOUNTANTS
 from spark_dp.errors import SparkDPUserError
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ def _runs_table(runs: list[RunRecord]) -> str:
 def _check_before_opening(command: str | None, ns: argparse.Namespace) -> None:
     """What can be refused without the store, so a bad value creates no store file."""
     if command == "set-accountant":
-        from spark_dp.budget.accounting import check_accountant
+        from spark_dp.dp.accounting import check_accountant
 
         check_accountant(ns.accountant)
     if command == "set-cap":

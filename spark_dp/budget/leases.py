@@ -1,7 +1,7 @@
 """Who holds a run in flight: its attempt (host, pid, start time) and its lease.
 
 A run is held by one attempt at a time, the process that reserved it or took it over
-(:mod:`.lifecycle`); every transition after the reservation names that attempt
+(:mod:`.store`); every transition after the reservation names that attempt
 (:func:`held_by`), so a process whose run was settled or adopted meanwhile moves nothing. The
 attempt's **lease** (the ``leases`` table, :mod:`.schema`) records the process's start time (a
 reused pid is another process) and its heartbeat, renewed every

@@ -193,7 +193,7 @@ class DatasetBudget:
     ``spent_*`` sums committed and failed (charged) runs, ``reserved_*`` runs in flight
     (reserved or charged), both within the window when the cap has one (basic composition).
     ``tight_epsilon`` is, with the ``zcdp`` filter, the smallest cap ε at δ = ``cap_delta``
-    whose filter admits all of them (:func:`spark_dp.budget.filters.filter_epsilon`; ``None``
+    whose filter admits all of them (:func:`spark_dp.dp.filters.filter_epsilon`; ``None``
     with the basic accountant, or without a cap). A dataset of the default ledger may have no
     cap: its ``cap_*`` and ``remaining_*`` are then ``None`` (recorded, never refused).
     """

@@ -8,8 +8,8 @@ names beside the old ones, and the first open imports what the old ones hold
 * ``caps``: one row per dataset: (ε, δ) cap, optional window in days.
 * ``runs``: one row per run of a job: its dataset, request (pre-read identity), release id
   (once the data's digest is known), (ε, δ), noise steps (JSON, composed by
-  :mod:`.accounting`), state, whether its key came from a test seed, the paths it writes, and
-  the host, pid and start time of its process. States (:mod:`.lifecycle`): ``reserved`` →
+  :mod:`spark_dp.dp.accounting`), state, whether its key came from a test seed, the paths it
+  writes, and the host, pid and start time of its process. States (:mod:`.store`): ``reserved`` →
   ``charged`` → ``committed`` or ``failed``; ``released`` (freed before any read) costs
   nothing.
 * ``leases``: one row per run in flight: the process that holds it (host, pid, the process's

@@ -49,7 +49,7 @@ from spark_dp.tracking import labels
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from spark_dp.registry import Algorithm
+    from spark_dp.dp.registry import Algorithm
 
 __all__ = ["SPARK_SQL_DEFAULTS", "bound_contributions", "plan_bounding"]
 

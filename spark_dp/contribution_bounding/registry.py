@@ -7,7 +7,7 @@ Spark, :mod:`.driver_algorithms` on the driver). :func:`~.api.bound_contribution
 :data:`ALGORITHMS` and the ``--algorithm`` help all read this list; the summaries
 name the algorithms in the privacy report.
 
-Adding an algorithm: one :class:`~spark_dp.registry.Algorithm` entry below, its plan in
+Adding an algorithm: one :class:`~spark_dp.dp.registry.Algorithm` entry below, its plan in
 :mod:`.plan` and its run function.
 """
 
@@ -32,7 +32,7 @@ from spark_dp.contribution_bounding.plan import (
     plan_ilp_dup,
     plan_proposal,
 )
-from spark_dp.registry import Algorithm, Registry
+from spark_dp.dp.registry import Algorithm, Registry
 
 if TYPE_CHECKING:
     from spark_dp.contribution_bounding.params import BoundingParams

@@ -15,7 +15,8 @@ of :data:`spark_dp.distinct_count.registry.REGISTRY`: ``plan(params)``, then
   (:func:`contribution_curve` picks by method): :func:`exact_curve` (max-flow DC(D; ℓ),
   Algorithm 1: peeling, components, warm-started max-flow per component) or
   :func:`greedy_curve` (Algorithm 2, ≥ ½ of exact, one pass);
-* :func:`release_curve` / :func:`dp_distinct_count`: GEM picks ℓ̂ at ε/2 (:mod:`spark_dp.gem`), then
+* :func:`release_curve` / :func:`dp_distinct_count`: GEM picks ℓ̂ at ε/2
+  (:mod:`spark_dp.dp.gem`), then
   ν̂ = c(D; ℓ̂) − (2ℓ̂/ε)·ln(1/(2β)) + Lap(2ℓ̂/ε) at ε/2, returned as a :class:`DPResult`;
   the run wraps it in a :class:`DistinctCountResult`, which fills the privacy report;
 * :mod:`.baselines`: the paper's comparison points (fixed ℓ, non-private best ℓ, sampling,
@@ -64,7 +65,7 @@ from spark_dp.distinct_count.release import (
     utility_scores,
 )
 from spark_dp.distinct_count.result import DistinctCountResult
-from spark_dp.gem import gem_probabilities, gem_scores, gem_select
+from spark_dp.dp.gem import gem_probabilities, gem_scores, gem_select
 
 __all__ = [
     "CurveResult",

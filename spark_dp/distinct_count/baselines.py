@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.calibration import Budget, laplace_scale
 from spark_dp.checks import check_epsilon, check_int_at_least, check_probability
 from spark_dp.distinct_count.calibration import lower_bound_shift
 from spark_dp.distinct_count.peeling import ELL, per_ell_sums
 from spark_dp.distinct_count.release import check_curve
+from spark_dp.dp.calibration import Budget, laplace_scale
 from spark_dp.errors import ParameterError
 from spark_dp.io import ITEM, USER_ID
 from spark_dp.randomness import DriverNoise, Randomness, with_hash_column

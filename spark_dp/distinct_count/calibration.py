@@ -6,7 +6,7 @@ Lemma 3.2 (composition); docs/design/counting.md#scores, #discrete-laplace.
 Each object below knows the share of ε it spends (``epsilon``, ``delta`` = 0: pure DP), the
 sensitivity of what it noises and its own constants, and describes itself for the privacy report
 (``to_report()``), and names the dp-accounting event of its noise (``dp_event()``): the
-:class:`~spark_dp.calibration_protocol.Calibration` protocol. How ε is split between
+:class:`~spark_dp.dp.protocol.Calibration` protocol. How ε is split between
 them is decided once, by :func:`spark_dp.distinct_count.plan.plan_release`.
 
 * :class:`GemSelection`: ℓ̂ ∈ {1, …, ℓ_max} by the generalized exponential mechanism at
@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from spark_dp.calibration import Budget, laplace_scale
-from spark_dp.calibration_protocol import Calibration, PureDp, laplace_event
 from spark_dp.checks import check_int_at_least
-from spark_dp.gem import gem_probabilities, gem_select, gem_threshold
+from spark_dp.dp.calibration import Budget, laplace_scale
+from spark_dp.dp.gem import gem_probabilities, gem_select, gem_threshold
+from spark_dp.dp.protocol import Calibration, PureDp, laplace_event
 from spark_dp.randomness import DriverNoise
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def lower_bound_shift(ell: ArrayLike, epsilon_count: float, beta: float) -> NDAr
 class GemSelection(PureDp):
     """The GEM choice of the contribution bound ℓ̂ ∈ {1, …, ℓ_max} (Algorithm 3;
     docs/design/counting.md#gem): pure ε_select-DP for any t and β (Theorem 3.4), so δ = 0
-    and the pure ε_select event (:class:`~spark_dp.calibration_protocol.PureDp`).
+    and the pure ε_select event (:class:`~spark_dp.dp.protocol.PureDp`).
 
     Attributes:
         epsilon: ε_select, the budget of the choice.
@@ -222,7 +222,7 @@ class DiscreteLaplaceRelease(PureDp):
     :func:`discrete_lower_bound_shift`, so ν̂ = c(D; ℓ̂) + X − shift ≤ DC(D) with probability
     ≥ 1 − β. Pure ε_count-DP for every ℓ̂ GEM chooses: δ = 0 and the event that dominates
     every ε_count-DP mechanism (the discrete Laplace at sensitivity ℓ̂ = 1 is that event itself;
-    :class:`~spark_dp.calibration_protocol.PureDp`).
+    :class:`~spark_dp.dp.protocol.PureDp`).
 
     Attributes:
         epsilon: ε_count, the budget of the release.

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spark_dp.calibration import Budget
 from spark_dp.checks import check_choice, check_epsilon, check_int_at_least, check_probability
 from spark_dp.distinct_count.calibration import (
     CountCalibration,
@@ -26,6 +25,7 @@ from spark_dp.distinct_count.calibration import (
     GemSelection,
     LaplaceRelease,
 )
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.report import Step
 

@@ -30,9 +30,9 @@ from spark_dp.distinct_count.greedy_curve import greedy_curve
 from spark_dp.distinct_count.plan import DistinctCountPlan, plan_release, require_epsilon
 from spark_dp.distinct_count.release import release_curve
 from spark_dp.distinct_count.result import DistinctCountResult
+from spark_dp.dp.registry import Algorithm, Registry
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer, get_logger, log_private, unsafe_debug_enabled
-from spark_dp.registry import Algorithm, Registry
 from spark_dp.tracking import labels
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ with what it recommends; docs/design/adaptive-composition.md).
 (ε_i, δ_i) are chosen adaptively and the sums are kept within the cap (Rogers, Roth, Ullman &
 Vadhan 2016). A release states its (ε, δ) as the sum over its steps, or as a tight certificate
 of them all below that sum (``--max-contributions auto``: PLD inside one release, whose
-parameters are fixed before it runs; :class:`~spark_dp.noise_composition.Charge`).
+parameters are fixed before it runs; :class:`~spark_dp.dp.composition.Charge`).
 
 **zcdp** (chosen per store): the approximate-zCDP filter of :mod:`.filters`: each release's
 noise as zero-concentrated DP (ρ), its other δ as δ; a cap with δ = 0 uses basic composition.
@@ -26,9 +26,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from spark_dp.budget.filters import ZcdpFilter, filter_epsilon
-from spark_dp.errors import ConfigError
-from spark_dp.noise_composition import (
+from spark_dp.dp.composition import (
     REL_TOL,
     Charge,
     NoiseStep,
@@ -38,6 +36,8 @@ from spark_dp.noise_composition import (
     tight_epsilon,
     tight_profile,
 )
+from spark_dp.dp.filters import ZcdpFilter, filter_epsilon
+from spark_dp.errors import ConfigError
 
 __all__ = [
     "ACCOUNTANTS",

@@ -1,6 +1,6 @@
 """How the noise of releases composes: basic, or tight with dp-accounting (foundation layer).
 
-The budget store (:mod:`spark_dp.budget.accounting`) applies it to the releases charged to one
+The budget store (:mod:`spark_dp.dp.accounting`) applies it to the releases charged to one
 dataset; ``--max-contributions auto`` to the steps of one release
 (:mod:`spark_dp.partition_selection.tuning_composition`).
 
@@ -10,10 +10,10 @@ states its (ε, δ) this way already (the sum over its steps).
 
 **Tight accounting** (``pld`` or ``rdp``, chosen per store) through Google's dp-accounting.
 Each step of a release names the event of its noise (:meth:`Calibration.dp_event
-<spark_dp.calibration_protocol.Calibration.dp_event>`): ``GaussianDpEvent`` (Gaussian rounds,
+<spark_dp.dp.protocol.Calibration.dp_event>`): ``GaussianDpEvent`` (Gaussian rounds,
 MAD rounds, Gaussian count thresholding), ``LaplaceDpEvent`` (Laplace rounds and count
 thresholding, the continuous Laplace count), the pure-ε event of
-:func:`~spark_dp.calibration_protocol.pure_dp_event` (GEM, the discrete-Laplace count), or an
+:func:`~spark_dp.dp.protocol.pure_dp_event` (GEM, the discrete-Laplace count), or an
 event only basic composition accounts for (truncated-geometric selection). A release records
 them as :class:`NoiseStep` (the event, and the (ε, δ_noise) the step claims for its noise).
 
@@ -24,39 +24,15 @@ gives δ_N(ε_N), the noise's δ at every ε_N. **Everything else is added by ba
 the (ε, δ) of the steps whose event the accountant does not support, and each composed step's
 δ minus its δ_noise, which is the novel-item threshold's share of a selection round (δ/2 of a
 Gaussian round, all of δ of a Laplace one; docs/design/selection.md#budget-split). With ε_rest and
-δ_rest those sums, and η the samplers' divergence below, the releases are
+δ_rest those sums, and η the floating-point samplers' divergence from exact noise
+(:func:`spark_dp.dp.calibration.sampler_divergence`), the releases are
 (ε_rest + ε_N, δ_rest + δ_N(ε_N) + (1 + e^ε)·η)-DP for every ε_N ≥ 0, ε = ε_rest + ε_N.
 
-*Proof.* Take neighbours D and D' = D plus one user u. (1) Each composed step is, on what
-both datasets hold, a post-processing of its noise mechanism (the event's, or one that event
-dominates) whatever the noise of u's novel items (those nobody else holds), and releases a
-novel item with probability at most its threshold share given any history (Chen et al. 2025,
-proof of Thm. 3.3; Gopi et al. 2020); on D there is none. Let ζ be the noise of novel items
-that a later step reads (MAD2R's round 2 biases items by round 1's noisy weights; nothing
-otherwise), drawn alike on D, where nothing reads it, and M̃_ζ the run on D' that never
-releases a novel item: M̃_ζ(D) = M(D), and M(D') = M̃_ζ(D') off a bad event B. (2) For every
-ζ, M̃_ζ is an adaptive composition of mechanisms each dominated, for every history, by a fixed
-pair: the composed steps' events (an ε-DP step by
-:func:`~spark_dp.calibration_protocol.pure_dp_event`), and for a step left to basic
-composition the (ε_j, δ_j) pair of Kairouz, Oh & Viswanath 2015, Thm. 2.1. By Dong, Roth & Su
-2022, Thm. 4, it is dominated by the product of those pairs, whose hockey-stick divergence at
-e^ε is at most δ_M̃ = δ_N(ε_N) + Σ δ_j over the basic steps (the accountant bounds the first
-term; basic composition of product pairs adds the rest), in both directions. (3) Add
-direction: P[M(D') ∈ S] ≤ P[M̃(D') ∈ S] + P[B] ≤ e^ε·P[M(D) ∈ S] + δ_M̃ + δ_B, δ_B the sum
-of the threshold shares (a union bound). Remove direction: the crossings ζ decides have
-probability at most their shares' sum δ_ζ; fix a ζ without one. The other crossings use noise
-nothing else reads, so given ζ and everything M̃_ζ(D') computes they have probability at most
-δ_B − δ_ζ: with Z = P[M̃_ζ(D') ∈ S], P[M(D') ∈ S | ζ] ≥ (1 − δ_B + δ_ζ)·Z, and
-P[M(D) ∈ S] ≤ min(1, e^ε·Z + δ_M̃) ≤ e^ε·P[M(D') ∈ S | ζ] + δ_B − δ_ζ + δ_M̃ (when
-e^ε·Z ≤ 1, e^ε·Z·x ≤ x; otherwise the right side exceeds 1). Averaging over ζ adds δ_ζ.
-(4) The floating-point samplers differ from exact noise with probability at most
-η = Σ N·τ over the composed Gaussian and Laplace steps on every dataset
-(:func:`spark_dp.calibration.sampler_divergence`), which adds (1 + e^ε)·η
-(:func:`spark_dp.calibration.divergence_delta`). ∎
+The proof (add-or-remove-one neighbours): docs/design/adaptive-composition.md#hybrid-proof.
 
 So a set of releases fits a cap (ε_cap, δ_cap) when basic composition shows it, or when
 ε_rest ≤ ε_cap and δ_rest + δ_N(ε_cap − ε_rest) + (1 + e^ε_cap)·η ≤ δ_cap
-(:func:`spark_dp.budget.accounting.fits_cap`);
+(:func:`spark_dp.dp.accounting.fits_cap`);
 :func:`tight_epsilon` is the smallest ε that bound gives at δ_cap. A Laplace step's whole δ is
 its threshold's, so composing Laplace rounds tightly changes only the ε side: their noise is
 composed by the PLD (or RDP) of the Laplace mechanism instead of Σ ε.
@@ -81,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.errors import ConfigError, ParameterError
 
 if TYPE_CHECKING:
-    from spark_dp.calibration_protocol import Calibration
+    from spark_dp.dp.protocol import Calibration
     from spark_dp.report import Step
 
 __all__ = [
@@ -164,7 +140,7 @@ class NoiseStep:
         Raises:
             ParameterError: naming the step.
         """
-        from spark_dp.calibration import gaussian_delta
+        from spark_dp.dp.calibration import gaussian_delta
 
         e = self.event
         tol = 1 + 1e-9
@@ -290,7 +266,7 @@ class _Composition:
 
     def delta(self, epsilon: float) -> float:
         """The total δ at total ε (``inf`` when ε is below ε_rest)."""
-        from spark_dp.calibration import divergence_delta
+        from spark_dp.dp.calibration import divergence_delta
 
         if epsilon < self.epsilon_rest:
             return math.inf
@@ -308,7 +284,7 @@ def _compose(charges: Iterable[Charge], accountant: str) -> _Composition:
     """
     from dp_accounting import dp_event
 
-    from spark_dp.calibration import sampler_divergence
+    from spark_dp.dp.calibration import sampler_divergence
 
     acc = _accountant(accountant)
     steps: list[NoiseStep] = []
@@ -349,7 +325,7 @@ def tight_epsilon(charges: Iterable[Charge], delta: float, accountant: str) -> f
     floor grows with ε, so the iterates grow to the least ε that pays its own floor; one that
     does is returned (``inf`` when none does, or when ``delta`` does not exceed δ_rest).
     """
-    from spark_dp.calibration import divergence_delta
+    from spark_dp.dp.calibration import divergence_delta
 
     comp = _compose(charges, accountant)
     if not comp.steps:

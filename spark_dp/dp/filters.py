@@ -34,8 +34,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from spark_dp.calibration import divergence_delta, sampler_divergence
-from spark_dp.noise_composition import REL_TOL, Charge, NoiseStep
+from spark_dp.dp.calibration import divergence_delta, sampler_divergence
+from spark_dp.dp.composition import REL_TOL, Charge, NoiseStep
 
 __all__ = [
     "FILTER_DELTA_SHARE",

@@ -3,7 +3,7 @@
 A calibration is the data-free object that spends the budget of one step (a partition-selection
 round, the distinct count's GEM choice or its noisy count). It is built from public parameters
 before any data is read and is the only place its constants are written down. The privacy
-report (:mod:`spark_dp.report`), the budget accountant (:mod:`spark_dp.budget.accounting`) and
+report (:mod:`spark_dp.report`), the budget accountant (:mod:`spark_dp.dp.accounting`) and
 the privacy audit (:mod:`spark_dp.audit`) read it through these protocols only: none of them
 asks which class it is or parses its report.
 

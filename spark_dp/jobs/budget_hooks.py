@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spark_dp.calibration_protocol import Calibration
+from spark_dp.dp.protocol import Calibration
 from spark_dp.errors import ConfigError
 from spark_dp.io.fs import is_connect
 from spark_dp.jobs.paths import APPEND, READ, PathSpec

@@ -37,17 +37,10 @@ from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
 from spark_dp.io.fs import FileSystem
 from spark_dp.io.schema_peek import CAPACITY, ID, NUMBER, ColumnRule
-from spark_dp.jobs.common import (
-    READ,
-    STATE,
-    WRITE,
-    Answer,
-    JobContext,
-    JobSpec,
-    PathSpec,
-    run_job,
-    write_rows,
-)
+from spark_dp.jobs.paths import READ, STATE, WRITE, PathSpec
+from spark_dp.jobs.publish import write_rows
+from spark_dp.jobs.runner import run_job
+from spark_dp.jobs.spec import Answer, JobContext, JobSpec
 from spark_dp.report import PrivacyReport
 
 if TYPE_CHECKING:

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from spark_dp.checks import check_choice, check_int_at_least, check_positive
 from spark_dp.config import param
 from spark_dp.generators.spark_frames import KINDS, hypergraph_frame, pairs_frame
-from spark_dp.jobs.common import Answer, JobContext, JobSpec, run_job, write_rows
+from spark_dp.jobs.publish import write_rows
+from spark_dp.jobs.runner import run_job
+from spark_dp.jobs.spec import Answer, JobContext, JobSpec
 from spark_dp.report import PrivacyReport
 
 __all__ = ["GenerateParams", "main"]

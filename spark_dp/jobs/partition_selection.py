@@ -15,7 +15,9 @@ import argparse
 import sys
 from typing import Any
 
-from spark_dp.jobs.common import Answer, JobContext, JobSpec, run_job, write_rows
+from spark_dp.jobs.publish import write_rows
+from spark_dp.jobs.runner import run_job
+from spark_dp.jobs.spec import Answer, JobContext, JobSpec
 from spark_dp.partition_selection import (
     PartitionSelectionParams,
     SelectionPlan,

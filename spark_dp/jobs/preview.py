@@ -17,7 +17,8 @@ import json
 import sys
 from typing import Any
 
-from spark_dp.jobs.common import JobContext, JobSpec, run_job
+from spark_dp.jobs.runner import run_job
+from spark_dp.jobs.spec import JobContext, JobSpec
 from spark_dp.partition_selection import PreviewParams, preview_partitions
 from spark_dp.partition_selection.preview import (
     PreviewPlan,

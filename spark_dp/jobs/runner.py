@@ -45,7 +45,8 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from spark_dp.config import params_to_dict, parse_spark_conf_overrides
 from spark_dp.config_flags import name_flags
@@ -116,18 +117,21 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_OK",
     "EXIT_USAGE",
-    "last_stage_seconds",
+    "Outcome",
     "report_path",
     "run_job",
+    "run_outcome",
 ]
 
-_LAST_STAGE_SECONDS: dict[str, float] = {}
 
+@dataclass(frozen=True)
+class Outcome:
+    """What a run returns: its exit code, and the wall seconds of each stage of the job (for
+    the benchmark harness; timings depend on the data, so they are logged, never written to a
+    report). A run that ended before its job ran has no stage seconds."""
 
-def last_stage_seconds() -> dict[str, float]:
-    """Wall seconds per stage of the last run in this process (for the benchmark harness;
-    timings depend on the data, so they are logged, never written to a report)."""
-    return dict(_LAST_STAGE_SECONDS)
+    exit_code: int
+    stage_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
 def _start_session(run: Run) -> None:
@@ -183,8 +187,8 @@ def _new_report(run: Run) -> PrivacyReport:
     return report
 
 
-def _execute(run: Run) -> str:
-    """Phase 7: the job, writing into the staging."""
+def _execute(run: Run) -> tuple[str, dict[str, float]]:
+    """Phase 7: the job, writing into the staging; its summary and its stages' seconds."""
     assert run.plan is not None and run.randomness is not None
     if delta_flag(run.args) is not None:  # no Delta jars or settings: one line, nothing read
         check_delta_session(run.spark, str(delta_flag(run.args)))
@@ -217,10 +221,8 @@ def _execute(run: Run) -> str:
     with labels(run.spark, job=run.spec.name, algorithm=algorithm):  # the Spark UI's names
         summary = run.spec.execute(ctx)
     ctx.randomness  # noqa: B018 - every table was read: bound (a job without tables binds now)
-    _LAST_STAGE_SECONDS.clear()
-    _LAST_STAGE_SECONDS.update(timer.seconds)
     run.after_commit = ctx.after_commit
-    return summary
+    return summary, dict(timer.seconds)
 
 
 # --------------------------------------------------------------------------- the run
@@ -233,23 +235,37 @@ def run_job(
     prog: str | None = None,
     hooks: RunHooks | None = None,
 ) -> int:
-    """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code.
+    """Run ``spec`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code
+    (:func:`run_outcome`'s, which also returns the stages' seconds).
 
     ``hooks``: a caller's seams into the run (:class:`~spark_dp.jobs.run.RunHooks`; tests).
     A run's ``--unsafe-debug-logs`` ends with the run: a notebook or a test that calls a job's
     ``main`` keeps its own setting afterwards. SIGTERM ends the run as SIGINT does (in the main
     thread): the staged files are removed and the exit code is 143 (SIGINT: 130).
     """
+    return run_outcome(spec, argv, prog=prog, hooks=hooks).exit_code
+
+
+def run_outcome(
+    spec: JobSpec,
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str | None = None,
+    hooks: RunHooks | None = None,
+) -> Outcome:
+    """:func:`run_job`, returning its :class:`Outcome`."""
     with unsafe_debug(unsafe_debug_enabled()), signals_raise():
         return _run_job(spec, argv, prog, hooks or RunHooks())
 
 
-def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks: RunHooks) -> int:
+def _run_job(
+    spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks: RunHooks
+) -> Outcome:
     parser = build_parser(spec, prog)
     try:
         args = parser.parse_args(argv)  # phase 1
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)
-        return int(exc.code or 0)
+        return Outcome(int(exc.code or 0))
     configure_logging(args.log_level, unsafe_debug=getattr(args, "unsafe_debug_logs", False))
     run = Run(spec, args, get_logger(f"spark_dp.jobs.{spec.name}"), hooks=hooks)
     t0 = time.perf_counter()
@@ -272,7 +288,7 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks:
         plan_paths(run)
         check_schemas(run)  # each column flag against the tables' schemas: metadata only
         if args.dry_run:
-            return dry_run(run)
+            return Outcome(dry_run(run))
         make_key(run)
         if needs_session_for_identity(run):
             _start_session(run)  # lists a Hadoop input for its identity; reads no data
@@ -281,35 +297,35 @@ def _run_job(spec: JobSpec, argv: Sequence[str] | None, prog: str | None, hooks:
         run.moment("reserved")
         _start_session(run)
         check_monitoring(run)  # --private-spark-ui: refused if Spark started with its UI on
-        summary = _execute(run)
+        summary, stage_seconds = _execute(run)
         raise_pending()  # a signal whose exception Python swallowed: stop before the commit
-        return publish(run, summary, t0)
+        return Outcome(publish(run, summary, t0), stage_seconds)
     except AlreadyReleased as exc:
         if exc.exit_code == EXIT_OK:  # the same request's release is where this run asks for it
             run.log.warning("budget: %s", _one_line(exc))
-            return EXIT_OK
+            return Outcome(EXIT_OK)
         say(f"{parser.prog}: error: {_one_line(exc)}")
-        return exc.exit_code
+        return Outcome(exc.exit_code)
     except SparkDPUserError as exc:
         run.failed = exc
-        return _fail(run, parser.prog, exc)
+        return Outcome(_fail(run, parser.prog, exc))
     except BrokenPipeError:
         _silence_stdout()
         say(f"{parser.prog}: error: stdout was closed before the report was written")
-        return EXIT_FAILURE
+        return Outcome(EXIT_FAILURE)
     except (KeyboardInterrupt, Interrupted) as exc:
         interrupt = exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
         run.failed = interrupt
         what = "after its release was committed" if run.committed else "staged files removed"
         say(f"{parser.prog}: error: interrupted by {interrupt}: {what}")
-        return interrupt.exit_code
+        return Outcome(interrupt.exit_code)
     except Exception as exc:
         run.failed = exc
         known = known_failure(exc, run.plan, run.spark_conf, _given(run))
         if known is None:
             run.log.exception("%s failed", spec.name)
-            return EXIT_FAILURE
-        return _fail(run, parser.prog, known)
+            return Outcome(EXIT_FAILURE)
+        return Outcome(_fail(run, parser.prog, known))
     finally:
         with ignored_signals():
             _finish(run)

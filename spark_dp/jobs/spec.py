@@ -19,8 +19,8 @@ from spark_dp.report import Plan, PrivacyReport
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from spark_dp.dp.registry import Registry
     from spark_dp.io.schema_peek import ColumnRule
-    from spark_dp.registry import Registry
 
 __all__ = ["Answer", "JobContext", "JobSpec"]
 

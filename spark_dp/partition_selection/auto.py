@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.calibration import Budget
-from spark_dp.calibration_protocol import Calibration
+from spark_dp.dp.calibration import Budget
+from spark_dp.dp.protocol import Calibration
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection.params import AUTO
 from spark_dp.partition_selection.result import SelectionPlan

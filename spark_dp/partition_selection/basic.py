@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.partition_selection.result import RoundResult, Selection, SelectionPlan

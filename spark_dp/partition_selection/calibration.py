@@ -1,8 +1,8 @@
 """Calibration of the weight-and-threshold rounds: thresholds ρ, σ per round, MAD constants.
 
 Driver-only numpy/scipy, no Spark. Built on the general Gaussian and Laplace mechanisms of
-:mod:`spark_dp.calibration`; every object here states its own sensitivity and budget split and
-describes itself (the :class:`~spark_dp.calibration_protocol.RoundCalibration` protocol).
+:mod:`spark_dp.dp.calibration`; every object here states its own sensitivity and budget split and
+describes itself (the :class:`~spark_dp.dp.protocol.RoundCalibration` protocol).
 
 Contents
 --------
@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from spark_dp.calibration import (
+from spark_dp.checks import check_delta, check_int_at_least, check_positive
+from spark_dp.dp.calibration import (
     Budget,
     check_sampler_delta,
     gaussian_sigma,
@@ -31,8 +32,7 @@ from spark_dp.calibration import (
     noise_exceeds,
     sampler_delta_floor,
 )
-from spark_dp.calibration_protocol import gaussian_event, laplace_event
-from spark_dp.checks import check_delta, check_int_at_least, check_positive
+from spark_dp.dp.protocol import gaussian_event, laplace_event
 
 if TYPE_CHECKING:
     from dp_accounting import DpEvent

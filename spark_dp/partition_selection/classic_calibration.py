@@ -9,7 +9,7 @@ users holding an item is thresholded.
 * :class:`LaplaceThresholding`: n + Laplace(k/ε) ≥ T;
 * :class:`GaussianThresholding`: n + N(0, σ²) ≥ T, σ for (ε, δ/2) and Δ2 = √k.
 
-Each is a round of the :class:`~spark_dp.calibration_protocol.RoundCalibration` protocol.
+Each is a round of the :class:`~spark_dp.dp.protocol.RoundCalibration` protocol.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from spark_dp.calibration import (
+from spark_dp.checks import check_delta, check_int_at_least, check_positive
+from spark_dp.dp.calibration import (
     Budget,
     check_sampler_delta,
     gaussian_sigma,
@@ -30,8 +31,7 @@ from spark_dp.calibration import (
     noise_exceeds,
     sampler_delta_floor,
 )
-from spark_dp.calibration_protocol import basic_only_event, gaussian_event, laplace_event
-from spark_dp.checks import check_delta, check_int_at_least, check_positive
+from spark_dp.dp.protocol import basic_only_event, gaussian_event, laplace_event
 
 if TYPE_CHECKING:
     from dp_accounting import DpEvent

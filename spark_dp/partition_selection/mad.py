@@ -1,7 +1,7 @@
 """MAD (MaxAdaptiveDegree): adaptive reweighting that moves weight off items far above ρ.
 
 Chen et al. 2025, Alg. 2 (ICML, Sec. 4) / Alg. 3 (arXiv); docs/design/selection.md#mad.
-With constants τ, α, d_max, d_lo = ⌈1/b_min²⌉ (:class:`spark_dp.calibration.MadConstants`),
+With constants τ, α, d_max, d_lo = ⌈1/b_min²⌉ (:class:`spark_dp.dp.calibration.MadConstants`),
 adaptive users are those with d_lo ≤ d_u ≤ d_max, and:
 
 1. w_init(i) = Σ_{u adaptive, i ∈ S_u} 1/d_u                  (ℓ1-bounded initial weights)
@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
 from spark_dp.partition_selection.layout import aggregated_per_core, per_core

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID

@@ -3,7 +3,7 @@
 Chen et al. 2025, Alg. 2 (ICML) / Alg. 3 (arXiv), Lemmas B.3, B.6, B.8;
 docs/design/selection.md#mad, #mad-constants. Driver-only maths; a :class:`MadRound` is a
 :class:`~.calibration.WeightAndThreshold` round whose weighting is MAD, and describes itself for the
-privacy report (the :class:`~spark_dp.calibration_protocol.RoundCalibration` protocol).
+privacy report (the :class:`~spark_dp.dp.protocol.RoundCalibration` protocol).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.calibration import Budget
 from spark_dp.checks import check_int_at_least, check_nonnegative
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 

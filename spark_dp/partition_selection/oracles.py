@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spark_dp.calibration import Budget, check_sampler_delta, laplace_scale
 from spark_dp.checks import check_nonnegative
+from spark_dp.dp.calibration import Budget, check_sampler_delta, laplace_scale
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.classic_calibration import laplace_thresholding_threshold

@@ -26,8 +26,8 @@ from fractions import Fraction
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.calibration import Budget
-from spark_dp.calibration_protocol import PureDp
+from spark_dp.dp.calibration import Budget
+from spark_dp.dp.protocol import PureDp
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import ranked_cap
 from spark_dp.partition_selection.tuning import candidate_weights, score_totals
@@ -120,7 +120,7 @@ to a plateau from Δ0 ≈ 30 (docs/design/tuning.md#measured)."""
 @dataclass(frozen=True)
 class PreviewStatistic(PureDp):
     """Basic's expected released items at one candidate Δ0, released with exact discrete
-    Laplace noise (pure ε_c-DP: :class:`~spark_dp.calibration_protocol.PureDp`).
+    Laplace noise (pure ε_c-DP: :class:`~spark_dp.dp.protocol.PureDp`).
 
     Attributes:
         epsilon: ε_c, this statistic's share of the preview's ε.

@@ -1,5 +1,5 @@
 """The partition-selection algorithms: the one list the job, ``calibrate``, the audit and the
-bench read (see :mod:`spark_dp.registry`).
+bench read (see :mod:`spark_dp.dp.registry`).
 
 Each entry's ``plan(params)`` calibrates every round from the public parameters without reading
 data; ``run(pairs, plan, randomness, timer=...)`` runs the algorithm and returns a
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spark_dp.dp.registry import Algorithm, Registry
 from spark_dp.partition_selection import basic, classic, classic_calibration, dp_sips, mad, mad2r
 from spark_dp.partition_selection.result import SelectionPlan
-from spark_dp.registry import Algorithm, Registry
 
 if TYPE_CHECKING:
     from spark_dp.partition_selection.params import PartitionSelectionParams

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from spark_dp.caching import CacheScope, HoldsCache
-from spark_dp.calibration_protocol import RoundCalibration
+from spark_dp.dp.protocol import RoundCalibration
 from spark_dp.report import Step, StepTotals
 
 if TYPE_CHECKING:

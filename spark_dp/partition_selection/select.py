@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.caching import CacheScope
+from spark_dp.dp.registry import Algorithm
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.auto import AutoPlan, plan_auto
@@ -30,7 +31,6 @@ from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.tuning import choose_max_items
 from spark_dp.randomness import Randomness
-from spark_dp.registry import Algorithm
 from spark_dp.release_ids import bind_release, digests_of
 from spark_dp.session import sql_defaults
 from spark_dp.tracking import labels

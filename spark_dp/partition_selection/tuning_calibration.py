@@ -23,7 +23,7 @@ runs the algorithm with (ε − ε_t, δ) at the chosen Δ0. Everything here is 
   and the float evaluation of Φ add at most :data:`TERM_SLACK` per changed term, which the
   stated sensitivity includes: Δ(c) = min(c, √c/(σ(c)·√(2π))) + c·η.
 * :class:`DeltaChoice` samples ĉ by the generalized exponential mechanism (Raskhodnikova & Smith
-  2016; the package's GEM, :mod:`spark_dp.gem`) on the exact rational scores:
+  2016; the package's GEM, :mod:`spark_dp.dp.gem`) on the exact rational scores:
   ε_t-DP whatever the sensitivities (Knop & Steinke 2023, Thm. 3.4).
 * :class:`AnyCandidate` is one step of the selection calibrated at whichever Δ0 is chosen: the
   budget reservation books it before the choice is made.
@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spark_dp.calibration import Budget
-from spark_dp.calibration_protocol import PureDp, RoundCalibration, basic_only_event
 from spark_dp.checks import check_epsilon
-from spark_dp.gem import gem_probabilities, gem_select, gem_threshold
+from spark_dp.dp.calibration import Budget
+from spark_dp.dp.gem import gem_probabilities, gem_select, gem_threshold
+from spark_dp.dp.protocol import PureDp, RoundCalibration, basic_only_event
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def score_sensitivity(max_items: int, sigma: float) -> float:
 @dataclass(frozen=True)
 class DeltaChoice(PureDp):
     """GEM's choice of Δ0 among the candidates, ε_t-DP (docs/design/tuning.md#gem): δ = 0 and
-    the pure ε_t event (:class:`~spark_dp.calibration_protocol.PureDp`).
+    the pure ε_t event (:class:`~spark_dp.dp.protocol.PureDp`).
 
     Attributes:
         epsilon: ε_t, the budget of the choice (``tuning_share``·ε).

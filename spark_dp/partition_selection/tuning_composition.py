@@ -3,7 +3,7 @@
 docs/design/tuning.md#composition. ``--max-contributions auto`` spends ε_t = share·ε on GEM's
 choice. Basic composition leaves the selection ε − ε_t. The choice and the selection's noise
 compose much better than that: the choice is ε_t-DP, dominated by the randomized-response pair
-(:func:`~spark_dp.calibration_protocol.pure_dp_event`), and the rounds' noise is Gaussian (or
+(:func:`~spark_dp.dp.protocol.pure_dp_event`), and the rounds' noise is Gaussian (or
 Laplace) with a privacy loss that is nearly symmetric around a small mean, so the privacy loss
 distribution (PLD) of the pair and the rounds puts far less than ε_t of extra loss on the
 tail that δ pays for. At ε = 1, δ = 10⁻⁵ and a Basic Gaussian round, ε_t = 0.05 costs the
@@ -11,7 +11,7 @@ selection 0.019 of ε instead of 0.05.
 
 :func:`selection_budget` finds the largest ε_s ∈ [ε − ε_t, ε] such that the release, the choice
 at ε_t followed by the algorithm planned at (ε_s, δ), is (ε, δ)-DP by the budget store's own
-tight bound (:func:`spark_dp.noise_composition.tight_delta` with the PLD accountant: the
+tight bound (:func:`spark_dp.dp.composition.tight_delta` with the PLD accountant: the
 composed events, the thresholds' δ by basic composition, the floating-point samplers'
 divergence), by bisection. Nothing is data-dependent: (ε, δ, ε_t, the algorithm's parameters).
 
@@ -23,7 +23,7 @@ composes, a pure-ε Laplace algorithm whose noise may spend no δ), the selectio
 dominates its noise given any history (its (ε, δ_noise) claim is checked, and the rounds'
 event is the same at every candidate, :class:`~.tuning_calibration.AnyCandidate`), the choice's
 output only selects which thresholds the rounds use, and the thresholds' δ is added by basic
-composition (:mod:`spark_dp.noise_composition`, proof steps (1)–(4); Dong, Roth & Su 2022,
+composition (:mod:`spark_dp.dp.composition`, proof steps (1)–(4); Dong, Roth & Su 2022,
 Thm. 4 for the adaptive composition of dominating pairs).
 """
 
@@ -34,11 +34,11 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
-    from spark_dp.calibration_protocol import Calibration
+    from spark_dp.dp.protocol import Calibration
     from spark_dp.partition_selection.params import PartitionSelectionParams
 
 __all__ = ["ACCOUNTANT", "TightComposition", "certified_delta", "selection_budget"]
@@ -91,7 +91,7 @@ def certified_delta(steps: Sequence[Step[Calibration]], epsilon: float, delta: f
     Raises:
         ParameterError: a step whose event does not give the (ε, δ_noise) it claims.
     """
-    from spark_dp.noise_composition import Charge, noise_steps, tight_delta
+    from spark_dp.dp.composition import Charge, noise_steps, tight_delta
 
     noise = noise_steps(steps)
     if len(noise) != len(steps):

@@ -21,7 +21,7 @@ Streams are named (:meth:`Randomness.child`): two purposes never share bits. Sam
 
 * :mod:`.continuous`: Gaussian and Laplace from 128-bit uniforms, for threshold decisions
   (partition selection releases membership only); their tail reach sets the smallest δ a
-  release may claim (:func:`spark_dp.calibration.check_sampler_delta`);
+  release may claim (:func:`spark_dp.dp.calibration.check_sampler_delta`);
 * :mod:`.exact`: the discrete Laplace and the exponential mechanism on exact integer and
   rational arithmetic (Canonne, Kamath & Steinke 2020), for values released as numbers.
 

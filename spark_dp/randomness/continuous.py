@@ -11,7 +11,7 @@
 These are floating-point samplers: the partition-selection thresholds use them because those
 mechanisms release only which items cross a threshold, never a noisy number. What the sampler
 cannot produce is its tail beyond the reach (:func:`tail_mass`: probability 1.4e-39 per
-exponential); :func:`spark_dp.calibration.check_sampler_delta` turns it into the smallest δ a
+exponential); :func:`spark_dp.dp.calibration.check_sampler_delta` turns it into the smallest δ a
 release may claim. Numbers that are released as numbers (the distinct
 count) use the exact discrete samplers of :mod:`.exact` instead.
 """

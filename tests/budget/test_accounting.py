@@ -5,7 +5,7 @@ checks; across releases the store uses a privacy filter, tests/budget/test_filte
 The tight accountant is checked against exact oracles and against dp-accounting itself:
 Gaussian mechanisms with noise multipliers σ_i compose to exactly one Gaussian mechanism with
 σ = (Σ σ_i⁻²)^{-1/2} (μ-GDP), whose ε at δ is the analytic Gaussian's
-(spark_dp.calibration.gaussian_epsilon); k pure-ε steps compose to a binomial; Laplace steps
+(spark_dp.dp.calibration.gaussian_epsilon); k pure-ε steps compose to a binomial; Laplace steps
 are bracketed by the grid oracle of tests/reference/accounting.py; and mixed Gaussian,
 Laplace and pure steps must give what a dp-accounting accountant composing each event on its
 own gives.
@@ -22,11 +22,11 @@ import sqlalchemy as sa
 from dp_accounting import dp_event, pld, rdp
 
 from spark_dp.budget import BudgetStore, NoiseStep, noise_steps
-from spark_dp.budget.accounting import Charge, composed_multiplier, tight_delta, tight_epsilon
 from spark_dp.budget.schema import RUNS
-from spark_dp.calibration import Budget, gaussian_epsilon, gaussian_sigma
-from spark_dp.calibration_protocol import pure_dp_event
 from spark_dp.distinct_count.plan import plan_release
+from spark_dp.dp.accounting import Charge, composed_multiplier, tight_delta, tight_epsilon
+from spark_dp.dp.calibration import Budget, gaussian_epsilon, gaussian_sigma
+from spark_dp.dp.protocol import pure_dp_event
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import PartitionSelectionParams
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold

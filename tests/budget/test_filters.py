@@ -17,8 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spark_dp.budget import BudgetRefused, BudgetStore, NoiseStep, noise_steps
-from spark_dp.budget.accounting import Charge, certified_epsilon, fits_cap
-from spark_dp.budget.filters import (
+from spark_dp.budget.schema import SETTINGS
+from spark_dp.distinct_count.plan import plan_release
+from spark_dp.dp.accounting import Charge, certified_epsilon, fits_cap
+from spark_dp.dp.calibration import Budget, gaussian_epsilon, sampler_divergence
+from spark_dp.dp.composition import tight_epsilon
+from spark_dp.dp.filters import (
     FILTER_DELTA_SHARE,
     ZcdpFilter,
     filter_epsilon,
@@ -27,11 +31,7 @@ from spark_dp.budget.filters import (
     zcdp_budget,
     zcdp_epsilon,
 )
-from spark_dp.budget.schema import SETTINGS
-from spark_dp.calibration import Budget, gaussian_epsilon, sampler_divergence
-from spark_dp.calibration_protocol import pure_dp_event
-from spark_dp.distinct_count.plan import plan_release
-from spark_dp.noise_composition import tight_epsilon
+from spark_dp.dp.protocol import pure_dp_event
 from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
 from spark_dp.report import Step
 from tests.reference.accounting import pure_composition_delta

@@ -19,11 +19,11 @@ from spark_dp.contribution_bounding import (
 )
 from spark_dp.contribution_bounding.plan import RunContext
 from spark_dp.contribution_bounding.prepare import Prepared
+from spark_dp.dp.registry import Algorithm, Registry
 from spark_dp.errors import ParameterError
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.contribution_bounding import SPEC
 from spark_dp.randomness import Randomness
-from spark_dp.registry import Algorithm, Registry
 from tests.contribution_bounding.helpers import key_seed
 
 NAMES = (

@@ -17,8 +17,8 @@ from spark_dp.distinct_count.calibration import (
     lower_bound_shift,
 )
 from spark_dp.distinct_count.plan import SELECT_FRACTION, plan_release, require_epsilon
+from spark_dp.dp.gem import gem_probabilities
 from spark_dp.errors import ParameterError
-from spark_dp.gem import gem_probabilities
 from spark_dp.randomness import Randomness
 from tests.distinct_count.helpers import FASHION
 

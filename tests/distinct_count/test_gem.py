@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from spark_dp.distinct_count.release import selection_probabilities
-from spark_dp.errors import ParameterError
-from spark_dp.gem import (
+from spark_dp.dp.gem import (
     gem_probabilities,
     gem_scores,
     gem_scores_exact,
     gem_select,
     gem_threshold,
 )
+from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
 from tests.distinct_count.helpers import FASHION, datasets, exact
 from tests.reference.distinct_count import gem_probabilities_reference

@@ -10,7 +10,7 @@ import pytest
 from chispa import assert_df_equality
 
 from spark_dp.caching import CacheScope
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection, select_partitions
 from spark_dp.partition_selection.auto import AutoPlan

@@ -12,7 +12,7 @@ import math
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import Budget, gaussian_sigma
+from spark_dp.dp.calibration import Budget, gaussian_sigma
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import calibration as cal
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import Budget, gaussian_sigma
+from spark_dp.dp.calibration import Budget, gaussian_sigma
 from spark_dp.partition_selection import classic_calibration as cl
 from spark_dp.partition_selection.classic import keep_probability_column
 from spark_dp.partition_selection.classic_calibration import (

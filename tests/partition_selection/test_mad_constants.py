@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import calibration as cal
 from spark_dp.partition_selection import mad_constants as mc

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from chispa import assert_df_equality
 
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.partition_selection import ALGORITHMS
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID

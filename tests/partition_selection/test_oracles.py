@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import InputContractError
 from spark_dp.partition_selection import greedy_update, oracles, policy_gaussian
 from spark_dp.partition_selection.calibration import WeightAndThreshold

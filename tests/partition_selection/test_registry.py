@@ -7,7 +7,7 @@ import json
 import pytest
 
 from spark_dp import cli
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.jobs.cli_args import build_parser
 from spark_dp.jobs.partition_selection import SPEC

@@ -17,7 +17,7 @@ from scipy import stats
 from spark_dp.audit.broken import build_broken
 from spark_dp.audit.runner import novel_item_test
 from spark_dp.audit.targets import build_target
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.generators import heavy_light_user_items, zipf_user_items
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from spark_dp.budget import noise_steps
-from spark_dp.calibration import Budget
+from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection
 from spark_dp.partition_selection.auto import AutoPlan

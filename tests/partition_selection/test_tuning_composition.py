@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from spark_dp.budget.accounting import Charge, noise_steps
+from spark_dp.dp.accounting import Charge, noise_steps
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection
 from spark_dp.partition_selection.auto import AutoPlan
 from spark_dp.partition_selection.tuning_calibration import DeltaChoice

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spark_dp.calibration import Budget, check_sampler_delta, sampler_delta_floor
+from spark_dp.dp.calibration import Budget, check_sampler_delta, sampler_delta_floor
 from spark_dp.errors import ParameterError
 from spark_dp.randomness import Randomness
 from spark_dp.randomness import continuous as C
