@@ -32,11 +32,11 @@ from scipy import special
 
 from spark_dp.dp.calibration import Budget
 from spark_dp.dp.gem import gem_probabilities
+from spark_dp.partition_selection.auto.calibration import DeltaChoice
+from spark_dp.partition_selection.auto.composition import selection_budget
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.params import PartitionSelectionParams
 from spark_dp.partition_selection.registry import REGISTRY
-from spark_dp.partition_selection.tuning_calibration import DeltaChoice
-from spark_dp.partition_selection.tuning_composition import selection_budget
 
 GRID = (1, 3, 10, 30, 100, 300, 1000)
 EPSILON, DELTA = 1.0, 1e-5

@@ -12,13 +12,14 @@ from scipy import stats
 
 from spark_dp.distinct_count.calibration import DiscreteLaplaceRelease, LaplaceRelease
 from spark_dp.dp.calibration import Budget
-from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
-from spark_dp.partition_selection.classic_calibration import (
+from spark_dp.partition_selection.calibration import (
     GaussianThresholding,
     LaplaceThresholding,
+    LaplaceWeightAndThreshold,
+    MadRound,
     TruncatedGeometric,
+    WeightAndThreshold,
 )
-from spark_dp.partition_selection.mad_constants import MadRound
 
 WEIGHTS = (0.0, 0.5, 1.0, 3.0, 7.5, 20.0, 40.0)
 

@@ -112,12 +112,11 @@ def _user_weights_udf(spark, data_path: str, work_dir: str) -> dict:
 
     from spark_dp.caching import CacheScope
     from spark_dp.io import load_pairs
-    from spark_dp.partition_selection.calibration import WeightAndThreshold
+    from spark_dp.partition_selection.calibration import MadConstants, WeightAndThreshold
     from spark_dp.partition_selection.capping import cap_user_items
     from spark_dp.partition_selection.columns import BIAS, DEGREE, NEEDS_LOOP
     from spark_dp.partition_selection.mad import max_adaptive_degree
     from spark_dp.partition_selection.mad2r import round_two_items, round_two_pairs
-    from spark_dp.partition_selection.mad_constants import MadConstants
     from spark_dp.partition_selection.thresholding import noisy_weights
     from spark_dp.partition_selection.user_weights import per_user_sums, user_weights
     from spark_dp.partition_selection.weighting import unbiased_user_weights

@@ -29,27 +29,26 @@ from spark_dp.audit.choice import ChoiceTarget
 from spark_dp.distinct_count.calibration import DiscreteLaplaceRelease, GemSelection
 from spark_dp.dp.calibration import Budget, gaussian_sigma
 from spark_dp.dp.protocol import RoundCalibration
+from spark_dp.partition_selection.auto.calibration import DeltaChoice
 from spark_dp.partition_selection.calibration import (
-    LaplaceWeightAndThreshold,
-    WeightAndThreshold,
-    gaussian_threshold,
-    laplace_weighted_threshold,
-)
-from spark_dp.partition_selection.classic_calibration import (
     GaussianThresholding,
     LaplaceThresholding,
+    LaplaceWeightAndThreshold,
+    MadConstants,
+    MadRound,
     TruncatedGeometric,
+    WeightAndThreshold,
+    gaussian_threshold,
     gaussian_thresholding_threshold,
+    laplace_weighted_threshold,
 )
 from spark_dp.partition_selection.columns import ITEM, NOISY_WEIGHT, USER_COUNT, WEIGHT
-from spark_dp.partition_selection.mad_constants import MadConstants, MadRound
 from spark_dp.partition_selection.oracles import (
     OracleResult,
     greedy_update_histogram,
     laplace_release,
 )
 from spark_dp.partition_selection.result import SelectionPlan
-from spark_dp.partition_selection.tuning_calibration import DeltaChoice
 from spark_dp.partition_selection.weighting import basic_weights
 from spark_dp.randomness import DriverNoise, Randomness
 from spark_dp.report import Step

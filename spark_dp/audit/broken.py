@@ -32,13 +32,14 @@ from spark_dp.audit.targets import (
 )
 from spark_dp.dp.registry import Algorithm
 from spark_dp.partition_selection import basic, mad2r
-from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
-from spark_dp.partition_selection.classic_calibration import (
+from spark_dp.partition_selection.calibration import (
     GaussianThresholding,
     LaplaceThresholding,
+    LaplaceWeightAndThreshold,
+    MadRound,
     TruncatedGeometric,
+    WeightAndThreshold,
 )
-from spark_dp.partition_selection.mad_constants import MadRound
 
 __all__ = ["BROKEN", "UNDERPOWERED", "BrokenVariant", "build_broken"]
 

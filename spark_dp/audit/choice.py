@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.audit.claims import Claim, plan_problems, step_problems
 from spark_dp.audit.events import Comparison, four_ways
 from spark_dp.audit.scenario import choice_datasets
-from spark_dp.partition_selection.auto import AutoPlan
+from spark_dp.partition_selection.auto.calibration import DeltaChoice
+from spark_dp.partition_selection.auto.plan import AutoPlan
+from spark_dp.partition_selection.auto.scores import CHOICE_LABEL
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.params import PartitionSelectionParams
-from spark_dp.partition_selection.tuning import CHOICE_LABEL
-from spark_dp.partition_selection.tuning_calibration import DeltaChoice
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -94,8 +94,8 @@ class ChoiceTarget:
         self, sets: Mapping[str, list[str]], randomness: Randomness, spark: SparkSession
     ) -> list[int]:
         """The exact score totals of every candidate, by the release's own pass."""
+        from spark_dp.partition_selection.auto.scores import candidate_weights, score_totals
         from spark_dp.partition_selection.capping import ranked_cap
-        from spark_dp.partition_selection.tuning import candidate_weights, score_totals
 
         rows = [(u, i) for u, items in sets.items() for i in items]
         pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")

@@ -74,7 +74,7 @@ def plan_problems(plan: Any, epsilon: float, delta: float) -> list[str]:
     composition = getattr(plan, "composition", None)
     if composition is None:
         return step_problems(plan.steps, epsilon, delta)
-    from spark_dp.partition_selection.tuning_composition import certified_delta
+    from spark_dp.partition_selection.auto.composition import certified_delta
 
     tol = 1.0 + 1e-9
     problems = step_problems(plan.steps, float("inf"), float("inf"))

@@ -158,7 +158,7 @@ def choice_datasets(
     """
     import numpy as np
 
-    from spark_dp.partition_selection.tuning_calibration import (
+    from spark_dp.partition_selection.auto.calibration import (
         WEIGHT_SCALE,
         fixed_point_weight,
         quantized_terms,

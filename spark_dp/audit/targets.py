@@ -44,9 +44,8 @@ from spark_dp.partition_selection import (
     plan_selection,
     select_partitions,
 )
-from spark_dp.partition_selection.auto import AutoPlan
-from spark_dp.partition_selection.calibration import WeightAndThreshold
-from spark_dp.partition_selection.classic_calibration import LaplaceThresholding
+from spark_dp.partition_selection.auto.plan import AutoPlan
+from spark_dp.partition_selection.calibration import LaplaceThresholding, WeightAndThreshold
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.oracles import OracleResult, greedy_update, policy_gaussian
 from spark_dp.partition_selection.registry import REGISTRY

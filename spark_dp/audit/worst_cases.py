@@ -24,7 +24,7 @@ from typing import Any
 from spark_dp.audit.placement import place_epsilon_item
 from spark_dp.audit.probes import Probe, bias_probe, epsilon_probe, novel_probes, reroute_probes
 from spark_dp.audit.statistics import Confidence
-from spark_dp.partition_selection.mad_constants import MadRound
+from spark_dp.partition_selection.calibration import MadRound
 
 __all__ = [
     "BIAS_RUN_DIVISOR",

@@ -2,7 +2,7 @@
 
 The budget store (:mod:`spark_dp.dp.accounting`) applies it to the releases charged to one
 dataset; ``--max-contributions auto`` to the steps of one release
-(:mod:`spark_dp.partition_selection.tuning_composition`).
+(:mod:`spark_dp.partition_selection.auto.composition`).
 
 **Basic composition** (the default, valid for any mix of mechanisms): k releases that are
 (ε_i, δ_i)-DP together are (Σ ε_i, Σ δ_i)-DP (Dwork & Roth 2014, Thm. 3.16). Every release

@@ -19,8 +19,8 @@ Modules (one concept each):
 * :mod:`.basic`, :mod:`.dp_sips`, :mod:`.mad2r`: the weight-and-threshold mechanisms.
 * :mod:`.classic`: count thresholding as Google's DP library / PipelineDP offer it.
 * :mod:`.oracles`: sequential in-memory PolicyGaussian and GreedyUpdate (NOT scalable).
-* :mod:`.auto`, :mod:`.tuning_calibration`, :mod:`.tuning`: ``max_contributions='auto'``, Δ0
-  chosen privately (docs/design/tuning.md); :mod:`.preview`: :func:`preview_partitions`.
+* :mod:`.auto`: ``max_contributions='auto'``, Δ0 chosen privately (docs/design/tuning.md);
+  :mod:`.preview`: :func:`preview_partitions`.
 """
 
 from spark_dp.partition_selection.params import PartitionSelectionParams, PreviewParams

@@ -9,7 +9,7 @@ strategies:
 * ``laplace-thresholding``: keep iff n + Laplace(k/ε) ≥ T;
 * ``gaussian-thresholding``: keep iff n + N(0, σ²) ≥ T with σ for (ε, δ/2) and Δ2 = √k,
 
-each calibrated in :mod:`.classic_calibration`.
+each calibrated in :mod:`.calibration`.
 
 Semantics match those libraries (Google's differential-privacy library,
 ``cc/algorithms/partition-selection.h``, which PipelineDP uses through PyDP), so their users can
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from spark_dp.caching import CacheScope
 from spark_dp.dp.calibration import Budget
 from spark_dp.logs import StageTimer
-from spark_dp.partition_selection.classic_calibration import (
+from spark_dp.partition_selection.calibration import (
     GaussianThresholding,
     LaplaceThresholding,
     TruncatedGeometric,

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 from spark_dp.caching import CacheScope
 from spark_dp.dp.calibration import Budget
 from spark_dp.logs import StageTimer
+from spark_dp.partition_selection.calibration import MadConstants, MadRound
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID, USER_WEIGHT, WEIGHT
 from spark_dp.partition_selection.layout import aggregated_per_core, per_core
-from spark_dp.partition_selection.mad_constants import MadConstants, MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import gaussian_round, single_round
 from spark_dp.partition_selection.weighting import unbiased_user_weights

@@ -27,10 +27,10 @@ from spark_dp.caching import CacheScope
 from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.logs import StageTimer
+from spark_dp.partition_selection.calibration import MadRound
 from spark_dp.partition_selection.columns import BIAS, ITEM, NOISY_WEIGHT, USER_ID
 from spark_dp.partition_selection.layout import keep
 from spark_dp.partition_selection.mad import max_adaptive_degree
-from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.result import Selection, SelectionPlan
 from spark_dp.partition_selection.rounds import (
     capped_input,

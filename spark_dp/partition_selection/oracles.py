@@ -48,8 +48,10 @@ import pandas as pd
 from spark_dp.checks import check_nonnegative
 from spark_dp.dp.calibration import Budget, check_sampler_delta, laplace_scale
 from spark_dp.errors import InputContractError
-from spark_dp.partition_selection.calibration import WeightAndThreshold
-from spark_dp.partition_selection.classic_calibration import laplace_thresholding_threshold
+from spark_dp.partition_selection.calibration import (
+    WeightAndThreshold,
+    laplace_thresholding_threshold,
+)
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.thresholding import noisy_threshold_mask
 from spark_dp.randomness import Randomness

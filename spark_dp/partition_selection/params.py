@@ -25,7 +25,7 @@ from spark_dp.checks import (
 )
 from spark_dp.config import param
 from spark_dp.errors import ParameterError
-from spark_dp.partition_selection.mad_constants import check_bias_bounds
+from spark_dp.partition_selection.calibration import check_bias_bounds
 
 __all__ = [
     "AUTO",

@@ -3,8 +3,8 @@
 docs/design/tuning.md#preview. The preview is a release of its own, pure ε_p-DP and charged
 like any other. For every candidate c it releases one statistic: Basic's expected number of
 released items at the previewed release's calibration (σ, ρ(c) of Basic at (ε_R, δ_R) and
-Δ0 = c), the score of the private choice of Δ0 (:mod:`.tuning_calibration`), computed by the
-same one pass (:mod:`.tuning`) and released as
+Δ0 = c), the score of the private choice of Δ0 (:mod:`.auto.calibration`), computed by the
+same one pass (:mod:`.auto.scores`) and released as
 
     Ŝ(c) = (⌊Q·s(c)⌋ + X_c)/Q,   X_c ~ discrete Laplace of scale ⌈Q·Δ(c) + 1⌉/ε_c (exact sampler),
 
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.dp.calibration import Budget
 from spark_dp.dp.protocol import PureDp
+from spark_dp.partition_selection.auto.calibration import TERM_SCALE, score_sensitivity
+from spark_dp.partition_selection.auto.scores import candidate_weights, score_totals
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.capping import ranked_cap
-from spark_dp.partition_selection.tuning import candidate_weights, score_totals
-from spark_dp.partition_selection.tuning_calibration import TERM_SCALE, score_sensitivity
 from spark_dp.report import Step, StepTotals
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spark_dp.dp.registry import Algorithm, Registry
-from spark_dp.partition_selection import basic, classic, classic_calibration, dp_sips, mad, mad2r
+from spark_dp.partition_selection import basic, calibration, classic, dp_sips, mad, mad2r
 from spark_dp.partition_selection.result import SelectionPlan
 
 if TYPE_CHECKING:
@@ -48,20 +48,20 @@ REGISTRY: Registry[PartitionSelectionParams, SelectionPlan] = Registry(
         Algorithm(
             "truncated-geometric",
             "count thresholding with the optimal keep probabilities (Desfontaines et al. 2022)",
-            classic.planner(classic_calibration.TruncatedGeometric),
+            classic.planner(calibration.TruncatedGeometric),
             classic.run_keep_probability,
         ),
         Algorithm(
             "laplace-thresholding",
             "count thresholding with Laplace noise",
-            classic.planner(classic_calibration.LaplaceThresholding),
-            classic.noisy_count_runner(classic_calibration.LaplaceThresholding),
+            classic.planner(calibration.LaplaceThresholding),
+            classic.noisy_count_runner(calibration.LaplaceThresholding),
         ),
         Algorithm(
             "gaussian-thresholding",
             "count thresholding with Gaussian noise",
-            classic.planner(classic_calibration.GaussianThresholding),
-            classic.noisy_count_runner(classic_calibration.GaussianThresholding),
+            classic.planner(calibration.GaussianThresholding),
+            classic.noisy_count_runner(calibration.GaussianThresholding),
         ),
     ],
 )

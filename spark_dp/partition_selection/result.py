@@ -20,7 +20,7 @@ from spark_dp.report import Step, StepTotals
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from spark_dp.partition_selection.tuning import Tuning
+    from spark_dp.partition_selection.auto.scores import Tuning
     from spark_dp.report import PrivacyReport
 
 __all__ = ["RoundResult", "Selection", "SelectionPlan"]

@@ -16,7 +16,8 @@ from spark_dp.caching import CacheScope
 from spark_dp.dp.registry import Algorithm
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
-from spark_dp.partition_selection.auto import AutoPlan, plan_auto
+from spark_dp.partition_selection.auto.plan import AutoPlan, plan_auto
+from spark_dp.partition_selection.auto.scores import choose_max_items
 from spark_dp.partition_selection.capping import ranked_input
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.layout import SPARK_SQL_DEFAULTS
@@ -29,7 +30,6 @@ from spark_dp.partition_selection.preview import (
 )
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import Selection, SelectionPlan
-from spark_dp.partition_selection.tuning import choose_max_items
 from spark_dp.randomness import Randomness
 from spark_dp.release_ids import bind_release, digests_of
 from spark_dp.session import sql_defaults
@@ -55,7 +55,7 @@ def plan_selection(params: PartitionSelectionParams) -> SelectionPlan | AutoPlan
     rounds add τ = ρ + β·σ and α = b_min − 1/(2√d_max) (docs/design/selection.md#mad-constants);
     MAD2R's second round is calibrated with h_scale = b_max. Basic-Laplace uses scale 1/ε and ρ_Lap
     (docs/design/selection.md#basic-laplace). With ``max_contributions='auto'``, an
-    :class:`~.auto.AutoPlan`: the private choice of Δ0 and the algorithm's plan at every
+    :class:`~.auto.plan.AutoPlan`: the private choice of Δ0 and the algorithm's plan at every
     candidate Δ0 with the rest of the budget (docs/design/tuning.md).
 
     Raises:
@@ -83,8 +83,8 @@ def select_partitions(
         pairs: user-item pairs.
         plan: the data-free plan (:func:`plan_selection`; the job computes it once, before
             the budget reservation), or the parameters, planned here once before any data is
-            touched. An :class:`~.auto.AutoPlan` first chooses Δ0 privately
-            (:func:`~.tuning.choose_max_items`), then runs the algorithm's plan at ĉ.
+            touched. An :class:`~.auto.plan.AutoPlan` first chooses Δ0 privately
+            (:func:`~.auto.plan.scores.choose_max_items`), then runs the algorithm's plan at ĉ.
         randomness: ``Randomness.create()`` (OS entropy) in production, or
             ``Randomness.from_key_file(path)``; seeded for tests. An unbound one is bound here
             to the release of (algorithm, the plan, the content digest of ``pairs``, key): see

@@ -28,7 +28,7 @@ from spark_dp.audit.events import designed_events
 from spark_dp.audit.scenario import choice_datasets
 from spark_dp.audit.statistics import Confidence, hockey_stick_power
 from spark_dp.audit.targets import build_target
-from spark_dp.partition_selection.tuning_calibration import fixed_point_weight, quantized_terms
+from spark_dp.partition_selection.auto.calibration import fixed_point_weight, quantized_terms
 
 ALPHA = 1e-3
 

@@ -29,13 +29,14 @@ from spark_dp.dp.calibration import Budget, gaussian_epsilon, gaussian_sigma
 from spark_dp.dp.protocol import pure_dp_event
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import PartitionSelectionParams
-from spark_dp.partition_selection.calibration import LaplaceWeightAndThreshold, WeightAndThreshold
-from spark_dp.partition_selection.classic_calibration import (
+from spark_dp.partition_selection.calibration import (
     GaussianThresholding,
     LaplaceThresholding,
+    LaplaceWeightAndThreshold,
+    MadRound,
     TruncatedGeometric,
+    WeightAndThreshold,
 )
-from spark_dp.partition_selection.mad_constants import MadRound
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.report import Step
 from tests.reference.accounting import LossGrid, pure_composition_delta

@@ -13,15 +13,19 @@ from spark_dp.caching import CacheScope
 from spark_dp.dp.calibration import Budget
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection, select_partitions
-from spark_dp.partition_selection.auto import AutoPlan
-from spark_dp.partition_selection.capping import cap_user_items, nested_cap, ranked_cap
-from spark_dp.partition_selection.columns import CAP_RANK, ITEM, USER_ID
-from spark_dp.partition_selection.tuning import candidate_weights, choose_max_items, score_totals
-from spark_dp.partition_selection.tuning_calibration import (
+from spark_dp.partition_selection.auto.calibration import (
     TERM_SCALE,
     DeltaChoice,
     score_sensitivity,
 )
+from spark_dp.partition_selection.auto.plan import AutoPlan
+from spark_dp.partition_selection.auto.scores import (
+    candidate_weights,
+    choose_max_items,
+    score_totals,
+)
+from spark_dp.partition_selection.capping import cap_user_items, nested_cap, ranked_cap
+from spark_dp.partition_selection.columns import CAP_RANK, ITEM, USER_ID
 from spark_dp.randomness import Randomness
 from spark_dp.report import PrivacyReport
 from tests.partition_selection.helpers import item_set

@@ -9,13 +9,13 @@ import pytest
 from scipy import stats
 
 from spark_dp.dp.calibration import Budget, gaussian_sigma
-from spark_dp.partition_selection import classic_calibration as cl
-from spark_dp.partition_selection.classic import keep_probability_column
-from spark_dp.partition_selection.classic_calibration import (
+from spark_dp.partition_selection import calibration as cl
+from spark_dp.partition_selection.calibration import (
     GaussianThresholding,
     LaplaceThresholding,
     TruncatedGeometric,
 )
+from spark_dp.partition_selection.classic import keep_probability_column
 from tests.partition_selection.helpers import item_set, select
 
 

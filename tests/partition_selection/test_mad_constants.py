@@ -11,7 +11,7 @@ import pytest
 from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import calibration as cal
-from spark_dp.partition_selection import mad_constants as mc
+from spark_dp.partition_selection import calibration as mc
 
 
 def rel(a: float, b: float) -> float:

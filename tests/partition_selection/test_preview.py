@@ -18,6 +18,7 @@ from spark_dp.budget import BudgetStore, noise_steps
 from spark_dp.errors import ParameterError
 from spark_dp.jobs import preview as preview_job
 from spark_dp.partition_selection import PreviewParams, preview_partitions
+from spark_dp.partition_selection.auto.calibration import TERM_SCALE, score_sensitivity
 from spark_dp.partition_selection.capping import ranked_cap
 from spark_dp.partition_selection.columns import CAP_RANK, ITEM, USER_ID
 from spark_dp.partition_selection.preview import (
@@ -32,7 +33,6 @@ from spark_dp.partition_selection.preview import (
     preview_view,
     recommend,
 )
-from spark_dp.partition_selection.tuning_calibration import TERM_SCALE, score_sensitivity
 from spark_dp.randomness import Randomness
 from spark_dp.randomness.key_file import write_key_file
 from tests.reference import partition_selection as ref

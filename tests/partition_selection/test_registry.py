@@ -19,8 +19,7 @@ from spark_dp.partition_selection import (
     calibration_table,
     plan_selection,
 )
-from spark_dp.partition_selection.calibration import WeightAndThreshold
-from spark_dp.partition_selection.mad_constants import MadRound
+from spark_dp.partition_selection.calibration import MadRound, WeightAndThreshold
 from spark_dp.report import Step
 from tests.partition_selection.helpers import select
 

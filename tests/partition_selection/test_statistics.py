@@ -19,11 +19,10 @@ from spark_dp.audit.runner import novel_item_test
 from spark_dp.audit.targets import build_target
 from spark_dp.dp.calibration import Budget
 from spark_dp.generators import heavy_light_user_items, zipf_user_items
-from spark_dp.partition_selection.calibration import WeightAndThreshold
+from spark_dp.partition_selection.calibration import MadConstants, WeightAndThreshold
 from spark_dp.partition_selection.capping import cap_user_items
 from spark_dp.partition_selection.columns import ITEM, USER_ID, WEIGHT
 from spark_dp.partition_selection.mad import max_adaptive_degree
-from spark_dp.partition_selection.mad_constants import MadConstants
 from spark_dp.partition_selection.thresholding import (
     noisy_threshold_mask,
     threshold_items,

@@ -15,8 +15,7 @@ from spark_dp.budget import noise_steps
 from spark_dp.dp.calibration import Budget
 from spark_dp.errors import ParameterError
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection
-from spark_dp.partition_selection.auto import AutoPlan
-from spark_dp.partition_selection.tuning_calibration import (
+from spark_dp.partition_selection.auto.calibration import (
     TERM_SCALE,
     TERM_SLACK,
     WEIGHT_CAP,
@@ -25,6 +24,7 @@ from spark_dp.partition_selection.tuning_calibration import (
     quantized_terms,
     score_sensitivity,
 )
+from spark_dp.partition_selection.auto.plan import AutoPlan
 from spark_dp.randomness import Randomness
 from tests.reference import partition_selection as ref
 
@@ -237,7 +237,7 @@ def test_the_exact_sums_hold_past_the_range_of_a_long(spark, ansi):
 
     from pyspark.sql import functions as F
 
-    from spark_dp.partition_selection.tuning import exact_sum
+    from spark_dp.partition_selection.auto.scores import exact_sum
 
     values = [2**63 - 1] * 4 + [2**62 + 5]
     frame = spark.createDataFrame([(v,) for v in values], "v bigint")
@@ -261,7 +261,7 @@ def test_weights_are_clipped_to_an_exact_double_and_summed_exactly(spark):
 
     from pyspark.sql import functions as F
 
-    from spark_dp.partition_selection.tuning import candidate_weights, clipped_weight
+    from spark_dp.partition_selection.auto.scores import candidate_weights, clipped_weight
 
     totals = [Decimal(2**53 - 1), Decimal(2**53), Decimal(2**70), None]
     frame = spark.createDataFrame([(t,) for t in totals], "t decimal(38,0)")

@@ -22,9 +22,9 @@ from scipy.stats import norm
 
 from spark_dp.dp.accounting import Charge, noise_steps
 from spark_dp.partition_selection import PartitionSelectionParams, plan_selection
-from spark_dp.partition_selection.auto import AutoPlan
-from spark_dp.partition_selection.tuning_calibration import DeltaChoice
-from spark_dp.partition_selection.tuning_composition import certified_delta
+from spark_dp.partition_selection.auto.calibration import DeltaChoice
+from spark_dp.partition_selection.auto.composition import certified_delta
+from spark_dp.partition_selection.auto.plan import AutoPlan
 from spark_dp.report import Step
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from chispa import assert_approx_df_equality
 
+from spark_dp.partition_selection.calibration import MadConstants
 from spark_dp.partition_selection.columns import BIAS, ITEM, USER_ID, WEIGHT
 from spark_dp.partition_selection.mad import max_adaptive_degree
-from spark_dp.partition_selection.mad_constants import MadConstants
 from spark_dp.partition_selection.user_weights import user_weights
 from spark_dp.partition_selection.weighting import (
     basic_weights,

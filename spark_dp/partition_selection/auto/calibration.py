@@ -68,7 +68,7 @@ WEIGHT_SCALE = 2**32
 
 TERM_SCALE = 2**32
 """Each score term g_c(w) ∈ [0, 1] is rounded down to a multiple of 2^−32 (summed exactly as
-``decimal(38,0)`` in Spark: no overflow at any number of items, :mod:`.tuning`)."""
+``decimal(38,0)`` in Spark: no overflow at any number of items, :mod:`.scores`)."""
 
 WEIGHT_CAP = 2**53
 """A fixed-point weight W is clipped to 2^53 (w ≤ 2^21 users' worth) before its term: exact as
@@ -89,7 +89,7 @@ _PHI0 = 1.0 / math.sqrt(2.0 * math.pi)
 
 def fixed_point_weight(degree: int | np.ndarray) -> int | np.ndarray:
     """⌊2^32/√k⌋, the fixed-point contribution of a pair whose user keeps k items (the same
-    double arithmetic as the Spark expression of :mod:`.tuning`: a correctly rounded square root
+    double arithmetic as the Spark expression of :mod:`.scores`: a correctly rounded square root
     and division, then the floor)."""
     return np.floor(float(WEIGHT_SCALE) / np.sqrt(np.asarray(degree, dtype=float))).astype(np.int64)
 

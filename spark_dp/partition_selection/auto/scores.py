@@ -11,7 +11,7 @@ conditional fixed-point sum per candidate:
 
 then a vectorized pandas UDF evaluates each item's term ⌊2^32·g_c(W_i(c)/2^32)⌋ (scipy's
 ``ndtr``) and Spark sums the terms exactly: only |C| integers reach the driver. GEM samples ĉ
-from them on the choice's own stream (:class:`~.tuning_calibration.DeltaChoice`).
+from them on the choice's own stream (:class:`~.plan.calibration.DeltaChoice`).
 
 Both sums add terms up to 2^32 and are taken as ``decimal(38,0)`` (:func:`exact_sum`): exact
 and order-independent, and no input can overflow them (10^38 > 2^126 would need 2^94 rows). A
@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spark_dp.pandas_udfs import series_udf
-from spark_dp.partition_selection.capping import ranked_cap
-from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM
-from spark_dp.partition_selection.layout import aggregated_per_core, keep, per_core
-from spark_dp.partition_selection.tuning_calibration import (
+from spark_dp.partition_selection.auto.calibration import (
     WEIGHT_CAP,
     WEIGHT_SCALE,
     DeltaChoice,
     quantized_terms,
 )
+from spark_dp.partition_selection.capping import ranked_cap
+from spark_dp.partition_selection.columns import CAP_RANK, DEGREE, ITEM
+from spark_dp.partition_selection.layout import aggregated_per_core, keep, per_core
 from spark_dp.report import Step
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 
     from spark_dp.caching import CacheScope
     from spark_dp.logs import StageTimer
+    from spark_dp.partition_selection.auto.composition import TightComposition
     from spark_dp.partition_selection.calibration import WeightAndThreshold
-    from spark_dp.partition_selection.tuning_composition import TightComposition
     from spark_dp.randomness import Randomness
 
 __all__ = [
@@ -81,7 +81,7 @@ def exact_sum(values: Column) -> Column:
 
 
 def clipped_weight(total: Column) -> Column:
-    """A fixed-point weight sum clipped to :data:`~.tuning_calibration.WEIGHT_CAP` (2^53), as a
+    """A fixed-point weight sum clipped to :data:`~.plan.calibration.WEIGHT_CAP` (2^53), as a
     ``long`` (0 over no rows): 1-Lipschitz, so one user still moves it by at most its share."""
     from pyspark.sql import functions as F
 
@@ -122,7 +122,7 @@ def _weight_column(candidate: int) -> str:
 
 def _contribution(candidate: int) -> Column:
     """⌊2^32/√min(d, c)⌋ for a pair of rank ≤ c, null otherwise (the same double arithmetic
-    as :func:`~.tuning_calibration.fixed_point_weight`)."""
+    as :func:`~.plan.calibration.fixed_point_weight`)."""
     from pyspark.sql import functions as F
 
     k = F.least(F.col(DEGREE), F.lit(candidate)).cast("double")

@@ -21,7 +21,7 @@ composes, a pure-ε Laplace algorithm whose noise may spend no δ), the selectio
 
 *Proof.* The certificate is the store's bound applied to this one release: each step's event
 dominates its noise given any history (its (ε, δ_noise) claim is checked, and the rounds'
-event is the same at every candidate, :class:`~.tuning_calibration.AnyCandidate`), the choice's
+event is the same at every candidate, :class:`~.plan.calibration.AnyCandidate`), the choice's
 output only selects which thresholds the rounds use, and the thresholds' δ is added by basic
 composition (:mod:`spark_dp.dp.composition`, proof steps (1)–(4); Dong, Roth & Su 2022,
 Thm. 4 for the adaptive composition of dominating pairs).
@@ -125,7 +125,7 @@ def _selection_budget(
     params: PartitionSelectionParams,
     planner: Callable[[PartitionSelectionParams], Any],
 ) -> tuple[Budget, TightComposition | None]:
-    from spark_dp.partition_selection.tuning_calibration import DeltaChoice
+    from spark_dp.partition_selection.auto.calibration import DeltaChoice
 
     epsilon, delta = params.epsilon, params.delta
     epsilon_choice = epsilon * params.tuning_share

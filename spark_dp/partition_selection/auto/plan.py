@@ -2,15 +2,15 @@
 
 docs/design/tuning.md. From the public parameters only, before any data is read:
 
-* the choice spends ε_t = share·ε (:class:`~.tuning_calibration.DeltaChoice`, pure ε_t-DP);
+* the choice spends ε_t = share·ε (:class:`~.plan.calibration.DeltaChoice`, pure ε_t-DP);
 * the algorithm is planned at (ε_s, δ) once per candidate c ∈ C (its own plan function, with
   Δ0 = c), so the run picks the plan of ĉ and nothing is calibrated after the data is read;
   ε_s is the largest budget with which the choice and the rounds are (ε, δ)-DP by the PLD
-  accountant (:mod:`.tuning_composition`), at least ε − ε_t;
+  accountant (:mod:`.composition`), at least ε − ε_t;
 * the release's steps, which the budget store reserves, are the choice and, for each round, the
-  round at whichever candidate is chosen (:class:`~.tuning_calibration.AnyCandidate`).
+  round at whichever candidate is chosen (:class:`~.plan.calibration.AnyCandidate`).
 
-With the PLD certificate (:class:`~.tuning_composition.TightComposition`) the release's (ε, δ)
+With the PLD certificate (:class:`~.plan.composition.TightComposition`) the release's (ε, δ)
 is the certified one, below the sum of its steps. Without it (the PLD bound proves nothing
 better, e.g. pure-ε Laplace rounds), ε_s = ε − ε_t and sequential composition gives the sum:
 the choice is ε_t-DP and for every ĉ the selection at ĉ is (ε − ε_t, δ)-DP, so the release
@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.dp.calibration import Budget
 from spark_dp.dp.protocol import Calibration
 from spark_dp.errors import ParameterError
-from spark_dp.partition_selection.params import AUTO
-from spark_dp.partition_selection.result import SelectionPlan
-from spark_dp.partition_selection.tuning import CHOICE_LABEL
-from spark_dp.partition_selection.tuning_calibration import AnyCandidate, DeltaChoice
-from spark_dp.partition_selection.tuning_composition import (
+from spark_dp.partition_selection.auto.calibration import AnyCandidate, DeltaChoice
+from spark_dp.partition_selection.auto.composition import (
     TightComposition,
     certified_delta,
     selection_budget,
 )
+from spark_dp.partition_selection.auto.scores import CHOICE_LABEL
+from spark_dp.partition_selection.params import AUTO
+from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.report import Step, StepTotals
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def plan_auto(
     planner: Callable[[PartitionSelectionParams], SelectionPlan],
 ) -> AutoPlan:
     """ε_t = share·ε on the choice; the algorithm planned at (ε_s, δ) for every candidate, ε_s
-    the largest budget the PLD certificate allows (:func:`~.tuning_composition.selection_budget`),
+    the largest budget the PLD certificate allows (:func:`~.plan.composition.selection_budget`),
     else ε − ε_t.
 
     Args:
