@@ -1,5 +1,5 @@
 """Shared fixtures: one local SparkSession for the whole test run (its settings:
-tests/spark_session.py), and small data helpers.
+tests/support/spark_session.py), and small data helpers.
 
 Every job run without a budget store is recorded in the default ledger, in the user's state
 directory (``$XDG_STATE_HOME/spark-dp/ledger.db``): the test session points ``XDG_STATE_HOME``
@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from tests.spark_session import session_builder
+from tests.support.spark_session import session_builder
 
 # Suites that run in their own pytest process, left out of the main run unless
 # SPARK_DP_TEST_SUITE names them: tests/connect (make test-connect: a classic session and a Spark

@@ -39,7 +39,11 @@ def dag(tmp_path_factory):
         SPARK_DP_BUDGET_STORE="postgresql://dp@budget-db/spark_dp",
     )
     done = subprocess.run(
-        [AIRFLOW_PYTHON, str(ROOT / "tests" / "airflow_dag_probe.py"), str(ROOT / "conf/airflow")],
+        [
+            AIRFLOW_PYTHON,
+            str(ROOT / "tests" / "support" / "airflow_dag_probe.py"),
+            str(ROOT / "conf/airflow"),
+        ],
         env=env,
         capture_output=True,
         text=True,

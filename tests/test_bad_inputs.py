@@ -1,6 +1,6 @@
 """Bad input, tried as a user would: every case exits 2 with a short message, harms nothing.
 
-Each case (the table: :mod:`tests.bad_input_cases`) asserts the five properties of issue 17:
+Each case (the table: :mod:`tests.support.bad_input_cases`) asserts the five properties of issue 17:
 exit code 2 (1 for a failure of the environment); one to three lines on stderr, one of them the
 message (the others log records), naming the flag or path at fault; no Python or Java trace;
 the inputs' bytes unchanged (a hash of every file before and after); nothing new on disk. Each
@@ -8,10 +8,11 @@ runs in its own copy of a small workspace (inputs written with pyarrow, no Spark
 devices and sockets made in the copy).
 
 Most cases fail before Spark starts: they run as separate processes forked from a server that
-imported ``spark-dp`` once (:mod:`tests.cli_forkserver`), so a case costs milliseconds instead of
-a second of imports; a few go through the real ``spark-dp`` console script and ``jobs/*.py``
-files. The cases that need Spark (nulls, schemas, capacities, a non-Parquet input behind Hadoop)
-run in this process on the shared session, their output captured at the file descriptors.
+imported ``spark-dp`` once (:mod:`tests.support.cli_forkserver`), so a case costs milliseconds
+instead of a second of imports; a few go through the real ``spark-dp`` console script and
+``jobs/*.py`` files. The cases that need Spark (nulls, schemas, capacities, a non-Parquet input
+behind Hadoop) run in this process on the shared session, their output captured at the file
+descriptors.
 
 Bad *rows* are the exception (docs/privacy/caveats.md#bad-rows): an empty input, null ids and
 invalid capacity rows end with exit 0 and an empty or fixed reading, so that the exit code does
@@ -31,7 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_dp.randomness.key_file import write_key_file
-from tests.bad_input_cases import (
+from tests.support.bad_input_cases import (
     CASES,
     ENVIRONMENT_CASES,
     RO,
@@ -39,7 +40,7 @@ from tests.bad_input_cases import (
     SETUP,
     SPARK_CASES,
 )
-from tests.cli_forkserver import serve
+from tests.support.cli_forkserver import serve
 from tests.sweep.workspace import TRACE, apply, error_lines, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Kills and the budget (issues 34, 44): real jobs in subprocesses against a real SQLite store,
 each held or killed at a moment of its run by the runner's moment callback
-(:func:`tests.job_processes.at_moment`: ``KILL@charged``, ``HOLD@charged``, ...).
+(:func:`tests.support.job_processes.at_moment`: ``KILL@charged``, ``HOLD@charged``, ...).
 
 * a run killed before it reads data is charged nothing;
 * one killed after its charge and before it recorded its release id drew nothing: its retry
@@ -29,7 +29,7 @@ import pytest
 
 from spark_dp.budget import BudgetStore
 from spark_dp.randomness.key_file import write_key_file
-from tests.job_processes import FAST, HELD, at_moment, job_env
+from tests.support.job_processes import FAST, HELD, at_moment, job_env
 
 pytestmark = pytest.mark.slow  # seven job processes
 

@@ -17,7 +17,7 @@ from chispa import assert_df_equality
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.randomness.key_file import write_key_file
-from tests.job_processes import FAST, job_env
+from tests.support.job_processes import FAST, job_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

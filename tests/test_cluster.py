@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_helpers import submit, submit_env
-from tests.standalone_cluster import StandaloneCluster
+from tests.support.cluster_helpers import submit, submit_env
+from tests.support.standalone_cluster import StandaloneCluster
 
 pytestmark = pytest.mark.slow
 

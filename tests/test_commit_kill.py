@@ -2,7 +2,7 @@
 one, and the next run on the same target succeeds; contribution bounding resumes its rounds.
 
 Real jobs in subprocesses, killed at a chosen moment of their commit by the moment callback of
-:func:`tests.job_processes.at_moment`: everything staged and nothing moved (commit step 0),
+:func:`tests.support.job_processes.at_moment`: everything staged and nothing moved (commit step 0),
 right after the commit journal appeared (4), and after the output was moved into place but
 before the report (7).
 """
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.job_processes import FAST, at_moment, job_env
+from tests.support.job_processes import FAST, at_moment, job_env
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 from spark_dp.io import ITEM, USER_ID, ReadGate, load_capacities, validate_edges
 from spark_dp.io.digest import ContentDigest
 from spark_dp.randomness import Randomness
-from tests.query_plans import plans_of
+from tests.support.query_plans import plans_of
 
 SCHEMA = "user_id string, item string"
 ROWS = [(f"u{u}", f"w{(u * 7 + k) % 40}") for u in range(60) for k in range(3)]

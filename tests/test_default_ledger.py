@@ -21,7 +21,7 @@ from spark_dp.jobs import partition_selection, preview
 from spark_dp.randomness.key_file import write_key_file
 from spark_dp.release_ids import default_dataset_id
 from tests.conftest import STATE_HOME
-from tests.log_capture import warnings_logged
+from tests.support.log_capture import warnings_logged
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from spark_dp.randomness import Randomness
-from tests.job_processes import FAST, job_env
+from tests.support.job_processes import FAST, job_env
 
 pytestmark = pytest.mark.slow  # two jobs, each a process of its own
 

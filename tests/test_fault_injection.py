@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 from spark_dp.randomness.key_file import write_key_file
-from tests.cluster_helpers import (
+from tests.support.cluster_helpers import (
     application_id,
     event_log,
     event_log_conf,
@@ -49,8 +49,8 @@ from tests.cluster_helpers import (
     submit_env,
     submit_with_triggers,
 )
-from tests.key_material import find_key_material
-from tests.standalone_cluster import StandaloneCluster, running
+from tests.support.key_material import find_key_material
+from tests.support.standalone_cluster import StandaloneCluster, running
 
 pytestmark = pytest.mark.slow
 

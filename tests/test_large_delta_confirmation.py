@@ -3,7 +3,7 @@
 δ is the probability that the guarantee fails outright; a job refuses one above
 :data:`spark_dp.checks.DELTA_CONFIRM` with one line (exit 2) unless ``--allow-large-delta`` or
 the config key ``allow_large_delta: true`` confirms it (docs/privacy/caveats.md). The refusals
-themselves, one line each, are cases of tests/bad_input_cases.py; here: the boundary, the
+themselves, one line each, are cases of tests/support/bad_input_cases.py; here: the boundary, the
 confirmations (dry runs: no Spark) and what the confirmation leaves alone.
 """
 

@@ -27,7 +27,7 @@ from spark_dp.jobs import partition_selection
 from spark_dp.jobs.run import RunHooks
 from spark_dp.jobs.runner import run_job
 from spark_dp.randomness.key_file import write_key_file
-from tests.log_capture import warnings_logged
+from tests.support.log_capture import warnings_logged
 
 EPSILON, CAP = 1.0, 1.5
 

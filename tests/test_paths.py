@@ -16,7 +16,7 @@ from spark_dp.errors import InputContractError, OutputExistsError, PathConflictE
 from spark_dp.io.probe import layout_problem, probe_local_input
 from spark_dp.io.staging import journal_path
 from spark_dp.jobs.paths import APPEND, READ, STATE, WRITE, PathPlan, PathSpec
-from tests.log_capture import warnings_logged
+from tests.support.log_capture import warnings_logged
 
 
 def _parquet(path: Path) -> Path:

@@ -26,7 +26,7 @@ import pytest
 from spark_dp.errors import ConfigError
 from spark_dp.jobs import contribution_bounding, distinct_count, partition_selection
 from spark_dp.randomness.key_file import KeyFileContent, encode_key_file, write_key_file
-from tests.cli_forkserver import run_in_server
+from tests.support.cli_forkserver import run_in_server
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ depends on the key alone, and the key never shows.
   ``local[2]`` gives.
 * No key material: the report, the spark_dp log records, the budget store and every output
   file of each run are scanned for the key file's bytes and the derived key, raw, hex or base64
-  (:mod:`tests.key_material`).
+  (:mod:`tests.support.key_material`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 
 from spark_dp.randomness.key_file import write_key_file
-from tests.cluster_helpers import ROOT, SUBMIT_CONF
-from tests.key_material import find_key_material
-from tests.standalone_cluster import spark_submit
+from tests.support.cluster_helpers import ROOT, SUBMIT_CONF
+from tests.support.key_material import find_key_material
+from tests.support.standalone_cluster import spark_submit
 
 MAD2R = "--algorithm mad2r --epsilon 1 --delta 1e-5 --max-contributions 2"
 BORDERLINE = 150  # items held by 21 users each: MAD2R's round-2 threshold is ρ2 ≈ 21.1

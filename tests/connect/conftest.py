@@ -13,7 +13,7 @@ import warnings
 
 import pytest
 
-from tests.spark_session import session_builder
+from tests.support.spark_session import session_builder
 
 
 @pytest.fixture(scope="session")

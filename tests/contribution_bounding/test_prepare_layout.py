@@ -23,7 +23,7 @@ from spark_dp.contribution_bounding.prepare import Prepared, prepare
 from spark_dp.contribution_bounding.state_store import StateStore
 from spark_dp.randomness import Randomness
 from spark_dp.session import SPARK_SHUFFLE_PARTITIONS
-from tests.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
+from tests.support.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
 
 SCHEMA = "record_id string, user_id string"
 

@@ -23,8 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.randomness.key_file import write_key_file
-from tests.job_processes import FAST, at_moment, job_env
-from tests.spark_session import DELTA_JARS_ENV, DELTA_TEST_CONF
+from tests.support.job_processes import FAST, at_moment, job_env
+from tests.support.spark_session import DELTA_JARS_ENV, DELTA_TEST_CONF
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -31,7 +31,7 @@ from spark_dp.jobs import distinct_count as job
 from spark_dp.randomness import Randomness
 from spark_dp.session import graphframes_missing
 from tests.distinct_count.helpers import partition, scipy_partition
-from tests.spark_session import GRAPHFRAMES_JAR_ENV
+from tests.support.spark_session import GRAPHFRAMES_JAR_ENV
 
 if not os.path.isfile(os.environ.get(GRAPHFRAMES_JAR_ENV, "")):
     pytest.skip(

@@ -10,7 +10,7 @@ import pytest
 
 from spark_dp.jobs import distinct_count
 from spark_dp.session import graphframes_missing
-from tests.spark_session import GRAPHFRAMES_JAR_ENV
+from tests.support.spark_session import GRAPHFRAMES_JAR_ENV
 from tests.test_neighbour_artefacts import CORE, assert_same, inputs, run_pair
 
 if not os.path.isfile(os.environ.get(GRAPHFRAMES_JAR_ENV, "")):

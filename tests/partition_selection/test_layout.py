@@ -20,7 +20,7 @@ from spark_dp.partition_selection import PartitionSelectionParams, select_partit
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.randomness import Randomness
 from spark_dp.session import SPARK_SHUFFLE_PARTITIONS, shuffle_partitions
-from tests.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
+from tests.support.query_plans import UNSET_PARTITIONS, layout_session, plans_of, user_exchanges
 
 STAGE_BOUNDARIES = ("Exchange", "InMemoryTableScan", "Scan ", "BroadcastExchange", "ReusedExchange")
 AGGREGATIONS = ("HashAggregate", "ObjectHashAggregate", "SortAggregate")

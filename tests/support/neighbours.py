@@ -31,7 +31,7 @@ from spark_dp.jobs.publish import CONFIDENTIAL_REPORT_FIELDS, PUBLIC_REPORT_FIEL
 from spark_dp.jobs.run import RunHooks
 from spark_dp.jobs.runner import run_job
 from spark_dp.jobs.spec import JobSpec
-from tests.query_plans import layout_session
+from tests.support.query_plans import layout_session
 
 __all__ = ["Artefacts", "differences", "run_job_in_process", "without_public_fields"]
 

@@ -7,7 +7,8 @@ record, starting ``spark-dp`` and containing the words stated (on success none);
 Java trace; the inputs unchanged; no stray files (a failure leaves the workspace exactly as it
 found it). How a case runs (``kind``):
 
-* ``fork``: fails before Spark starts; a child of the fork server (:mod:`tests.cli_forkserver`);
+* ``fork``: fails before Spark starts; a child of the fork server
+  (:mod:`tests.support.cli_forkserver`);
 * ``warm``: needs Spark; a child of the ``--spark`` fork server, which reuses one JVM;
 * ``cold``: starts (or fails to start) its own JVM, or runs under ``spark-submit``, or receives
   a real signal from outside: its own process.

@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.cli_forkserver import serve
+from tests.support.cli_forkserver import serve
 from tests.sweep.cases import FAMILIES, Case, cb, dc, ps
 from tests.sweep.spark_cases import ALL as CASES
 from tests.sweep.workspace import TRACE, apply, build_template, error_lines, snapshot, unmount

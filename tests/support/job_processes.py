@@ -19,7 +19,7 @@ from pathlib import Path
 
 __all__ = ["FAST", "HELD", "at_moment", "job_env", "moment_callback"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 FAST = [
     "--master", "local[2]",
@@ -35,7 +35,7 @@ HELD = ".held"
 
 _WRAPPER = """
 import sys
-from tests.job_processes import moment_callback
+from tests.support.job_processes import moment_callback
 from spark_dp.cli import JOBS
 from spark_dp.jobs.run import RunHooks
 from spark_dp.jobs.runner import run_job

@@ -1,6 +1,6 @@
 """Run many ``spark-dp`` command lines, each in its own process, without paying the imports.
 
-``python -m tests.cli_forkserver < cases.json > results.json``: this process imports the
+``python -m tests.support.cli_forkserver < cases.json > results.json``: this process imports the
 ``spark-dp`` command and every job module once, then forks one child per case. The child
 changes to the case's directory, points its stdout and stderr (file descriptors 1 and 2, so
 anything a JVM would print is caught too) at files, and runs the command line exactly as the
@@ -11,7 +11,7 @@ A case: ``{"id", "argv", "cwd", "script"?, "env"?, "copy_from"?}``, or ``{"id", 
 "steps": [{"argv", "env"?}, ...]}`` whose steps run one after the other in the same directory
 (``copy_from``: a directory copied to ``cwd`` first). An ``env`` entry :data:`MOMENT` is no
 environment variable: the job command then runs with the moment callback it names
-(``KILL@3``, ``TERM@staged``: :func:`tests.job_processes.moment_callback`). A result:
+(``KILL@3``, ``TERM@staged``: :func:`tests.support.job_processes.moment_callback`). A result:
 ``{"id", "code", "stdout", "stderr", "seconds", "files"}`` (``files``: what is in ``cwd``
 afterwards, see :func:`tests.sweep.workspace.snapshot`); a case with steps: ``{"id", "steps":
 [results]}``. Cases run ``PARALLEL`` at a time.
@@ -110,7 +110,7 @@ def _at_moment(argv: list[str], moment: str) -> int:
     from spark_dp.cli import JOBS
     from spark_dp.jobs.run import RunHooks
     from spark_dp.jobs.runner import run_job
-    from tests.job_processes import moment_callback
+    from tests.support.job_processes import moment_callback
 
     job = importlib.import_module(f"spark_dp.jobs.{JOBS[argv[0]][0]}")
     return run_job(job.SPEC, argv[1:], hooks=RunHooks(moments=moment_callback(moment)))
@@ -207,13 +207,13 @@ def run_cases(cases: list[dict[str, Any]], *, spark: bool = False) -> list[dict[
 def serve(
     cases: list[dict[str, Any]], *, spark: bool = False, timeout: float = 1800
 ) -> list[dict[str, Any]]:
-    """Run ``cases`` in a fresh server process (``python -m tests.cli_forkserver``): their
+    """Run ``cases`` in a fresh server process (``python -m tests.support.cli_forkserver``): their
     results. The server must end cleanly."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "tests.cli_forkserver", *(["--spark"] if spark else [])],
+        [sys.executable, "-m", "tests.support.cli_forkserver", *(["--spark"] if spark else [])],
         input=json.dumps(cases),
         capture_output=True,
         text=True,
@@ -232,9 +232,9 @@ def run_in_server(cases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     import subprocess
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-m", "tests.cli_forkserver"],
+        [sys.executable, "-m", "tests.support.cli_forkserver"],
         input=json.dumps(cases),
         capture_output=True,
         text=True,

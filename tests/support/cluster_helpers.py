@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from spark_dp.packaging import build_zip
-from tests.standalone_cluster import spark_submit
+from tests.support.standalone_cluster import spark_submit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _FAST_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"  # test-only start-up savings
 SUBMIT_CONF = [
     "--conf",
