@@ -14,9 +14,9 @@ import pytest
 from spark_dp import driver_jvm
 from spark_dp.driver_jvm import DriverOutput, DriverStartError
 from spark_dp.errors import ConfigError, EnvironmentFailure, InputContractError
+from spark_dp.io.paths import READ, STATE, WRITE, PathPlan, PathSpec
 from spark_dp.jobs import signals
 from spark_dp.jobs.failures import known_failure, no_space, session_failure
-from spark_dp.jobs.paths import READ, STATE, WRITE, PathPlan, PathSpec
 from spark_dp.jobs.signals import Interrupted, own_sigint, raise_pending, signals_raise
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from spark_dp.contribution_bounding.state_store import WorkDirMismatchError, check_work_dir
 from spark_dp.errors import InputContractError, OutputExistsError, PathConflictError
+from spark_dp.io.paths import APPEND, READ, STATE, WRITE, PathPlan, PathSpec
 from spark_dp.io.probe import layout_problem, probe_local_input
 from spark_dp.io.staging import journal_path
-from spark_dp.jobs.paths import APPEND, READ, STATE, WRITE, PathPlan, PathSpec
 from tests.support.log_capture import warnings_logged
 
 

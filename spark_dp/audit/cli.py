@@ -25,9 +25,9 @@ from spark_dp.audit.targets import MECHANISMS
 from spark_dp.checks import check_int_at_least, check_probability
 from spark_dp.config_flags import SpellingAction, deprecation_warnings
 from spark_dp.errors import SparkDPUserError
+from spark_dp.io.paths import WRITE, PathPlan, PathSpec
 from spark_dp.jobs.cli_args import OneLineParser
 from spark_dp.jobs.failures import say
-from spark_dp.jobs.paths import WRITE, PathPlan, PathSpec
 
 __all__ = ["main"]
 

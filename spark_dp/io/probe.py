@@ -12,7 +12,7 @@ the same depth under ``key=value`` directories, one key per level, no file above
 Anything else (part files beside a sub-directory, ``k=1/`` beside loose files, plain nested
 folders) makes Spark read a subset or fail; :func:`layout_problem` refuses it, naming the
 sub-directory, for local inputs here and for Hadoop inputs from their listing
-(:meth:`spark_dp.jobs.paths.PathPlan.check_with_session`).
+(:meth:`spark_dp.io.paths.PathPlan.check_with_session`).
 
 Column names that differ only in case (``user_id`` and ``USER_ID``) are refused too: Spark
 matches column names case-insensitively and cannot read such a table.

@@ -25,7 +25,7 @@ from typing import Any
 from spark_dp.dp.protocol import Calibration
 from spark_dp.errors import ConfigError
 from spark_dp.io.fs import is_connect
-from spark_dp.jobs.paths import APPEND, READ, PathSpec
+from spark_dp.io.paths import APPEND, READ, PathSpec
 from spark_dp.jobs.release_args import release_arguments
 from spark_dp.jobs.run import Run
 from spark_dp.report import Plan, Step

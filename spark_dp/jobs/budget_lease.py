@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import AlreadyReleased
 from spark_dp.io.digest import ContentDigest
+from spark_dp.io.paths import READ, WRITE, default_report_path
 from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.jobs.budget_hooks import plan_steps, planned_spend, recorded_path
-from spark_dp.jobs.paths import READ, WRITE
 from spark_dp.jobs.release_args import release_arguments
-from spark_dp.jobs.run import Run, default_report_path
+from spark_dp.jobs.run import Run
 from spark_dp.jobs.signals import raise_pending
 
 if TYPE_CHECKING:

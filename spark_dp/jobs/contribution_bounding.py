@@ -36,8 +36,8 @@ from spark_dp.contribution_bounding.plan import BoundingPlan, check_capacity_giv
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
 from spark_dp.io.fs import FileSystem
+from spark_dp.io.paths import READ, STATE, WRITE, PathSpec
 from spark_dp.io.schema_peek import CAPACITY, ID, NUMBER, ColumnRule
-from spark_dp.jobs.paths import READ, STATE, WRITE, PathSpec
 from spark_dp.jobs.publish import write_rows
 from spark_dp.jobs.runner import run_job
 from spark_dp.jobs.spec import Answer, JobContext, JobSpec

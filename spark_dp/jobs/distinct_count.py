@@ -25,8 +25,7 @@ from spark_dp.distinct_count.plan import DistinctCountPlan
 from spark_dp.distinct_count.registry import REGISTRY, curve_method, plan_distinct_count
 from spark_dp.distinct_count.result import DistinctCountResult
 from spark_dp.io import ITEM, json_text
-from spark_dp.jobs.paths import WRITE, PathSpec
-from spark_dp.jobs.run import suffixed_path
+from spark_dp.io.paths import WRITE, PathSpec, suffixed_path
 from spark_dp.jobs.runner import run_job
 from spark_dp.jobs.spec import Answer, JobContext, JobSpec
 from spark_dp.report import PrivacyReport

@@ -31,7 +31,7 @@ from spark_dp.io.fs import is_local, local_path, scheme
 from spark_dp.session import launched_by_spark_submit
 
 if TYPE_CHECKING:
-    from spark_dp.jobs.paths import PathPlan, PathSpec
+    from spark_dp.io.paths import PathPlan, PathSpec
 
 __all__ = [
     "exception_text",

@@ -24,11 +24,11 @@ from spark_dp.io.catalog import register_output, resolve_input, resolve_output
 from spark_dp.io.columns import ITEM, RECORD_ID, USER_ID
 from spark_dp.io.delta import DELTA_EXTENSION, DELTA_SESSION_CONF
 from spark_dp.io.fs import local_path
+from spark_dp.io.paths import READ, WRITE, PathPlan, PathSpec
 from spark_dp.io.schema_peek import ColumnRule, check_columns, peek_schema
 from spark_dp.io.write import plain_paths_local
 from spark_dp.jobs.budget_hooks import budget_path_spec
 from spark_dp.jobs.config_source import locate_config
-from spark_dp.jobs.paths import READ, WRITE, PathPlan, PathSpec
 from spark_dp.jobs.report_pairs import check_reports_beside
 from spark_dp.jobs.run import Run, report_path
 from spark_dp.jobs.spec import JobSpec

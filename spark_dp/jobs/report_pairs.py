@@ -15,7 +15,8 @@ import os
 
 from spark_dp.errors import OutputExistsError, PathConflictError
 from spark_dp.io.fs import local_path
-from spark_dp.jobs.run import Run, default_report_path, report_path
+from spark_dp.io.paths import default_report_path
+from spark_dp.jobs.run import Run, report_path
 
 __all__ = ["check_reports_beside", "retire_old_report"]
 

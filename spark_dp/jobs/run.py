@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from spark_dp.io.paths import PathPlan, confidential_path, default_report_path
 from spark_dp.io.staging import Staging
 from spark_dp.jobs.config_source import ConfigSource
-from spark_dp.jobs.paths import PathPlan
 from spark_dp.jobs.spec import JobSpec
 from spark_dp.randomness import Randomness
 from spark_dp.report import PrivacyReport
@@ -18,41 +18,7 @@ from spark_dp.report import PrivacyReport
 if TYPE_CHECKING:
     from spark_dp.budget.ledger import Ledger
 
-__all__ = [
-    "CONFIDENTIAL_SUFFIX",
-    "Run",
-    "RunHooks",
-    "confidential_path",
-    "default_report_path",
-    "report_path",
-    "suffixed_path",
-]
-
-CONFIDENTIAL_SUFFIX = ".confidential.json"
-"""How a file holding private values is named (and it is created with mode 0600)."""
-
-
-def suffixed_path(path: str, suffix: str) -> str:
-    """``path`` ending in ``suffix`` (such as ``.confidential.json``; a trailing ``.json`` is
-    replaced), so that a file's name says what it holds."""
-    path = str(path)
-    if path.endswith(suffix):
-        return path
-    if path.lower().endswith(".json"):
-        path = path[: -len(".json")]
-    return path + suffix
-
-
-def confidential_path(path: str) -> str:
-    """``path`` ending in ``.confidential.json`` (:func:`suffixed_path`)."""
-    return suffixed_path(path, CONFIDENTIAL_SUFFIX)
-
-
-def default_report_path(output: str, confidential: bool = False) -> str:
-    """The report beside ``output``: ``<output>.report.json`` (``.report.confidential.json``
-    for a ``confidential`` job), which a reader of ``output`` takes for its report."""
-    path = f"{str(output).rstrip('/')}.report.json"
-    return confidential_path(path) if confidential else path
+__all__ = ["Run", "RunHooks", "report_path"]
 
 
 def report_path(args: argparse.Namespace, confidential: bool = False) -> str | None:

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.io import ReadGate, load_incidences, load_pairs, read_table
+from spark_dp.io.paths import PathPlan, PathSpec
 from spark_dp.io.staging import Staging
 from spark_dp.jobs.binding import ReleaseBinding
-from spark_dp.jobs.paths import PathPlan, PathSpec
 from spark_dp.logs import StageTimer
 from spark_dp.randomness import Randomness
 from spark_dp.report import Plan, PrivacyReport

@@ -54,9 +54,43 @@ from spark_dp.io.staging import clean_stale, journal_path, recover
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["PathPlan", "PathSpec"]
+__all__ = [
+    "CONFIDENTIAL_SUFFIX",
+    "PathPlan",
+    "PathSpec",
+    "confidential_path",
+    "default_report_path",
+    "suffixed_path",
+]
 
 log = logging.getLogger(__name__)
+
+CONFIDENTIAL_SUFFIX = ".confidential.json"
+"""How a file holding private values is named (and it is created with mode 0600)."""
+
+
+def suffixed_path(path: str, suffix: str) -> str:
+    """``path`` ending in ``suffix`` (such as ``.confidential.json``; a trailing ``.json`` is
+    replaced), so that a file's name says what it holds."""
+    path = str(path)
+    if path.endswith(suffix):
+        return path
+    if path.lower().endswith(".json"):
+        path = path[: -len(".json")]
+    return path + suffix
+
+
+def confidential_path(path: str) -> str:
+    """``path`` ending in ``.confidential.json`` (:func:`suffixed_path`)."""
+    return suffixed_path(path, CONFIDENTIAL_SUFFIX)
+
+
+def default_report_path(output: str, confidential: bool = False) -> str:
+    """The report beside ``output``: ``<output>.report.json`` (``.report.confidential.json``
+    for a ``confidential`` job), which a reader of ``output`` takes for its report."""
+    path = f"{str(output).rstrip('/')}.report.json"
+    return confidential_path(path) if confidential else path
+
 
 READ, WRITE, APPEND, STATE = "read", "write", "append", "state"
 """How a job uses a path: reads it; writes it at the commit (staged, refused if present
