@@ -44,8 +44,8 @@ def test_a_run_returns_its_stages_seconds_as_a_value(spark, tmp_path):
     out = str(tmp_path / "zipf")
     argv = ["--kind", "zipf", "--users", "50", "--output", out, "--seed", "3"]
     done = run_outcome(generate.SPEC, argv)
-    assert done.exit_code == 0 and set(done.stage_seconds) == {"generate"}
-    assert done.stage_seconds["generate"] > 0
+    assert done.exit_code == 0 and {"generate", "write output"} <= set(done.stage_seconds)
+    assert all(seconds > 0 for seconds in done.stage_seconds.values())
     report = json.loads(Path(out + ".report.json").read_text())
     assert not [key for key in _keys(report) if "second" in key or "stage" in key]
     assert run_outcome(generate.SPEC, argv) == Outcome(2)  # the output exists: refused
