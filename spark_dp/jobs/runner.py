@@ -128,7 +128,7 @@ __all__ = [
 class Outcome:
     """What a run returns: its exit code, and the wall seconds of each stage of the job (for
     the benchmark harness; timings depend on the data, so they are logged, never written to a
-    report). A run that ended before its job ran has no stage seconds."""
+    report). Only a run that ended by publishing its release has stage seconds."""
 
     exit_code: int
     stage_seconds: Mapping[str, float] = field(default_factory=dict)
