@@ -42,7 +42,7 @@ ACCOUNTANTS = ("basic", "zcdp", "pld", "rdp")
 
 
 def _charge(plan: Any) -> Charge:
-    """What the job reserves for a plan (spark_dp.jobs.budget_hooks): its certificate's
+    """What the job reserves for a plan (spark_dp.jobs.lease.planned_spend): its certificate's
     (ε, δ) when it has one, else the sums over its steps; and its steps' noise."""
     if getattr(plan, "composition", None) is not None:
         epsilon, delta = float(plan.epsilon), float(plan.delta)

@@ -23,7 +23,6 @@ import contextlib
 import dataclasses
 import importlib
 import io
-import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -36,10 +35,9 @@ from spark_dp.config import params_to_dict, resolve_params
 from spark_dp.config_flags import default_text
 from spark_dp.errors import ConfigError
 from spark_dp.jobs.cli_args import build_parser
-from spark_dp.jobs.phases import load_config, resolve_run_params, split_spark_conf
-from spark_dp.jobs.run import Run
 from spark_dp.jobs.spec import JobSpec
 from spark_dp.partition_selection import PartitionSelectionParams
+from tests.support.job_settings import request_of
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference" / "configuration.md"
@@ -123,12 +121,9 @@ def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
 
 def _resolved(spec: JobSpec, argv: list[str], conf: Path | None = None) -> dict[str, Any]:
     """The parameters a run of ``argv`` (and config file ``conf``) resolves, without Spark."""
-    args = build_parser(spec).parse_args([*argv, *(["--config", str(conf)] if conf else [])])
-    run = Run(spec, args, logging.getLogger("test_help_defaults"))
-    load_config(run)
-    split_spark_conf(run)
-    resolve_run_params(run)
-    return params_to_dict(run.params)
+    parser = build_parser(spec)
+    args = parser.parse_args([*argv, *(["--config", str(conf)] if conf else [])])
+    return params_to_dict(request_of(spec, parser, args).params)
 
 
 def _as_flag(action: argparse.Action, claim: str) -> list[str]:

@@ -15,7 +15,6 @@ import argparse
 import json
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow.parquet as pq
 import pytest
@@ -119,8 +118,7 @@ def _report(job: str, **extra) -> PrivacyReport:
 
 def _printed(spec, report: PrivacyReport, path: str | None, **args) -> str:
     defaults = {"json": False, "output": "out/o", "output_table": None}
-    run = SimpleNamespace(spec=spec, args=argparse.Namespace(**{**defaults, **args}), report=report)
-    return printed(run, path)  # type: ignore[arg-type]
+    return printed(spec, argparse.Namespace(**{**defaults, **args}), report, path)
 
 
 def _count_report() -> PrivacyReport:

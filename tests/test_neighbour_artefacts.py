@@ -1,7 +1,7 @@
 """Nothing leaves a release but the release: every job on neighbouring inputs, one key.
 
 Each case runs a job on D and on D + u, where u is one more user whose items are never
-released, with the key bound by hand to one release id (:class:`spark_dp.jobs.run.RunHooks`), so
+released, with the key bound by hand to one release id (:class:`spark_dp.jobs.runner.RunHooks`), so
 both runs draw the same noise and release the same rows. Every other artefact must then be
 identical (docs/privacy/boundary.md#neighbour-test): the exit code, stdout, the log above DEBUG
 with its timings stripped, every file written byte for byte (names, order, part files), the

@@ -24,8 +24,7 @@ import pytest
 import spark_dp.release_ids
 from spark_dp.budget import BudgetStore
 from spark_dp.jobs import partition_selection
-from spark_dp.jobs.run import RunHooks
-from spark_dp.jobs.runner import run_job
+from spark_dp.jobs.runner import RunHooks, run_job
 from spark_dp.randomness.key_file import write_key_file
 from tests.support.log_capture import warnings_logged
 

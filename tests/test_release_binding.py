@@ -2,9 +2,9 @@
 output and the rows read, and the key is bound to it, in every job and every library entry point.
 
 * The parser, enumerated: every flag of every job that is not on the allow-list
-  (``spark_dp/jobs/release_args.py``) changes the release id; every allow-listed flag exists
-  and says why it may be left out; and, run for real, the allow-listed flags leave the release
-  unchanged (same key: identical items, identical id).
+  (``NOT_IN_RELEASE`` in ``spark_dp/jobs/request.py``) changes the release id; every
+  allow-listed flag exists and says why it may be left out; and, run for real, the
+  allow-listed flags leave the release unchanged (same key: identical items, identical id).
 * The library entry points bind an unbound key to the digest of what they read, and refuse a
   key-file or seeded key without one; a key object binds once, so one key cannot serve two
   library releases (issue 43: an entropy key, bound without a digest, gave D and D minus one
@@ -17,7 +17,6 @@ Spark shows in tests/test_release_files.py.
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +31,10 @@ from spark_dp.jobs import (
     preview,
 )
 from spark_dp.jobs.cli_args import build_parser
-from spark_dp.jobs.phases import load_config, resolve_run_params, split_spark_conf
-from spark_dp.jobs.release_args import NOT_IN_RELEASE, release_arguments
-from spark_dp.jobs.run import Run
+from spark_dp.jobs.request import NOT_IN_RELEASE, release_arguments
 from spark_dp.randomness import KeyReusedError, Randomness
 from spark_dp.release_ids import release_id
+from tests.support.job_settings import request_of
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = {
@@ -67,15 +65,12 @@ def _release(job: str, argv: list[str]) -> str | None:
         args = parser.parse_args(argv)
     except SystemExit:
         return None
-    run = Run(module.SPEC, args, logging.getLogger("test"))
     try:
-        load_config(run)
-        split_spark_conf(run)
-        resolve_run_params(run)
+        request = request_of(module.SPEC, parser, args)
     except ValueError:  # a value outside its domain (SparkDPUserError)
         return None
     return release_id(
-        job=job, algorithm=None, arguments=release_arguments(run), digests=[DIGEST],
+        job=job, algorithm=None, arguments=release_arguments(request), digests=[DIGEST],
         key_fingerprint=KEY,
     )  # fmt: skip
 
@@ -92,10 +87,9 @@ def _flags(job: str) -> list[argparse.Action]:
 
 def _effective(job: str, dest: str) -> Any:
     module, base = JOBS[job]
-    args = build_parser(module.SPEC).parse_args(base)
-    run = Run(module.SPEC, args, logging.getLogger("test"))
-    resolve_run_params(run)
-    return release_arguments(run).get(dest, getattr(run.params, dest, None))
+    parser = build_parser(module.SPEC)
+    request = request_of(module.SPEC, parser, parser.parse_args(base))
+    return release_arguments(request).get(dest, getattr(request.params, dest, None))
 
 
 def _candidates(action: argparse.Action, value: Any) -> list[list[str]]:

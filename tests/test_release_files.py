@@ -303,36 +303,32 @@ def test_canonical_part_names_drop_the_write_id_and_keep_checksums(tmp_path):
 
 
 def test_private_spark_ui_turns_the_ui_and_event_log_off(tmp_path):
+    import argparse
     import logging
 
     from spark_dp.jobs.monitoring import PRIVATE_SPARK_CONF, check_monitoring, private_spark_conf
-    from spark_dp.jobs.run import Run
 
-    def run_with(conf: dict[str, str], private: bool = True) -> Run:
-        import argparse
+    log = logging.getLogger("t")
+    on, off = argparse.Namespace(private_spark_ui=True), argparse.Namespace(private_spark_ui=False)
 
-        run = Run(None, argparse.Namespace(private_spark_ui=private), logging.getLogger("t"))  # type: ignore[arg-type]
-        run.spark_conf = dict(conf)
-        return run
-
-    run = run_with({})
-    private_spark_conf(run)
-    assert run.spark_conf == PRIVATE_SPARK_CONF
-    untouched = run_with({"spark.ui.enabled": "true"}, private=False)
-    private_spark_conf(untouched)
-    assert untouched.spark_conf == {"spark.ui.enabled": "true"}
+    conf: dict[str, str] = {}
+    private_spark_conf(on, conf, log)
+    assert conf == PRIVATE_SPARK_CONF
+    untouched = {"spark.ui.enabled": "true"}
+    private_spark_conf(off, untouched, log)
+    assert untouched == {"spark.ui.enabled": "true"}
     with pytest.raises(ConfigError, match=r"spark\.ui\.enabled=true"):
-        private_spark_conf(run_with({"spark.ui.enabled": "true"}))
+        private_spark_conf(on, {"spark.ui.enabled": "true"}, log)
     events = tmp_path / "events"
     events.mkdir(mode=0o755)
     logged = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events)}
     with pytest.raises(ConfigError, match="chmod 700"):
-        private_spark_conf(run_with(logged))
+        private_spark_conf(on, dict(logged), log)
     events.chmod(0o700)
-    kept = run_with(logged)
-    private_spark_conf(kept)
-    assert kept.spark_conf["spark.eventLog.enabled"] == "true"
-    assert kept.spark_conf["spark.ui.enabled"] == "false"
+    kept = dict(logged)
+    private_spark_conf(on, kept, log)
+    assert kept["spark.eventLog.enabled"] == "true"
+    assert kept["spark.ui.enabled"] == "false"
 
     class Conf:
         def __init__(self, values: dict[str, str]) -> None:
@@ -344,12 +340,11 @@ def test_private_spark_ui_turns_the_ui_and_event_log_off(tmp_path):
     class Spark:
         conf = Conf({})  # Spark's default: the UI is on
 
-    started = run_with({})
-    started.spark = Spark()
     with pytest.raises(ConfigError, match="started with its UI on"):
-        check_monitoring(started)
+        check_monitoring(on, Spark())
+    check_monitoring(off, Spark())  # without the flag: not checked
     Spark.conf = Conf({"spark.ui.enabled": "false"})
-    check_monitoring(started)
+    check_monitoring(on, Spark())
 
 
 def test_the_shipped_private_config_is_the_switch(tmp_path):

@@ -1,6 +1,6 @@
 """The budget store: caps per dataset, and the runs charged to them.
 
-A job's life with a store (the job runner does this, :class:`spark_dp.jobs.budget_hooks.
+A job's life with a store (the job runner does this, :class:`spark_dp.jobs.lease.
 BudgetLease`)::
 
     store = BudgetStore.open("sqlite:///var/spark_dp/budget.db")

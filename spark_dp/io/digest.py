@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -40,7 +40,14 @@ if TYPE_CHECKING:
 
     from spark_dp.randomness import Randomness
 
-__all__ = ["ContentDigest", "ReadGate", "digested", "finish_digest", "values_digest"]
+__all__ = [
+    "ContentDigest",
+    "ReadGate",
+    "ReleaseBinding",
+    "digested",
+    "finish_digest",
+    "values_digest",
+]
 
 _DOMAIN = b"spark_dp/v2/content-digest\x00"
 _SUMS = ("_digest_0", "_digest_1")
@@ -139,3 +146,75 @@ def values_digest(table: str, values: Sequence[int], gate: ReadGate) -> ContentD
     digest = ContentDigest(table, gate.key_fingerprint, value.hexdigest()[:32])
     gate.on_digest(digest)
     return digest
+
+
+class ReleaseBinding:
+    """The unbound key of a run, the tables it must digest, and the runner's two hooks.
+
+    Args:
+        key: the unbound key.
+        tables: the roles of the tables the job reads (``input``, ``capacities``, ...).
+        charge: called once, right before the first read of rows.
+        bind: ``bind(digests) -> release id``, called once every table is digested.
+    """
+
+    def __init__(
+        self,
+        key: Randomness,
+        tables: Sequence[str],
+        charge: Callable[[], None],
+        bind: Callable[[list[ContentDigest]], str],
+    ) -> None:
+        if key.bound:
+            raise ValueError("a ReleaseBinding starts from an unbound key")
+        self._key = key
+        self._tables = tuple(tables)
+        self._charge = charge
+        self._bind = bind
+        self._charged = False
+        self._digests: dict[str, ContentDigest] = {}
+        self._bound: Randomness | None = None
+
+    def gate(self, role: str) -> ReadGate:
+        """The gate of the validation pass that reads table ``role``."""
+        if role not in self._tables:
+            raise KeyError(f"the job reads no table {role!r} (it reads {self._tables})")
+        return ReadGate(
+            self._key.digest_salts(),
+            self._key.fingerprint,
+            before_read=self._before_read,
+            on_digest=lambda digest: self._digested(role, digest),
+        )
+
+    def _before_read(self) -> None:
+        if not self._charged:
+            self._charge()
+            self._charged = True
+
+    def _digested(self, role: str, digest: ContentDigest) -> None:
+        if self._bound is not None:
+            raise RuntimeError(f"table {role!r} was read after the release was bound")
+        self._digests[role] = replace(digest, table=role)
+        if set(self._digests) == set(self._tables):
+            self._bound = self._key.bind(self._bind(list(self._digests.values())))
+
+    @property
+    def charged(self) -> bool:
+        """Whether the charge hook ran (the job has started to read rows)."""
+        return self._charged
+
+    @property
+    def randomness(self) -> Randomness:
+        """The key bound to the release (a job without input tables binds on first use).
+
+        Raises:
+            RuntimeError: a table of the job has not been read yet.
+        """
+        if self._bound is None and not self._tables:
+            self._bound = self._key.bind(self._bind([]))
+        if self._bound is None:
+            missing = sorted(set(self._tables) - set(self._digests))
+            raise RuntimeError(
+                f"the release key is bound once every table is read; not read yet: {missing}"
+            )
+        return self._bound

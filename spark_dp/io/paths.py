@@ -19,6 +19,8 @@ Rules (a violation is exit code 2 with a message naming the flags and paths invo
    is refused from its metadata (a named pipe is never opened: reading it would block).
 6. Local inputs exist, can be read, are Parquet (or CSV with ``--input-format csv``) and are
    laid out so that Spark reads every data file: :func:`spark_dp.io.probe.probe_local_input`.
+7. A key file is never an input, nor inside one (:meth:`PathPlan.refuse_read_as_data`): it
+   would be read as data.
 
 Local paths (plain paths on a local master, ``file:`` URIs) are checked completely before
 Spark starts, after :func:`spark_dp.io.staging.recover` has finished or undone a commit a
@@ -267,6 +269,20 @@ class PathPlan:
                 log.warning("%s: recovered the commit of an interrupted run", s.shown())
         for s in targets:
             clean_stale(s.path, fs)
+
+    def refuse_read_as_data(self, flag: str, path: str) -> None:
+        """Rule 7: ``path`` (a key file) is no local table the job reads, nor inside one."""
+        key = os.path.realpath(local_path(path))
+        for s in self.specs:
+            if s.access != READ or not s.table or not self.is_local(s):
+                continue
+            table = os.path.realpath(local_path(s.path))
+            if key == table or key.startswith(table.rstrip("/") + "/"):
+                where = "is" if key == table else "lies inside"
+                raise PathConflictError(
+                    f"{flag} {path} {where} {s.shown()}: a key must never be read as data; "
+                    "keep it outside every input (e.g. in a secret store)"
+                )
 
     def remove_state(self, device: int) -> None:
         """Remove the local work directories on filesystem ``device`` (a full disk): they are

@@ -15,13 +15,14 @@ any data. Every report records whether the UI and the event log were on (``spark
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 import stat
 from typing import Any
 
 from spark_dp.errors import ConfigError
 from spark_dp.io.fs import is_local, local_path
-from spark_dp.jobs.run import Run
 
 __all__ = ["PRIVATE_SPARK_CONF", "check_monitoring", "monitoring_info", "private_spark_conf"]
 
@@ -46,18 +47,17 @@ def _protected_dir(path: str) -> bool:
     return stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o077
 
 
-def private_spark_conf(run: Run) -> None:
+def private_spark_conf(args: argparse.Namespace, conf: dict[str, str], log: logging.Logger) -> None:
     """With ``--private-spark-ui``: add :data:`PRIVATE_SPARK_CONF` to the run's Spark settings
-    (before Spark starts). An event log the user turned on is kept only in a protected
+    ``conf`` (before Spark starts). An event log the user turned on is kept only in a protected
     directory.
 
     Raises:
         ConfigError: the UI turned on explicitly, or an event log to a local directory that
             others can read (or that does not exist).
     """
-    if not getattr(run.args, "private_spark_ui", False):
+    if not getattr(args, "private_spark_ui", False):
         return
-    conf = run.spark_conf
     if _true(conf.get("spark.ui.enabled", "false")):
         raise ConfigError(
             "--private-spark-ui turns Spark's UI off, and spark.ui.enabled=true asks for it; "
@@ -72,7 +72,7 @@ def private_spark_conf(run: Run) -> None:
                 "event logs hold exact row counts; or leave the event log off"
             )
         if not is_local(directory):
-            run.log.warning(
+            log.warning(
                 "the event log goes to %s: its permissions are yours to keep private (event logs "
                 "hold exact row counts)",
                 directory,
@@ -97,16 +97,16 @@ def monitoring_info(spark: Any) -> dict[str, bool]:
     }
 
 
-def check_monitoring(run: Run) -> None:
+def check_monitoring(args: argparse.Namespace, spark: Any) -> None:
     """After Spark started and before any read: with ``--private-spark-ui``, refuse a session
-    whose UI is on (it was started before the run, with its own settings).
+    ``spark`` whose UI is on (it was started before the run, with its own settings).
 
     Raises:
         ConfigError: the UI is on.
     """
-    if not getattr(run.args, "private_spark_ui", False) or run.spark is None:
+    if not getattr(args, "private_spark_ui", False) or spark is None:
         return
-    if monitoring_info(run.spark)["ui_enabled"]:
+    if monitoring_info(spark)["ui_enabled"]:
         raise ConfigError(
             "--private-spark-ui: Spark was started with its UI on (by spark-submit or an earlier "
             "session); start it with --properties-file conf/private-spark.conf or --conf "

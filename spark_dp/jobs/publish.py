@@ -32,15 +32,17 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.jobs.budget_hooks import check_spent
-from spark_dp.jobs.phases import register_tables
-from spark_dp.jobs.run import Run, report_path
-
 if TYPE_CHECKING:
+    from argparse import Namespace
+
     from pyspark.sql import DataFrame
 
     from spark_dp.io.fs import FileSystem
-    from spark_dp.jobs.spec import JobContext
+    from spark_dp.io.staging import Staging
+    from spark_dp.jobs.lease import BudgetLease
+    from spark_dp.jobs.request import Request
+    from spark_dp.jobs.spec import JobContext, JobSpec, Release, RunHooks
+    from spark_dp.report import PrivacyReport
 
 __all__ = [
     "CONFIDENTIAL_PART_FILES",
@@ -108,13 +110,11 @@ CONFIDENTIAL_REPORT_FIELDS: tuple[tuple[str, ...], ...] = (
 hypergraph: like its outputs, they are confidential and not released."""
 
 
-def printed(run: Run, path: str | None) -> str:
+def printed(spec: JobSpec, args: Namespace, report: PrivacyReport, path: str | None) -> str:
     """What a committed run prints: the job's own text (the preview's table), else its answer
     as one line (the report's JSON before it when the report has no file), or with ``--json``
     one JSON object: the answer's fields and ``report``, the report's path or, when it has no
     file, the report itself."""
-    assert run.report is not None
-    spec, args, report = run.spec, run.args, run.report
     if spec.stdout is not None:
         return spec.stdout(report, args)
     if spec.answer is None:
@@ -196,39 +196,49 @@ def write_rows(
     return rows
 
 
-def publish(run: Run, summary: str, started: float) -> int:
+def publish(
+    request: Request,
+    release: Release,
+    lease: BudgetLease,
+    staging: Staging,
+    *,
+    hooks: RunHooks,
+    started: float,
+) -> int:
     """The last phase of a run: the budget commit, the outputs into place with the report last
     (its presence marks the release), stdout (:func:`printed`), the hooks that run after the
     commit, an output table registered in the catalog, and the run's last log line; returns
     :data:`EXIT_OK`.
 
     Args:
-        run: the run, its outputs staged and its report filled.
-        summary: the job's one-line summary (released sizes and values, parameters).
+        request: the run's request.
+        release: the job's outputs (staged in ``staging``), report and summary.
+        lease: the run's claim on the books, committed first.
+        staging: the staged outputs.
+        hooks: the run's test moments ``staged`` and ``booked``.
         started: ``time.perf_counter()`` when the run started (the line gives its seconds).
     """
-    assert run.staging is not None and run.report is not None and run.plan is not None
-    check_spent(run)
-    if run.spec.spends_budget:
-        run.report.extra["budget"] = run.lease.report()  # charged, or adopted from which run
-    path = report_path(run.args, run.spec.confidential)
-    text = run.report.to_json() if path is not None else None
-    output = run.plan.get("output")
-    fs = run.staging.fs_for(output) if output is not None and run.spec.spends_budget else None
+    spec, report = request.spec, release.report
+    if spec.spends_budget:
+        report.extra["budget"] = lease.report()  # charged, or adopted from which run
+    path = request.report
+    text = report.to_json() if path is not None else None
+    output = request.paths.get("output")
+    fs = staging.fs_for(output) if output is not None and spec.spends_budget else None
     replacing = None
     if fs is not None and output is not None and fs.exists(output):
-        replacing = run.lease.replacing("output", output)
-    run.moment("staged")
-    run.lease.commit()  # first: a crash before the move leaves a charge, never a free release
-    run.moment("booked")
-    run.staging.commit(path, text, private_report=run.spec.confidential)
-    run.committed = True
+        replacing = lease.replacing("output", output)
+    hooks.moment("staged")
+    lease.commit(report)  # first: a crash before the move leaves a charge, never a free release
+    hooks.moment("booked")
+    staging.commit(path, text, private_report=spec.confidential)
     if replacing is not None and output is not None:
-        run.lease.replaced(output, replacing)
-    sys.stdout.write(printed(run, path))
+        lease.replaced(output, replacing)
+    sys.stdout.write(printed(spec, request.flags, report, path))
     sys.stdout.flush()
-    for hook in run.after_commit:
+    for hook in release.after_commit:  # the job's, then the catalog's (--output-table)
         hook()
-    register_tables(run)  # one catalog operation, after the commit
-    run.log.info("%s done in %.1f s: %s", run.spec.name, time.perf_counter() - started, summary)
+    request.log.info(
+        "%s done in %.1f s: %s", spec.name, time.perf_counter() - started, release.summary
+    )
     return EXIT_OK

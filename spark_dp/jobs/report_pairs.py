@@ -11,17 +11,21 @@ output it does not describe (docs/privacy/budget.md).
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 
 from spark_dp.errors import OutputExistsError, PathConflictError
 from spark_dp.io.fs import local_path
-from spark_dp.io.paths import default_report_path
-from spark_dp.jobs.run import Run, report_path
+from spark_dp.io.paths import PathPlan, default_report_path
+from spark_dp.io.staging import Staging
 
 __all__ = ["check_reports_beside", "retire_old_report"]
 
 
-def check_reports_beside(run: Run) -> None:
+def check_reports_beside(
+    plan: PathPlan, report: str | None, args: argparse.Namespace, confidential: bool
+) -> None:
     """No report is left beside an output it does not describe (local paths; a reader of
     ``X`` takes ``X.report.json`` for the report of ``X``):
 
@@ -35,9 +39,7 @@ def check_reports_beside(run: Run) -> None:
         PathConflictError: the first case.
         OutputExistsError: the second, without ``--overwrite``.
     """
-    assert run.plan is not None
-    plan, args, confidential = run.plan, run.args, run.spec.confidential
-    output, report = plan.get("output"), report_path(args, confidential)
+    output = plan.get("output")
     if output is None or report is None:
         return
     suffix = default_report_path("", confidential)
@@ -68,18 +70,24 @@ def check_reports_beside(run: Run) -> None:
         )
 
 
-def retire_old_report(run: Run) -> None:
-    """The report beside ``--output`` (``<output>.report.json``) when this run's report goes
-    elsewhere: it describes the output this run replaces (the path plan refused it without
-    ``--overwrite``), so it leaves with that output, in the same commit."""
-    assert run.plan is not None and run.staging is not None
-    output = run.plan.get("output")
-    report = report_path(run.args, run.spec.confidential)
-    if output is None or report is None or not run.args.overwrite:
+def retire_old_report(
+    plan: PathPlan,
+    report: str | None,
+    staging: Staging,
+    *,
+    overwrite: bool,
+    confidential: bool,
+    log: logging.Logger,
+) -> None:
+    """The report beside ``--output`` (``<output>.report.json``) when this run's ``report``
+    goes elsewhere: it describes the output this run replaces (the path plan refused it without
+    ``--overwrite``), so it leaves with that output, in the same ``staging`` commit."""
+    output = plan.get("output")
+    if output is None or report is None or not overwrite:
         return
-    beside = default_report_path(output, run.spec.confidential)
-    fs = run.staging.fs_for(beside)
-    if run.plan.same_path(beside, report) or not fs.exists(beside) or fs.is_dir(beside):
+    beside = default_report_path(output, confidential)
+    fs = staging.fs_for(beside)
+    if plan.same_path(beside, report) or not fs.exists(beside) or fs.is_dir(beside):
         return
-    run.staging.retire("report of the replaced output", beside)
-    run.log.warning("%s describes the output this run replaces: it goes with it", beside)
+    staging.retire("report of the replaced output", beside)
+    log.warning("%s describes the output this run replaces: it goes with it", beside)

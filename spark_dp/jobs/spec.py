@@ -1,4 +1,5 @@
-"""What a job is (:class:`JobSpec`) and what a running job sees (:class:`JobContext`)."""
+"""What a job is (:class:`JobSpec`), what a running job sees (:class:`JobContext`) and hands
+back (:class:`Release`), and what a caller may plug into a run (:class:`RunHooks`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.io import ReadGate, load_incidences, load_pairs, read_table
+from spark_dp.io.digest import ReleaseBinding
 from spark_dp.io.paths import PathPlan, PathSpec
 from spark_dp.io.staging import Staging
-from spark_dp.jobs.binding import ReleaseBinding
 from spark_dp.logs import StageTimer
 from spark_dp.randomness import Randomness
 from spark_dp.report import Plan, PrivacyReport
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from spark_dp.dp.registry import Registry
     from spark_dp.io.schema_peek import ColumnRule
 
-__all__ = ["Answer", "JobContext", "JobSpec"]
+__all__ = ["Answer", "JobContext", "JobSpec", "Release", "RunHooks"]
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ class JobContext:
     Every input table is read through a validation pass with the binding's gate
     (:meth:`load_pairs`, :meth:`load_incidences`, :meth:`gate`), which charges the budget before
     the read and digests the rows; :attr:`randomness` is the key bound to the release once all
-    of them are read (:mod:`spark_dp.jobs.binding`). Outputs are staged and become visible only
-    at the commit, together with the report: tables through
-    :func:`spark_dp.jobs.publish.write_rows` (the run's boundary), small debug files through
+    of them are read (:class:`~spark_dp.io.digest.ReleaseBinding`, made by :mod:`.lease`).
+    Outputs are staged and become visible only at the commit, together with the report: tables
+    through :func:`spark_dp.jobs.publish.write_rows` (the run's boundary), small debug files through
     :meth:`stage_text`.
     """
 
@@ -236,3 +237,40 @@ class JobContext:
         ``private``: a confidential file, created with mode 0600."""
         self.staging.stage_text(name, path, text, private=private)
         self.outputs[name] = path
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """What a caller of :func:`spark_dp.jobs.runner.run_job` may plug into a run (tests; never
+    a command line, a config file or the environment).
+
+    Attributes:
+        release_id: ``release_id(computed) -> id``: the release id the key is bound to instead
+            of the one computed from the request and the rows read. The neighbour test
+            (tests/test_neighbour_artefacts.py) binds one key by hand this way, so that two
+            runs on neighbouring inputs draw the same noise and every other difference between
+            their artefacts is a leak (docs/privacy/boundary.md#neighbour-test).
+        moments: ``moments(name)`` at each named moment of the run (:mod:`spark_dp.jobs.runner`),
+            where
+            a test may raise, wait or kill the process.
+    """
+
+    release_id: Callable[[str], str] | None = None
+    moments: Callable[[str], None] | None = None
+
+    def moment(self, name: str) -> None:
+        """The named moment ``name`` of the run: ``moments(name)``, if given."""
+        if self.moments is not None:
+            self.moments(name)
+
+
+@dataclass(frozen=True)
+class Release:
+    """What :func:`spark_dp.jobs.runner.execute` hands to :func:`~spark_dp.jobs.publish.publish`:
+    the filled report, the job's one-line summary (released sizes and values, parameters), what runs
+    after the commit, and each stage's seconds (logged and returned, never reported)."""
+
+    report: PrivacyReport
+    summary: str
+    after_commit: Sequence[Callable[[], None]]
+    stage_seconds: Mapping[str, float]

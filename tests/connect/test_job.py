@@ -91,8 +91,7 @@ def test_no_second_release_for_one_charge_over_connect(spark, tmp_path, moment, 
     import spark_dp.release_ids
     from spark_dp.budget import BudgetStore
     from spark_dp.jobs.partition_selection import SPEC
-    from spark_dp.jobs.run import RunHooks
-    from spark_dp.jobs.runner import run_job
+    from spark_dp.jobs.runner import RunHooks, run_job
 
     csv = tmp_path / "words.csv"
 

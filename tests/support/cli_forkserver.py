@@ -108,8 +108,7 @@ def _run(case: dict[str, Any], out: str, err: str, warm: bool) -> int:
 def _at_moment(argv: list[str], moment: str) -> int:
     """``spark-dp argv`` (a job command) with the moment callback ``moment``."""
     from spark_dp.cli import JOBS
-    from spark_dp.jobs.run import RunHooks
-    from spark_dp.jobs.runner import run_job
+    from spark_dp.jobs.runner import RunHooks, run_job
     from tests.support.job_processes import moment_callback
 
     job = importlib.import_module(f"spark_dp.jobs.{JOBS[argv[0]][0]}")

@@ -37,7 +37,7 @@ _WRAPPER = """
 import sys
 from tests.support.job_processes import moment_callback
 from spark_dp.cli import JOBS
-from spark_dp.jobs.run import RunHooks
+from spark_dp.jobs.runner import RunHooks
 from spark_dp.jobs.runner import run_job
 import importlib
 job = importlib.import_module("spark_dp.jobs." + JOBS[sys.argv[2]][0])

@@ -1,7 +1,7 @@
 """Two runs of a job on neighbouring inputs, one key bound by hand, and every artefact compared.
 
 :func:`run_job_in_process` runs a job in this process on the tests' shared session with its key
-bound to one release id chosen by the test (:class:`spark_dp.jobs.run.RunHooks`), so that a run
+bound to one release id chosen by the test (:class:`spark_dp.jobs.runner.RunHooks`), so that a run
 on D and a run on D + u draw the same noise. It collects everything the run leaves behind
 (docs/privacy/boundary.md#neighbour-test): the exit code, stdout, the spark_dp log above DEBUG,
 every file written (name and bytes), the report, the budget store's rows and the executed
@@ -28,8 +28,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from spark_dp.jobs.publish import CONFIDENTIAL_REPORT_FIELDS, PUBLIC_REPORT_FIELDS
-from spark_dp.jobs.run import RunHooks
-from spark_dp.jobs.runner import run_job
+from spark_dp.jobs.runner import RunHooks, run_job
 from spark_dp.jobs.spec import JobSpec
 from tests.support.query_plans import layout_session
 

@@ -1,20 +1,23 @@
 """A run's one claim on the books (a budget store, or the default ledger), from its reservation
-to its end (see :mod:`spark_dp.jobs.runner` and :mod:`.budget_hooks`):
+to its end, and the binding of its key to the rows it reads (see :mod:`spark_dp.jobs.runner`;
+docs/design/job-line.md):
 
-* :meth:`BudgetLease.reserve` (before any data is read): the (ε, δ) of the job's data-free plan,
-  under the run's request. A refusal is :class:`~spark_dp.errors.BudgetRefused` (exit code 3,
-  one line); a request committed before is not run again
-  (:class:`~spark_dp.errors.AlreadyReleased`: exit 0 when this run asks for exactly the paths
-  that release wrote, else exit 2, nothing read, written or charged). The run's lease is then
-  renewed from a daemon thread (:class:`~spark_dp.budget.leases.Heartbeat`).
-* :meth:`BudgetLease.binding`: the job's :class:`~spark_dp.jobs.binding.ReleaseBinding`, whose
-  hooks are :meth:`BudgetLease.charge` (right before the first read of rows: the charge becomes
-  durable) and :meth:`BudgetLease.bind` (every table digested: the release id, recorded before
-  the key is bound to it, so before anything is drawn).
-* :meth:`BudgetLease.commit` before the staged outputs go into place (after
-  :func:`~.budget_hooks.check_spent`): a crash between the two leaves a release recorded as
-  committed that nobody can read (never the reverse); :meth:`BudgetLease.end` at the end of
-  every run: a run that never read data frees its reservation, one that did stays charged.
+* ``with BudgetLease(request, identity, hooks) as lease`` (before any data is read): reserves the
+  (ε, δ) of the job's data-free plan, under the run's request. A refusal is
+  :class:`~spark_dp.errors.BudgetRefused` (exit code 3, one line); a request committed before is
+  not run again (:class:`~spark_dp.errors.AlreadyReleased`: exit 0 when this run asks for
+  exactly the paths that release wrote, else exit 2, nothing read, written or charged). The
+  run's lease is then renewed from a daemon thread (:class:`~spark_dp.budget.leases.Heartbeat`).
+* :meth:`BudgetLease.binding`: the job's :class:`~spark_dp.io.digest.ReleaseBinding`. Each
+  table the job reads goes through a validation pass with the binding's gate: right before the
+  first such pass reads rows the charge becomes durable (:meth:`BudgetLease.charge`; from then
+  on it is never refunded); when the last table's digest arrives the release id is recorded
+  (:meth:`BudgetLease.bind`) and only then is the key bound to it, so nothing can be drawn
+  before: the binding's ``randomness`` refuses.
+* :meth:`BudgetLease.commit` before the staged outputs go into place (after :meth:`check_spent`):
+  a crash between the two leaves a release recorded as committed that nobody can read (never
+  the reverse); the ``with`` block's end: a run that never read data frees its reservation, one
+  that did stays charged.
 * :meth:`BudgetLease.replacing` and :meth:`BudgetLease.replaced`: ``--overwrite`` of an output
   whose release spent ε says, in one line, what it replaced and what the input has now spent.
 
@@ -24,25 +27,26 @@ Without a store or ledger (``--no-ledger``) a job runs unrecorded and its report
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import AlreadyReleased
-from spark_dp.io.digest import ContentDigest
+from spark_dp.io.digest import ContentDigest, ReleaseBinding
 from spark_dp.io.paths import READ, WRITE, default_report_path
-from spark_dp.jobs.binding import ReleaseBinding
-from spark_dp.jobs.budget_hooks import plan_steps, planned_spend, recorded_path
-from spark_dp.jobs.release_args import release_arguments
-from spark_dp.jobs.run import Run
+from spark_dp.jobs.request import Identity, Request
 from spark_dp.jobs.signals import raise_pending
+from spark_dp.report import PrivacyReport
 
 if TYPE_CHECKING:
     from spark_dp.budget.leases import Heartbeat
     from spark_dp.budget.records import Reservation, RunRecord
     from spark_dp.budget.store import BudgetStore
+    from spark_dp.jobs.spec import RunHooks
 
-__all__ = ["BudgetLease"]
+__all__ = ["BudgetLease", "recorded_path"]
 
 
 class BudgetLease:
@@ -53,96 +57,120 @@ class BudgetLease:
     Attributes:
         store: the open store (``None``: unrecorded).
         reservation: the store's reservation, as each step hands it back.
+        release_id: the release id, once the key is bound (:meth:`bind`).
     """
 
-    def __init__(self, run: Run) -> None:
-        self._run = run
+    def __init__(self, request: Request, identity: Identity, hooks: RunHooks) -> None:
+        self._request = request
+        self._identity = identity
+        self._hooks = hooks
+        self._log = request.log
         self.store: BudgetStore | None = None
         self.reservation: Reservation | None = None
         self.committed = False
+        self.release_id = ""
+        self._planned: tuple[float, float] | None = None
+        self._dataset: str | None = None
         self._heartbeat: Heartbeat | None = None
 
     # ------------------------------------------------------------------ reserve
-    @classmethod
-    def reserve(cls, run: Run) -> BudgetLease:
-        """Reserve the plan's (ε, δ) before any data is read (exit 3 if refused); the lease is
-        ``run.lease`` from here on, so the run's end closes it whatever happens.
+    def __enter__(self) -> BudgetLease:
+        """Reserve the plan's (ε, δ) before any data is read (exit 3 if refused).
 
         Raises:
             AlreadyReleased: this request (same arguments, key, input locations and listings)
                 was committed before: nothing is read, written or charged.
         """
-        from spark_dp.budget import BudgetStore, noise_steps
+        try:
+            self._reserve()
+            self._hooks.moment("reserved")
+        except BaseException:  # the with block's end does not run for its own entry
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        from spark_dp.jobs.signals import ignored_signals
+
+        with ignored_signals():
+            self.end()
+
+    def _reserve(self) -> None:
         from spark_dp.budget.leases import Heartbeat
+        from spark_dp.budget.store import BudgetStore
+        from spark_dp.dp.composition import noise_steps
         from spark_dp.release_ids import default_dataset_id
 
-        assert run.randomness is not None and run.plan is not None
-        lease = run.lease = cls(run)
-        if not run.spec.spends_budget or not (run.budget_store or run.ledger is not None):
-            return lease
-        algorithm, steps = plan_steps(run)
-        input_path = getattr(run.args, "input", None)
-        dataset = run.dataset_id or (
-            default_dataset_id(input_path) if input_path else run.spec.name
-        )
-        run.dataset_id = dataset
-        run.planned_spend = planned_spend(run, steps)
-        written = {s.role: recorded_path(s.path) for s in run.plan.specs if s.access == WRITE}
-        if run.ledger is not None:
-            lease.store = BudgetStore.open(run.ledger.prepare(), ledger=True)
+        request, identity = self._request, self._identity
+        spec, books = request.spec, request.settings.books
+        if not spec.spends_budget or not books.kept:
+            return
+        steps = request.plan.steps
+        input_path = getattr(request.flags, "input", None)
+        dataset = books.dataset_id or (default_dataset_id(input_path) if input_path else spec.name)
+        self._dataset = dataset
+        self._planned = planned_spend(request.plan, steps)
+        paths = request.paths
+        written = {s.role: recorded_path(s.path) for s in paths.specs if s.access == WRITE}
+        if books.ledger is not None:
+            self.store = BudgetStore.open(books.ledger.prepare(), ledger=True)
         else:
-            assert run.budget_store is not None
-            lease.store = BudgetStore.open(run.budget_store)
-        res = lease.reservation = lease.store.reserve(
+            assert books.store is not None
+            self.store = BudgetStore.open(books.store)
+        res = self.reservation = self.store.reserve(
             dataset=dataset,
-            identity=run.identity,
-            job=run.spec.name,
-            epsilon=run.planned_spend[0],
-            delta=run.planned_spend[1],
+            identity=identity.request_id,
+            job=spec.name,
+            epsilon=self._planned[0],
+            delta=self._planned[1],
             noise=noise_steps(steps),
-            algorithm=algorithm,
-            test_seed=run.randomness.seeded,
+            algorithm=request.algorithm,
+            test_seed=identity.key.seeded,
             outputs=written,
         )
         if res.done is not None:
-            lease.reservation = None  # nothing of it is this run's to end
+            self.reservation = None  # nothing of it is this run's to end
             _already_released(res.done, written)
-        lease._heartbeat = Heartbeat(lease.store, res)
+        self._heartbeat = Heartbeat(self.store, res)
         if res.adopted:
-            run.log.info(
+            self._log.info(
                 "budget: run %s took over the charge of an earlier run of the same request "
                 "that was charged and ended before it recorded a release id",
                 res.run,
             )
         else:
-            run.log.info(
+            self._log.info(
                 "budget: reserved ε=%g, δ=%g on dataset %s (run %s, %s)",
                 res.epsilon,
                 res.delta,
                 dataset,
                 res.run,
-                lease.store.url,
+                self.store.url,
             )
-        return lease
 
     # ------------------------------------------------------------------ charge, bind
-    def binding(self, moment: Callable[[str], None]) -> ReleaseBinding:
+    def binding(self, report: PrivacyReport) -> ReleaseBinding:
         """The job's binding: its unbound key, the tables it reads, the charge and bind hooks
-        (``moment(name)`` after each: the run's test moments, :mod:`spark_dp.jobs.runner`)."""
-        run = self._run
-        assert run.randomness is not None and run.plan is not None
-        tables = [s.role for s in run.plan.specs if s.access == READ and s.table]
+        (the run's test moments ``charged`` and ``bound`` after each); the release id goes
+        into ``report`` when it is recorded."""
+        paths = self._request.paths
+        tables = [s.role for s in paths.specs if s.access == READ and s.table]
 
         def charge() -> None:
             self.charge()
-            moment("charged")
+            self._hooks.moment("charged")
 
         def bind(digests: list[ContentDigest]) -> str:
-            release = self.bind(digests)
-            moment("bound")
-            return release
+            report.release_id = self.bind(digests)
+            self._hooks.moment("bound")
+            return self.release_id
 
-        return ReleaseBinding(run.randomness, tables, charge=charge, bind=bind)
+        return ReleaseBinding(self._identity.key, tables, charge=charge, bind=bind)
 
     def charge(self) -> None:
         """Right before the first read of input rows: the charge becomes durable (unless the
@@ -150,36 +178,31 @@ class BudgetLease:
         raise_pending()
         if self.store is not None and self.reservation is not None:
             self.reservation = self.store.charge(self.reservation)
-            self._run.log.info("budget: charged (the run now reads data; it will not be refunded)")
+            self._log.info("budget: charged (the run now reads data; it will not be refunded)")
 
     def bind(self, digests: list[ContentDigest]) -> str:
         """Every table is digested: the release id (the key is bound to it once this returns,
-        so the store records it before anything is drawn), in the store and the report."""
+        so the store records it before anything is drawn)."""
         from spark_dp.release_ids import release_id
 
-        run = self._run
-        assert run.randomness is not None
-        algorithm, _ = plan_steps(run)
-        run.release_id = release_id(
-            job=run.spec.name,
-            algorithm=algorithm,
-            arguments=release_arguments(run),
+        request, identity = self._request, self._identity
+        self.release_id = release_id(
+            job=request.spec.name,
+            algorithm=request.algorithm,
+            arguments=dict(identity.arguments),
             digests=digests,
-            key_fingerprint=run.randomness.fingerprint,
-            inputs=run.inputs,
+            key_fingerprint=identity.key.fingerprint,
+            inputs=dict(identity.inputs),
         )
-        if run.hooks.release_id is not None:  # a test binds one key by hand (RunHooks)
-            run.release_id = run.hooks.release_id(run.release_id)
-        if run.report is not None:
-            run.report.release_id = run.release_id
+        if self._hooks.release_id is not None:  # a test binds one key by hand (RunHooks)
+            self.release_id = self._hooks.release_id(self.release_id)
         if self.store is not None and self.reservation is not None:
-            self.reservation = self.store.bind(self.reservation, run.release_id)
-        return run.release_id
+            self.reservation = self.store.bind(self.reservation, self.release_id)
+        return self.release_id
 
     # ------------------------------------------------------------------ the report, the commit
     def report(self) -> dict[str, Any]:
         """The report's ``budget`` entry: what was recorded and enforced, never credentials."""
-        run = self._run
         store, res = self.store, self.reservation
         if store is None or res is None:
             return {
@@ -192,7 +215,7 @@ class BudgetLease:
             "enforced": not store.ledger or store.has_cap(res.dataset),
             "recorded": True,
             "store": store.url,
-            "dataset": run.dataset_id,
+            "dataset": self._dataset,
             "charged": res.charged,
             "epsilon": res.epsilon,
             "delta": res.delta,
@@ -203,20 +226,35 @@ class BudgetLease:
             out["ledger"] = True  # the default ledger: recorded; refused only over a cap set
         if res.adopted:
             out["adopted"] = True  # the charge of an earlier run that drew nothing
-        if run.randomness is not None and run.randomness.seeded:
+        if self._identity.key.seeded:
             out["test_seed"] = True
         return out
 
-    def commit(self) -> None:
-        """Book the run as committed, right before its staged outputs go into place.
+    def commit(self, report: PrivacyReport) -> None:
+        """Book the run as committed, right before its staged outputs go into place, once the
+        ``report``'s spending is checked to be what the data-free plan reserved.
 
         Raises:
+            RuntimeError: the run spent other than its plan reserved (a bug in the job's plan).
             BudgetError: the store no longer holds the run as this process's charged run
                 (settled or taken over meanwhile): the outputs must not go into place.
         """
+        self._check_spent(report)
         if self.store is not None and self.reservation is not None:
             self.store.commit(self.reservation)
         self.committed = True
+
+    def _check_spent(self, report: PrivacyReport) -> None:
+        planned = self._planned
+        if planned is None:
+            return
+        spent = (report.epsilon_spent, report.delta_spent)
+        pairs = zip(planned, spent, strict=True)
+        if not all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-15) for a, b in pairs):
+            raise RuntimeError(
+                f"the run spent (ε={spent[0]:g}, δ={spent[1]:g}) but its plan reserved "
+                f"(ε={planned[0]:g}, δ={planned[1]:g}): a bug in the job's plan"
+            )
 
     def replacing(self, role: str, path: str) -> dict[str, Any] | None:
         """Before the commit: what the existing ``path`` (the run's ``role``, an output it
@@ -227,7 +265,7 @@ class BudgetLease:
             found: RunRecord | None = self.store.committed_writer(role, where)
             if found is not None:
                 return {"run": found.run, "epsilon": found.epsilon, "delta": found.delta}
-        beside = Path(default_report_path(path, self._run.spec.confidential))
+        beside = Path(default_report_path(path, self._request.spec.confidential))
         try:
             doc = json.loads(beside.read_text(encoding="utf-8"))
             privacy = doc["privacy"]
@@ -250,7 +288,7 @@ class BudgetLease:
                 f"dataset {res.dataset} has now spent ε={total.spent_epsilon:g}, "
                 f"δ={total.spent_delta:.3g} in all (basic composition; {self._books()})"
             )
-        self._run.log.warning("%s", line)
+        self._log.warning("%s", line)
 
     def _books(self) -> str:
         assert self.store is not None
@@ -260,7 +298,7 @@ class BudgetLease:
     def end(self) -> None:
         """At the end of every run: a run without a commit is abandoned (freed if it read no
         data, else failed and charged), the lease's heartbeat stopped and the store closed."""
-        store, res, run = self.store, self.reservation, self._run
+        store, res = self.store, self.reservation
         if store is None:
             return
         try:
@@ -269,14 +307,14 @@ class BudgetLease:
             if res is not None and not self.committed:
                 state = store.abandon(res)
                 if state == "failed":
-                    run.log.warning(
+                    self._log.warning(
                         "budget: run %s failed after reading data: it stays charged (spark-dp "
                         "budget runs lists it as failed (charged)); a retry of the same request "
                         "costs nothing more only if it failed before its release id was recorded",
                         res.run,
                     )
                 elif state == "released":
-                    run.log.info("budget: run %s read no data: its reservation is freed", res.run)
+                    self._log.info("budget: run %s read no data: its reservation is freed", res.run)
         finally:
             store.close()
             self.store = None
@@ -314,3 +352,18 @@ def _already_released(done: RunRecord, written: dict[str, str]) -> None:
         "Read that release, or use a fresh key (--noise-key-file) for a new release",
         exit_code=2,
     )
+
+
+def planned_spend(plan: Any, steps: Sequence[Any]) -> tuple[float, float]:
+    """The plan's total (ε, δ): its certificate's when it has one (an ``auto`` selection's
+    PLD certificate is below the sum of its steps), else basic composition over the steps."""
+    if getattr(plan, "composition", None) is not None:
+        return float(plan.epsilon), float(plan.delta)
+    return float(sum(s.epsilon for s in steps)), float(sum(s.delta for s in steps))
+
+
+def recorded_path(path: str) -> str:
+    """A written path as the store records it: local paths resolved, URIs as given."""
+    from spark_dp.release_ids import is_uri
+
+    return path if is_uri(path) else str(Path(path).expanduser().resolve())
