@@ -160,50 +160,9 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
     """Input, output, report, overwrite and the job's id columns."""
     files = parser.add_argument_group("input and output")
     if spec.needs_input:
-        source = files.add_mutually_exclusive_group(required=True)
-        source.add_argument("--input", metavar="PATH", help="input Parquet (or CSV, or Delta)")
-        source.add_argument(
-            "--input-table",
-            metavar="NAME",
-            help="instead of --input: a table of the session's catalog ([DATABASE.]TABLE, "
-            "Parquet, or Delta with --input-format delta), read at its location",
-        )
-        files.add_argument(
-            "--input-format",
-            choices=list(INPUT_FORMATS),
-            default=None,
-            help="input format (default: csv for *.csv, else parquet); delta: a Delta Lake "
-            "table (the job sets Delta's session settings; its jars: --packages)",
-        )
-        files.add_argument(
-            "--input-version",
-            type=_version,
-            default=None,
-            metavar="N",
-            help="with --input-format delta: read version N of the table (time travel; "
-            "default: its latest version when the run starts)",
-        )
+        _input_flags(files)
     if spec.output != "none":
-        target = files.add_mutually_exclusive_group(required=spec.output == "required")
-        target.add_argument(
-            "--output",
-            metavar="PATH",
-            help="output Parquet path (staged, moved into place with the report)",
-        )
-        target.add_argument(
-            "--output-table",
-            metavar="NAME",
-            help="instead of --output: a table of the session's catalog ([DATABASE.]TABLE), "
-            "written at its location (staged, moved into place with the report, then "
-            "registered)",
-        )
-        files.add_argument(
-            "--output-format",
-            choices=list(OUTPUT_FORMATS),
-            default="parquet",
-            help="output format (default parquet); delta: a Delta Lake table written in one "
-            "commit and moved into place with the report",
-        )
+        _output_flags(files, required=spec.output == "required")
     files.add_argument(
         "--report",
         metavar="PATH",
@@ -233,6 +192,57 @@ def _io_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
             "the data (docs/privacy/caveats.md#bad-rows)",
         )
         files.add_argument("--drop-nulls", action=_NoLongerNeeded, help=argparse.SUPPRESS)
+
+
+def _input_flags(files: argparse._ArgumentGroup) -> None:
+    """``--input`` or ``--input-table``, its format and Delta version."""
+    source = files.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", metavar="PATH", help="input Parquet (or CSV, or Delta)")
+    source.add_argument(
+        "--input-table",
+        metavar="NAME",
+        help="instead of --input: a table of the session's catalog ([DATABASE.]TABLE, "
+        "Parquet, or Delta with --input-format delta), read at its location",
+    )
+    files.add_argument(
+        "--input-format",
+        choices=list(INPUT_FORMATS),
+        default=None,
+        help="input format (default: csv for *.csv, else parquet); delta: a Delta Lake "
+        "table (the job sets Delta's session settings; its jars: --packages)",
+    )
+    files.add_argument(
+        "--input-version",
+        type=_version,
+        default=None,
+        metavar="N",
+        help="with --input-format delta: read version N of the table (time travel; "
+        "default: its latest version when the run starts)",
+    )
+
+
+def _output_flags(files: argparse._ArgumentGroup, *, required: bool) -> None:
+    """``--output`` or ``--output-table``, and its format."""
+    target = files.add_mutually_exclusive_group(required=required)
+    target.add_argument(
+        "--output",
+        metavar="PATH",
+        help="output Parquet path (staged, moved into place with the report)",
+    )
+    target.add_argument(
+        "--output-table",
+        metavar="NAME",
+        help="instead of --output: a table of the session's catalog ([DATABASE.]TABLE), "
+        "written at its location (staged, moved into place with the report, then "
+        "registered)",
+    )
+    files.add_argument(
+        "--output-format",
+        choices=list(OUTPUT_FORMATS),
+        default="parquet",
+        help="output format (default parquet); delta: a Delta Lake table written in one "
+        "commit and moved into place with the report",
+    )
 
 
 def _key_flags(parser: argparse.ArgumentParser, spec: JobSpec) -> None:
