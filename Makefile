@@ -29,20 +29,21 @@ SPARK35_TESTS_CI := tests/partition_selection/test_api.py tests/partition_select
                  tests/contribution_bounding/test_proposal_spark.py \
                  tests/contribution_bounding/test_passes_spark.py \
                  tests/distinct_count/test_spark_curves.py tests/distinct_count/test_api.py \
-                 tests/test_io.py tests/test_generators.py tests/test_tracking.py
+                 tests/storage/test_readers_and_writers.py tests/runtime/test_generators.py \
+                 tests/runtime/test_tracking.py
 SPARK35_TESTS := $(SPARK35_TESTS_CI) tests/partition_selection/test_layout.py \
-                 tests/test_session_state.py
+                 tests/runtime/test_nothing_persisted.py
 # Other Pythons (3.11 is the main one): the driver-side tests (every test without a Spark
 # session), where found, but those marked slow or main_python (pyproject.toml's markers).
 # PY_TESTS narrows them to some files or folders; CI's: the driver-side calibration, GEM,
 # randomness, accounting, command line and configuration, and the import graph.
 PY_VERSIONS   ?= 3.10 3.12
-PY_TESTS_CI   := tests/test_import_graph.py tests/test_calibration.py \
-                 tests/test_calibration_protocol.py tests/partition_selection/test_calibration.py \
+PY_TESTS_CI   := tests/repo/test_import_graph.py tests/dp/test_calibration.py \
+                 tests/dp/test_protocol.py tests/partition_selection/test_calibration.py \
                  tests/partition_selection/test_mad_constants.py \
                  tests/distinct_count/test_calibration.py tests/distinct_count/test_gem.py \
                  tests/randomness tests/budget/test_accounting.py tests/budget/test_filters.py \
-                 tests/test_cli.py tests/test_config.py
+                 tests/jobs/test_cli.py tests/jobs/test_config.py
 PY_TESTS      ?= $(call subset,$(PY_TESTS_CI))
 
 # Delta Lake: the Delta suite (tests/delta) runs on each Spark line with the jars

@@ -9,7 +9,8 @@ A call persists (and checkpoints) through one scope and releases it when it is d
 CacheScope() as cache:``), or hands the scope to its result (a :class:`HoldsCache`: a
 partition-selection ``Selection``, a contribution-bounding ``BoundingResult``), which keeps only
 the result's own tables and releases them on ``release()`` / at the end of a ``with`` block. After
-that the caller's session holds nothing spark_dp persisted (``tests/test_session_state.py``).
+that the caller's session holds nothing spark_dp persisted
+(``tests/runtime/test_nothing_persisted.py``).
 
 A table that later steps read many times is *materialized* (:meth:`CacheScope.materialize`):
 persisted, computed once, and handed on as a scan of its cached data, so the query plans of the

@@ -674,7 +674,7 @@ with every argument that can change the output (a column name, null handling, th
 format, a component method, a capacity column, ...), so it is derived from the **effective**
 arguments of the run: every parameter as resolved from defaults, the config file and the
 command line, and every other flag of the job's parser, minus these. A flag added later is
-therefore covered by default; ``tests/test_release_binding.py`` checks both ways."""
+therefore covered by default; ``tests/privacy/test_release_binding.py`` checks both ways."""
 
 
 def release_arguments(request: Request) -> dict[str, Any]:

@@ -247,7 +247,7 @@ class RunHooks:
     Attributes:
         release_id: ``release_id(computed) -> id``: the release id the key is bound to instead
             of the one computed from the request and the rows read. The neighbour test
-            (tests/test_neighbour_artefacts.py) binds one key by hand this way, so that two
+            (tests/privacy/test_neighbours.py) binds one key by hand this way, so that two
             runs on neighbouring inputs draw the same noise and every other difference between
             their artefacts is a leak (docs/privacy/boundary.md#neighbour-test).
         moments: ``moments(name)`` at each named moment of the run (:mod:`spark_dp.jobs.runner`),

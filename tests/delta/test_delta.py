@@ -261,7 +261,7 @@ def _data_files(table: Path) -> list[list[str]]:
 def test_a_delta_release_of_the_same_rows_holds_the_same_files(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """The neighbour test's Delta case (tests/test_neighbour_artefacts.py): D and D + u, where
+    """The neighbour test's Delta case (tests/privacy/test_neighbours.py): D and D + u, where
     u's one item is never released, one key bound by hand. Everything but the Delta log's
     times and ids and its files' names is the same: the exit code, stdout, the log without
     timings, the report without its public fields, the plans, and the data files (as many, the

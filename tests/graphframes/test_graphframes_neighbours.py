@@ -1,6 +1,6 @@
 """The neighbour test of the distinct count with GraphFrames' components (``make
 test-graphframes``: the jar of each Spark line): D and D + u, one key, every artefact the same
-(tests/test_neighbour_artefacts.py; docs/privacy/boundary.md#neighbour-test)."""
+(tests/privacy/test_neighbours.py; docs/privacy/boundary.md#neighbour-test)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from spark_dp.jobs import distinct_count
 from spark_dp.session import graphframes_missing
+from tests.privacy.test_neighbours import CORE, assert_same, inputs, run_pair
 from tests.support.spark_session import GRAPHFRAMES_JAR_ENV
-from tests.test_neighbour_artefacts import CORE, assert_same, inputs, run_pair
 
 if not os.path.isfile(os.environ.get(GRAPHFRAMES_JAR_ENV, "")):
     pytest.skip(

@@ -2,7 +2,7 @@
 
 docs/design/selection.md#vectors vectors (σ, ρ, argmax t, τ, α) to 1e-6 relative, the threshold's
 union bound, and the validation messages. The count-thresholding strategies are tested in
-test_classic.py, the general Gaussian calibration in tests/test_calibration.py.
+test_classic.py, the general Gaussian calibration in tests/dp/test_calibration.py.
 """
 
 from __future__ import annotations

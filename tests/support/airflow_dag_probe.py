@@ -1,4 +1,4 @@
-"""Run by tests/test_airflow_dag.py with the Python of an Airflow installation.
+"""Run by tests/repo/test_airflow_dag.py with the Python of an Airflow installation.
 
 Loads conf/airflow with a real DagBag and prints the DAG's import errors, settings and tasks as
 JSON.

@@ -1,4 +1,4 @@
-"""The bad-input cases of :mod:`tests.test_bad_inputs`: command lines, the changes made to
+"""The bad-input cases of :mod:`tests.jobs.test_bad_inputs`: command lines, the changes made to
 their workspace, and the words each one-line message must contain."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Helpers of the ``spark-submit`` tests (tests/test_cluster.py, tests/test_fault_injection.py).
+"""Helpers of the ``spark-submit`` tests (tests/runtime/test_cluster.py,
+tests/runtime/test_fault_injection.py).
 
 * :func:`submit_env`: the zip from :mod:`spark_dp.packaging`, the job scripts copied out of the
   checkout, and a bare interpreter that sees spark_dp's dependencies but not spark_dp itself

@@ -1,6 +1,6 @@
 """Jobs run as real processes in tests that kill them: the quick Spark settings, the
-environment, and a job held at a moment of its run (tests/test_commit_kill.py,
-tests/test_budget_kills.py, the sweep, the Delta suite).
+environment, and a job held at a moment of its run (tests/jobs/test_kill_during_commit.py,
+tests/budget/test_kills.py, the sweep, the Delta suite).
 
 A job's moments (``run_job(..., hooks=RunHooks(moments=f))``, :mod:`spark_dp.jobs.runner`)
 are reached

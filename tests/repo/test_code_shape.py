@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "spark_dp").rglob("*.py"))
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 80

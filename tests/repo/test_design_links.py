@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("spark_dp", "tests", "bench", "jobs", "conf")
 TEXT_SUFFIXES = {".py", ".yaml", ".yml", ".md", ".txt", ".properties", ".cfg"}
 

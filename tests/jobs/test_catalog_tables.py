@@ -19,7 +19,7 @@ from spark_dp.jobs import distinct_count, partition_selection
 from spark_dp.randomness.key_file import write_key_file
 from tests.support.job_processes import FAST, job_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -229,7 +229,7 @@ def pairs_path(pairs, tmp_path_factory):
 
 def _report_numbers(node: object) -> set[int]:
     """Every whole number in a report (parameters and released sizes: a report holds nothing
-    else, tests/test_session_report.py)."""
+    else, tests/runtime/test_session_report.py)."""
     if isinstance(node, dict):
         return set().union(*map(_report_numbers, node.values())) if node else set()
     if isinstance(node, list):

@@ -6,7 +6,7 @@ with ε and 1 − β; contribution bounding: its parameters and where the confid
 went, never a count of them; generate: what it wrote. The jobs run in this process on the
 shared session (small inputs); the ``--json`` form is checked on the same answers without
 Spark (:func:`spark_dp.jobs.publish.printed`). That stdout depends on the released values
-only is the neighbour test's (tests/test_neighbour_artefacts.py).
+only is the neighbour test's (tests/privacy/test_neighbours.py).
 """
 
 from __future__ import annotations

@@ -134,7 +134,8 @@ def twice(spark, data, key_files, tmp_path_factory) -> dict[str, dict[str, Any]]
     """Each job run twice with the first key, into the same paths (``--overwrite``): the first
     with a budget store (the jobs that spend budget), the second without one, so that it
     computes the release again (with the store, the same request would not be run again: see
-    tests/test_job_budget.py); both runs' outputs and logs, and the files of the second run."""
+    tests/budget/test_jobs_against_a_store.py); both runs' outputs and logs, and the files of
+    the second run."""
     from spark_dp.budget import BudgetStore
 
     found: dict[str, dict[str, Any]] = {}

@@ -18,7 +18,7 @@ from spark_dp.jobs.publish import write_rows
 from spark_dp.jobs.runner import Outcome, run_job, run_outcome
 from spark_dp.jobs.spec import JobSpec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_generate_job_writes_data_and_report(spark, tmp_path):

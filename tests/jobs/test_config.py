@@ -116,7 +116,7 @@ def test_the_budget_bounds_in_conf_files_and_readme_are_the_code_s():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     stated = {"epsilon": (K.EPSILON_MAX, K.EPSILON_WARN), "delta": (K.DELTA_MAX, K.DELTA_WARN)}
     seen = set()
     for conf in sorted((root / "conf").glob("*.yaml")):

@@ -5,7 +5,7 @@ together or not at all.
 Jobs run in this process, held at each moment of their run by the runner's moment callback
 (``RunHooks(moments=...)``), where the callback plays the adversary of the budget docs: it
 reads what the run has staged, then interrupts it (the run ends ``failed``, as after a kill and
-``spark-dp budget settle``; tests/test_budget_kills.py kills real processes). The CSV input is
+``spark-dp budget settle``; tests/budget/test_kills.py kills real processes). The CSV input is
 then rewritten to D' with the same name, size and modification time (the same request), and
 the run is retried. Every release id a run computes (the key it binds) is recorded on the side:
 each must be in the store under a charge of its own, and the total charged must cover them.

@@ -39,7 +39,7 @@ from spark_dp.jobs.spec import JobSpec
 from spark_dp.partition_selection import PartitionSelectionParams
 from tests.support.job_settings import request_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = ROOT / "docs" / "reference" / "configuration.md"
 
 OPTION = re.compile(r"^  (-\S.*?)(?:\s{2,}(\S.*))?$")

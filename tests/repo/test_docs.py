@@ -22,7 +22,7 @@ from spark_dp.dp.registry import Algorithm, Registry
 from spark_dp.partition_selection import PartitionSelectionParams
 from spark_dp.randomness import Randomness
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def python_blocks(path: Path) -> list[str]:

@@ -43,7 +43,7 @@ from tests.support.bad_input_cases import (
 from tests.support.cli_forkserver import serve
 from tests.sweep.workspace import TRACE, apply, error_lines, snapshot
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _parquet(path: Path, table: pa.Table) -> None:

@@ -26,7 +26,7 @@ import pytest
 from tests.support.job_processes import FAST, at_moment, job_env
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(job: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

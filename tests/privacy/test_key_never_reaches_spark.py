@@ -9,7 +9,7 @@ report are then scanned for every secret the test derives from the job's key (a 
 the test can derive them too): the key, the digest salts, the bound key of the release, the
 stream keys and the named secrets of the streams the job draws from, each as decimal (signed
 and unsigned), hexadecimal and base64. The key material of the key file itself is checked by
-tests/test_release_keys.py.
+tests/privacy/test_release_keys.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.support.job_processes import FAST, job_env
 
 pytestmark = pytest.mark.slow  # two jobs, each a process of its own
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED = 7
 
 

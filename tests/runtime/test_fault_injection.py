@@ -5,7 +5,7 @@ recompute any part of a job (a task retry, an executor lost with its cached bloc
 files, a speculative copy) and get the same noise. Nothing is checkpointed for privacy. This
 module checks that on a real standalone cluster (a master and two one-core workers on loopback
 addresses 127.0.0.1 and 127.0.0.2, from the pip pyspark install, with the zip and the bare
-interpreter of tests/test_cluster.py):
+interpreter of tests/runtime/test_cluster.py):
 
 * MAD2R under ``--noise-key-file``: one executor JVM is killed (SIGKILL, by pid) when the job
   logs that round 2 has started (round 1's noise is drawn; round 2 reads tables derived from

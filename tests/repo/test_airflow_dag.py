@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 AIRFLOW_PYTHON = os.environ.get(
     "SPARK_DP_AIRFLOW_PYTHON", str(ROOT / ".venv-airflow" / "bin" / "python")
 )

@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.main_python  # nbformat and nbclient: the main venv's test tools
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 
 
 def test_notebook_is_stored_without_outputs():

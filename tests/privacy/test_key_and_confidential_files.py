@@ -28,7 +28,7 @@ from spark_dp.jobs import contribution_bounding, distinct_count, partition_selec
 from spark_dp.randomness.key_file import KeyFileContent, encode_key_file, write_key_file
 from tests.support.cli_forkserver import run_in_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- key files

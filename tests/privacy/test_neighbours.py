@@ -11,7 +11,7 @@ own paths normalised; a plan that runs several times, an iteration, counts once)
 comparison adds a user whose items *are* released: only those rows (and the released sizes)
 may differ (GraphFrames' components: tests/graphframes/test_graphframes_neighbours.py). The
 secrets in plans are checked on Spark's event log by
-tests/test_event_log_secrets.py; Delta outputs by tests/delta/test_delta.py.
+tests/privacy/test_key_never_reaches_spark.py; Delta outputs by tests/delta/test_delta.py.
 """
 
 from __future__ import annotations

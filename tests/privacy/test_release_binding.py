@@ -10,8 +10,8 @@ output and the rows read, and the key is bound to it, in every job and every lib
   library releases (issue 43: an entropy key, bound without a digest, gave D and D minus one
   user the same noise), and one key file read for two neighbours draws independent noise.
 
-The jobs with a real store are in tests/test_release_jobs.py; key files, file modes and what
-Spark shows in tests/test_release_files.py.
+The jobs with a real store are in tests/privacy/test_one_key_one_release.py; key files, file
+modes and what Spark shows in tests/privacy/test_key_and_confidential_files.py.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from spark_dp.randomness import KeyReusedError, Randomness
 from spark_dp.release_ids import release_id
 from tests.support.job_settings import request_of
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 JOBS = {
     "partition_selection": (
         partition_selection,
