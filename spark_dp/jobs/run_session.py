@@ -166,10 +166,11 @@ def open_staging(
     spark_conf: Mapping[str, str],
     hooks: RunHooks,
 ) -> Iterator[Staging]:
-    """The run's staging (:class:`~spark_dp.io.staging.Staging`), removed at the end of the
-    ``with`` block unless committed: after an interrupt once the session's jobs are cancelled
-    (a task that ends after the removal would recreate its ``_temporary`` tree), and after a
-    full disk with the run's work directories on it."""
+    """The run's staging (:class:`~spark_dp.io.staging.Staging`), aborted at the end of the
+    ``with`` block unless its commit completed: the staged files removed, or a commit stopped
+    half-way rolled back (past its commit point: its clean-up finished). After an interrupt the
+    session's jobs are cancelled first (a task that ends after the removal would recreate its
+    ``_temporary`` tree); after a full disk the run's work directories on it go too."""
     spark = session.get()
     plain = plain_paths_local(spark)
     direct = is_connect(spark) and any(
@@ -189,8 +190,8 @@ def open_staging(
         with ignored_signals():
             if interrupted(failed):  # the abandoned write first: its tasks would recreate it
                 session.cancel_jobs()
-            if not staging.committed:
-                staging.abort()
+            if failed is not None or not staging.committed:
+                staging.abort()  # past the commit point: finishes the commit's clean-up
             if failed is not None and no_space(failed):
                 _, path = fullest(paths, spark_conf)  # its work directories go too
                 paths.remove_state(os.stat(existing_ancestor(path)).st_dev)
