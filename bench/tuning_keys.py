@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         randomness = Randomness.create(100 + key).bind(label)
         with select_partitions(pairs, params, randomness, validate=False) as sel:
             out["keys"].append(key)
-            out["chosen"].append(sel.max_items)
+            out["chosen"].append(sel.max_contributions)
             out["items"].append(sel.output_items)
-        print(key, sel.max_items, sel.output_items, file=sys.stderr, flush=True)
+        print(key, sel.max_contributions, sel.output_items, file=sys.stderr, flush=True)
     return emit_json(out, args.out)
 
 

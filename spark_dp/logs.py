@@ -163,7 +163,7 @@ class StageTimer:
     Example::
 
         timer = StageTimer(log)
-        with timer.stage("round 1", max_items=k) as info:   # k: a parameter
+        with timer.stage("round 1", max_contributions=k) as info:   # k: a parameter
             ...
             info.public(output_items=n_released)  # the size of a released output
             info["candidates"] = n                # private: logged only with unsafe debug

@@ -87,7 +87,9 @@ def _sequential(data_path: str, capacity: int, with_ilp: bool, ilp_limit: float)
     )
 
     pdf = pd.read_parquet(data_path, columns=["record_id", "user_id"])
-    g = CompactHypergraph.from_incidences(pdf["record_id"], pdf["user_id"], capacity=capacity)
+    g = CompactHypergraph.from_incidences(
+        pdf["record_id"], pdf["user_id"], max_contributions=capacity
+    )
     t0 = time.perf_counter()
     seq = shared_sequence(g.record_ids, g.sizes, "size-hash", SEED)
     kept = greedy(g, seq)

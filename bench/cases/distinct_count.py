@@ -195,7 +195,9 @@ def _baselines_case(spark: SparkSession, path: str, work: str) -> dict[str, Any]
         ),
         "r2t_err": rel(
             [
-                r2t_release(exact, epsilon=EPSILON, beta=BETA, ell_max=ELL_MAX, noise=r.driver())
+                r2t_release(
+                    exact, epsilon=EPSILON, beta=BETA, max_contributions=ELL_MAX, noise=r.driver()
+                )
                 for r in seeds
             ]
         ),
@@ -340,7 +342,7 @@ def _tpch_case(scale: float) -> Callable[[SparkSession, str, str], dict[str, Any
                 rnd = Randomness.create(seed).bind("bench")
                 runs["R2T"].append(
                     r2t_release(
-                        exact, epsilon=EPSILON, beta=TPCH_BETA, ell_max=ell_max,
+                        exact, epsilon=EPSILON, beta=TPCH_BETA, max_contributions=ell_max,
                         noise=rnd.child("r2t").driver(),
                     )
                 )  # fmt: skip

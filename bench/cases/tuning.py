@@ -96,7 +96,7 @@ def _timed_release(pairs, params, randomness) -> tuple[Any, float, dict[str, flo
     timer = StageTimer(get_logger("bench.tuning"))
     t0 = time.perf_counter()
     with select_partitions(pairs, params, randomness, validate=False, timer=timer) as sel:
-        result = (sel.max_items, sel.output_items)
+        result = (sel.max_contributions, sel.output_items)
     return result, time.perf_counter() - t0, dict(timer.seconds)
 
 

@@ -91,21 +91,21 @@ def map_rounds(plan: SelectionPlan, kind: type[C], change: Callable[[C], C]) -> 
 
 def rho_full_delta(cal: WeightAndThreshold) -> WeightAndThreshold:
     """ρ for the round's whole δ instead of its share δ/2 (σ unchanged)."""
-    thr = gaussian_threshold(cal.sigma, cal.delta, cal.max_items, cal.h_scale)
+    thr = gaussian_threshold(cal.sigma, cal.delta, cal.max_contributions, cal.h_scale)
     return replace(cal, rho=thr.rho, argmax_t=thr.argmax_t)
 
 
 def full_delta(cal: WeightAndThreshold) -> WeightAndThreshold:
     """σ for (ε, δ) and ρ for δ: the round's whole δ spent twice."""
     sigma = gaussian_sigma(Budget(cal.epsilon, cal.delta))
-    thr = gaussian_threshold(sigma, cal.delta, cal.max_items, cal.h_scale)
+    thr = gaussian_threshold(sigma, cal.delta, cal.max_contributions, cal.h_scale)
     return replace(cal, sigma=sigma, rho=thr.rho, argmax_t=thr.argmax_t)
 
 
 def sigma_double_epsilon(cal: WeightAndThreshold) -> WeightAndThreshold:
     """σ for (2ε, δ/2); ρ recomputed from that σ, so the novel-item rate stays δ/2."""
     sigma = gaussian_sigma(Budget(2.0 * cal.epsilon, cal.delta_noise))
-    thr = gaussian_threshold(sigma, cal.delta_threshold, cal.max_items, cal.h_scale)
+    thr = gaussian_threshold(sigma, cal.delta_threshold, cal.max_contributions, cal.h_scale)
     return replace(cal, sigma=sigma, rho=thr.rho, argmax_t=thr.argmax_t)
 
 
@@ -116,15 +116,15 @@ def undivided_delta(total_delta: float) -> Callable[[WeightAndThreshold], Weight
     def change(cal: WeightAndThreshold) -> WeightAndThreshold:
         half = total_delta / 2.0
         sigma = gaussian_sigma(Budget(cal.epsilon, half))
-        thr = gaussian_threshold(sigma, half, cal.max_items, cal.h_scale)
+        thr = gaussian_threshold(sigma, half, cal.max_contributions, cal.h_scale)
         return replace(cal, sigma=sigma, rho=thr.rho, argmax_t=thr.argmax_t)
 
     return change
 
 
 def uncapped(cal: Any) -> Any:
-    """The cap lifted to NO_CAP (a calibration with a ``max_items`` field)."""
-    return replace(cal, max_items=NO_CAP)
+    """The cap lifted to NO_CAP (a calibration with a ``max_contributions`` field)."""
+    return replace(cal, max_contributions=NO_CAP)
 
 
 def on_mad(
@@ -158,7 +158,7 @@ def reroute_undivided(cal: MadRound) -> MadRound:
 
 def laplace_double_epsilon(cal: LaplaceWeightAndThreshold) -> LaplaceWeightAndThreshold:
     """Laplace scale 1/(2ε); ρ_Lap recomputed for it (the novel-item rate stays δ)."""
-    thr = laplace_weighted_threshold(Budget(2.0 * cal.epsilon, cal.delta), cal.max_items)
+    thr = laplace_weighted_threshold(Budget(2.0 * cal.epsilon, cal.delta), cal.max_contributions)
     return replace(cal, scale=cal.scale / 2.0, rho=thr.rho, argmax_t=thr.argmax_t)
 
 
@@ -174,19 +174,23 @@ def laplace_rho_full_delta(cal: LaplaceWeightAndThreshold) -> LaplaceWeightAndTh
 
 def tg_double_epsilon(cal: TruncatedGeometric) -> TruncatedGeometric:
     """Keep probabilities for 2ε (stating ε)."""
-    broken = TruncatedGeometric.for_budget(Budget(2.0 * cal.epsilon, cal.delta), cal.max_items)
+    broken = TruncatedGeometric.for_budget(
+        Budget(2.0 * cal.epsilon, cal.delta), cal.max_contributions
+    )
     return replace(broken, epsilon=cal.epsilon)
 
 
 def tg_full_delta(cal: TruncatedGeometric) -> TruncatedGeometric:
     """Keep probabilities with δ' = δ per item instead of its share 1 − (1 − δ)^(1/k)."""
     broken = TruncatedGeometric.for_budget(Budget(cal.adjusted_epsilon, cal.delta), 1)
-    return replace(broken, epsilon=cal.epsilon, max_items=cal.max_items)
+    return replace(broken, epsilon=cal.epsilon, max_contributions=cal.max_contributions)
 
 
 def laplace_count_double_epsilon(cal: LaplaceThresholding) -> LaplaceThresholding:
     """Scale k/(2ε) and its threshold (stating ε)."""
-    broken = LaplaceThresholding.for_budget(Budget(2.0 * cal.epsilon, cal.delta), cal.max_items)
+    broken = LaplaceThresholding.for_budget(
+        Budget(2.0 * cal.epsilon, cal.delta), cal.max_contributions
+    )
     return replace(broken, epsilon=cal.epsilon)
 
 
@@ -197,13 +201,15 @@ def laplace_count_full_delta(cal: LaplaceThresholding) -> LaplaceThresholding:
 
 def gaussian_count_double_epsilon(cal: GaussianThresholding) -> GaussianThresholding:
     """σ for (2ε, δ/2) and its threshold (stating ε)."""
-    broken = GaussianThresholding.for_budget(Budget(2.0 * cal.epsilon, cal.delta), cal.max_items)
+    broken = GaussianThresholding.for_budget(
+        Budget(2.0 * cal.epsilon, cal.delta), cal.max_contributions
+    )
     return replace(broken, epsilon=cal.epsilon)
 
 
 def gaussian_count_full_delta(cal: GaussianThresholding) -> GaussianThresholding:
     """The threshold for the whole δ instead of its share δ/2 (σ unchanged)."""
-    threshold = gaussian_thresholding_threshold(cal.sigma, cal.delta, cal.max_items)
+    threshold = gaussian_thresholding_threshold(cal.sigma, cal.delta, cal.max_contributions)
     return replace(cal, threshold=threshold)
 
 
@@ -212,8 +218,8 @@ def half_k(kind: Any) -> Callable[[Any], Any]:
     at) k."""
 
     def change(cal: Any) -> Any:
-        broken = kind.for_budget(Budget(cal.epsilon, cal.delta), max(1, cal.max_items // 2))
-        return replace(broken, max_items=cal.max_items)
+        broken = kind.for_budget(Budget(cal.epsilon, cal.delta), max(1, cal.max_contributions // 2))
+        return replace(broken, max_contributions=cal.max_contributions)
 
     return change
 
@@ -292,9 +298,9 @@ UNCAPPED_ELL = 64
 def uncapped_curve(real: Callable[..., Any]) -> Callable[..., Any]:
     """c(D; ℓ) without the bound ℓ per person: every ℓ gets the count of the uncapped curve."""
 
-    def curve(pairs: Any, ell_max: int, **options: Any) -> Any:
+    def curve(pairs: Any, max_contributions: int, **options: Any) -> Any:
         full = real(pairs, UNCAPPED_ELL, **options)
-        return np.full(ell_max, full[-1], dtype=np.int64)
+        return np.full(max_contributions, full[-1], dtype=np.int64)
 
     return curve
 
@@ -317,7 +323,7 @@ class HalfSensitivityGem(GemSelection):
     @property
     def sensitivities(self) -> NDArray[np.float64]:
         """Δ_ℓ = ℓ/2."""
-        return np.arange(1, self.ell_max + 1, dtype=float) / 2.0
+        return np.arange(1, self.max_contributions + 1, dtype=float) / 2.0
 
 
 def argmax_choice(choice: DeltaChoice, totals: list[int], noise: DriverNoise) -> int:

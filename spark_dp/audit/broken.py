@@ -132,7 +132,7 @@ def _count(make: Callable[[Any], Any]) -> Callable[[CountTarget], Target]:
 
 def _half_gem(target: CountTarget) -> Target:
     select = target.plan.select
-    gem = b.HalfSensitivityGem(select.epsilon, select.beta, select.ell_max)
+    gem = b.HalfSensitivityGem(select.epsilon, select.beta, select.max_contributions)
     return replace(target, plan=replace(target.plan, select=gem))
 
 

@@ -116,7 +116,7 @@ def choice_comparisons(
     {Δ0 = top chosen} four ways at the claimed ε_t and δ = 0, at α split over the four."""
     choice = target.choice
     low, top = choice.scores[0], choice.scores[-1]
-    base, neighbour = choice_datasets(low.sigma, low.rho, top.rho, top.max_items)
+    base, neighbour = choice_datasets(low.sigma, low.rho, top.rho, top.max_contributions)
     ranking = randomness.child("audit", "ranking")
     hits = {}
     for label, sets in (("D", base), ("D'", neighbour)):
@@ -125,8 +125,8 @@ def choice_comparisons(
         draws = (
             target.choose(choice, totals, stream.child("run", i).driver()) for i in range(runs)
         )
-        hits[label] = sum(c == top.max_items for c in draws)
-    event = f"Δ0 = {top.max_items} chosen"
+        hits[label] = sum(c == top.max_contributions for c in draws)
+    event = f"Δ0 = {top.max_contributions} chosen"
     counts = four_ways(event, hits["D'"], runs, hits["D"], runs)
     confidence = confidence.over(len(counts))
     claim = target.claim
@@ -141,7 +141,7 @@ def choice_comparisons(
             "largest candidate's number of items, each held by users of degree 1 at the "
             "weight where the canary moves the score most",
             "users_in_D": len(base),
-            "canary_items": top.max_items,
+            "canary_items": top.max_contributions,
             "runs_per_dataset": runs,
             "event": event,
         }

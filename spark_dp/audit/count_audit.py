@@ -71,7 +71,7 @@ def count_comparisons(
 ) -> tuple[list[Comparison], list[dict[str, Any]], Confidence]:
     """The comparisons of the module docstring, at α split over their number."""
     plan = target.plan
-    base, neighbour = distinct_count_datasets(plan.ell_max)
+    base, neighbour = distinct_count_datasets(plan.max_contributions)
     curve_d, curve_n = target.curve(base, spark), target.curve(neighbour, spark)
     alpha0 = Confidence(confidence.alpha, COUNT_PLACEMENT_COMPARISONS).per_bound
     event = place_count_event(plan, curve_d, curve_n, runs, alpha0)
@@ -111,7 +111,7 @@ def count_comparisons(
         ]
     gem = [
         ("GEM", counts, select_eps)
-        for ell in range(1, plan.ell_max + 1)
+        for ell in range(1, plan.max_contributions + 1)
         for counts in four_ways(
             f"ℓ̂ = {ell}", int((ell_n == ell).sum()), runs, int((ell_d == ell).sum()), runs
         )
@@ -127,7 +127,7 @@ def count_comparisons(
             "name": "novel person",
             "targets": "sensitivity ℓ of c(D; ℓ): a person with ℓ_max items nobody else holds",
             "persons_in_D": len(base),
-            "canary_items": plan.ell_max,
+            "canary_items": plan.max_contributions,
             "runs_per_dataset": runs,
             "release_event": event.describe(),
             "count_event": f"ν̂ ≥ {cut} given ℓ̂ = {ell_star}",

@@ -84,7 +84,7 @@ class CountEvent:
 def _cuts(plan: DistinctCountPlan, *curves: NDArray[np.int64]) -> NDArray[np.float64]:
     """Every cut where the datasets' tails can differ (12 noise scales beyond the scores)."""
     q = np.concatenate([np.asarray(plan.scores(c), dtype=float) for c in curves])
-    reach = 12.0 * plan.count.scale(plan.ell_max)
+    reach = 12.0 * plan.count.scale(plan.max_contributions)
     return np.arange(math.floor(q.min() - reach), math.ceil(q.max() + reach) + 1)
 
 
@@ -100,7 +100,7 @@ def place_count_event(
     q_rows = count_event_probabilities(plan, curve_d, cuts)
     p_rows = count_event_probabilities(plan, curve_neighbour, cuts)
     options: list[tuple[int | None, NDArray, NDArray]]
-    options = [(k + 1, p_rows[k], q_rows[k]) for k in range(plan.ell_max)]
+    options = [(k + 1, p_rows[k], q_rows[k]) for k in range(plan.max_contributions)]
     options.append((None, p_rows.sum(axis=0), q_rows.sum(axis=0)))
     best, event = -1.0, CountEvent(None, int(cuts[0]))
     for ell, p, q in options:
@@ -119,5 +119,8 @@ def count_event_probabilities(
     q = np.asarray(plan.scores(curve), dtype=float)
     chosen = plan.select.probabilities(q)
     return np.array(
-        [chosen[k] * plan.count.noise_at_least(cuts - q[k], k + 1) for k in range(plan.ell_max)]
+        [
+            chosen[k] * plan.count.noise_at_least(cuts - q[k], k + 1)
+            for k in range(plan.max_contributions)
+        ]
     )

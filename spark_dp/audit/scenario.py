@@ -119,7 +119,9 @@ def split_by_copy(items: Iterable[str]) -> dict[int, set[str]]:
     return out
 
 
-def distinct_count_datasets(ell_max: int) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def distinct_count_datasets(
+    max_contributions: int,
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """(D, D') of the distinct-count audit: D' adds a person with ℓ_max novel items.
 
     D is six persons with overlapping items (so c(D; ℓ) grows with ℓ and GEM has a real
@@ -134,7 +136,7 @@ def distinct_count_datasets(ell_max: int) -> tuple[dict[str, list[str]], dict[st
         "p5": ["b", "k"],
     }
     neighbour = dict(base)
-    neighbour["canary"] = [f"{NOVEL_PREFIX}{k}" for k in range(ell_max)]
+    neighbour["canary"] = [f"{NOVEL_PREFIX}{k}" for k in range(max_contributions)]
     return base, neighbour
 
 

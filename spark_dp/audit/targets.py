@@ -184,7 +184,7 @@ class OracleSelection:
     claim: Claim
     calibration: RoundCalibration
     gamma: float
-    max_items: int | None
+    max_contributions: int | None
     beta: float
     change: str | None = None
 
@@ -192,8 +192,8 @@ class OracleSelection:
     def parameters(self) -> dict[str, Any]:
         """Public parameters for the report."""
         out: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
-        if self.max_items is not None:
-            out["max_contributions"] = self.max_items
+        if self.max_contributions is not None:
+            out["max_contributions"] = self.max_contributions
         out["beta"] = self.beta
         return out
 
@@ -217,20 +217,22 @@ class OracleSelection:
         unused)."""
         pairs = pd.DataFrame(copies.rows(), columns=[USER_ID, ITEM])
         kwargs: dict[str, Any] = {"epsilon": self.claim.epsilon, "delta": self.claim.delta}
-        if self.max_items is not None:
-            kwargs["max_items"] = self.max_items
+        if self.max_contributions is not None:
+            kwargs["max_contributions"] = self.max_contributions
         return set(self.run(pairs, beta=self.beta, randomness=randomness, **kwargs).items)
 
 
 def policy_gaussian_target(
-    epsilon: float, delta: float, max_items: int = 100, beta: float = 4.0
+    epsilon: float, delta: float, max_contributions: int = 100, beta: float = 4.0
 ) -> OracleSelection:
     """PolicyGaussian: Basic's σ and ρ (δ/2 each), Γ = ρ + β·σ
     (docs/design/selection.md#oracles)."""
-    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items)
+    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_contributions)
     claim = Claim(epsilon, delta, cal.delta_threshold, cal.delta_noise)
     gamma = cal.rho + beta * cal.sigma
-    return OracleSelection("policy-gaussian", policy_gaussian, claim, cal, gamma, max_items, beta)
+    return OracleSelection(
+        "policy-gaussian", policy_gaussian, claim, cal, gamma, max_contributions, beta
+    )
 
 
 def greedy_update_target(
@@ -272,7 +274,7 @@ class CountTarget:
         return {
             "epsilon": self.claim.epsilon,
             "beta": self.plan.beta,
-            "max_contributions": self.plan.ell_max,
+            "max_contributions": self.plan.max_contributions,
             "method": self.plan.method,
         }
 
@@ -280,7 +282,7 @@ class CountTarget:
         """c(D; ℓ), ℓ = 1..ℓ_max, by the method's own Spark path (the job's curve step)."""
         rows = [(u, i) for u, items in sets.items() for i in items]
         pairs = spark.createDataFrame(rows, f"{USER_ID} string, {ITEM} string")
-        return self.method.curve(pairs, self.plan.ell_max)
+        return self.method.curve(pairs, self.plan.max_contributions)
 
     def release(self, curve: NDArray[np.int64], randomness: Randomness) -> DPResult:
         """One release (GEM and the noisy count) from the curve, as the job's run does it."""

@@ -61,8 +61,8 @@ def selection_probes(target: Any, runs: int, alpha: float) -> list[Probe]:
     steps = plan.steps
     known = [t for t in (s.calibration.argmax_t for s in steps) if t]
     # count thresholding (its plan names a strategy): the canary adds 1 to each of k items
-    width = plan.max_items if "strategy" in plan.options else 1
-    cap = max(s.calibration.max_items for s in steps)
+    width = plan.max_contributions if "strategy" in plan.options else 1
+    cap = max(s.calibration.max_contributions for s in steps)
     probes = _common(cap, max(known) if known else None, width, target, runs, alpha)
     name = target.entry.name
     if name == "mad":
@@ -90,5 +90,5 @@ def _mad2r_probes(target: Any, runs: int) -> list[Probe]:
 def oracle_probes(target: Any, runs: int, alpha: float) -> list[Probe]:
     """The probes of a sequential oracle (a :class:`~.targets.OracleSelection`): the novel
     canaries and the ε item."""
-    cap = target.max_items if target.max_items is not None else 2
+    cap = target.max_contributions if target.max_contributions is not None else 2
     return _common(cap, target.calibration.argmax_t, 1, target, runs, alpha)

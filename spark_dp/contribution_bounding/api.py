@@ -34,7 +34,11 @@ from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID
 from spark_dp.contribution_bounding.outputs import BoundingResult
 from spark_dp.contribution_bounding.params import BoundingParams
 from spark_dp.contribution_bounding.passes import RoundLog
-from spark_dp.contribution_bounding.plan import BoundingPlan, RunContext, check_capacity_given
+from spark_dp.contribution_bounding.plan import (
+    BoundingPlan,
+    RunContext,
+    check_max_contributions_given,
+)
 from spark_dp.contribution_bounding.prepare import prepare
 from spark_dp.contribution_bounding.record_weights import check_weights
 from spark_dp.contribution_bounding.registry import REGISTRY
@@ -142,7 +146,7 @@ def bound_contributions(
     timer = timer or StageTimer(log)
     if not isinstance(plan, BoundingPlan):
         plan = plan_bounding(plan)
-    check_capacity_given(plan, table=capacities is not None)
+    check_max_contributions_given(plan, table=capacities is not None)
     params = plan.params
     randomness = randomness if randomness is not None else Randomness.create()
     algorithm = REGISTRY[params.algorithm]
@@ -268,14 +272,14 @@ def _run(
             log=ctx.log,
         )
     order = plan.order_plan(seed)
-    capacity = params.max_contributions
-    if capacity is None and capacities is None and not plan.capacity_required:
-        capacity = 0  # Alg. 4 has no capacities (docs/design/bounding.md#min-sep)
+    max_contributions = params.max_contributions
+    if max_contributions is None and capacities is None and not plan.max_contributions_required:
+        max_contributions = 0  # Alg. 4 has no capacities (docs/design/bounding.md#min-sep)
     with ctx.timer.stage("prepare") as info:
         prep = prepare(
             incidences,
             plan=order,
-            capacity=capacity,
+            max_contributions=max_contributions,
             capacities=capacities,
             weights=weights,
             skew_threshold=params.skew_threshold,

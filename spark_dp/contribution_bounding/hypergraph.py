@@ -52,7 +52,7 @@ class CompactHypergraph:
         record_ids: Collection[Any],
         user_ids: Collection[Any],
         *,
-        capacity: int | None = None,
+        max_contributions: int | None = None,
         capacities: Mapping[Any, int] | None = None,
     ) -> CompactHypergraph:
         """Build from parallel (record, user) incidence arrays.
@@ -62,7 +62,7 @@ class CompactHypergraph:
 
         Args:
             record_ids, user_ids: one entry per incidence.
-            capacity: default capacity b of users missing from ``capacities``.
+            max_contributions: the default bound b of users missing from ``capacities``.
             capacities: per-user capacities (keys are user ids; unknown users are ignored).
 
         Raises:
@@ -77,7 +77,10 @@ class CompactHypergraph:
         ).drop_duplicates()
         user_values = np.unique(incidences[USER_ID].to_numpy(dtype=object))
         users = pd.DataFrame(
-            {USER_ID: user_values, CAPACITY: _capacities(user_values, capacity, capacities)}
+            {
+                USER_ID: user_values,
+                CAPACITY: _capacities(user_values, max_contributions, capacities),
+            }
         )
         return cls.from_frames(incidences, users)
 
@@ -156,7 +159,7 @@ class CompactHypergraph:
         cls,
         records: Mapping[Any, Collection[Any]],
         *,
-        capacity: int | None = None,
+        max_contributions: int | None = None,
         capacities: Mapping[Any, int] | None = None,
     ) -> CompactHypergraph:
         """Build from ``{record_id: [user ids]}``.
@@ -176,7 +179,7 @@ class CompactHypergraph:
         return cls.from_incidences(
             [p[0] for p in pairs],
             [p[1] for p in pairs],
-            capacity=capacity,
+            max_contributions=max_contributions,
             capacities=capacities,
         )
 
@@ -232,17 +235,16 @@ class CompactHypergraph:
 
 
 def _capacities(
-    user_ids: np.ndarray, capacity: int | None, capacities: Mapping[Any, int] | None
+    user_ids: np.ndarray, max_contributions: int | None, capacities: Mapping[Any, int] | None
 ) -> np.ndarray:
-    if capacity is not None and (
-        isinstance(capacity, bool) or int(capacity) != capacity or capacity < 0
-    ):
-        raise ParameterError(f"capacity must be an integer >= 0, got {capacity!r}")
+    b = max_contributions
+    if b is not None and (isinstance(b, bool) or int(b) != b or b < 0):
+        raise ParameterError(f"max_contributions must be an integer >= 0, got {b!r}")
     table = {str(k): v for k, v in (capacities or {}).items()}
     out = np.empty(len(user_ids), dtype=np.int64)
     missing = 0
     for i, u in enumerate(user_ids):
-        value = table.get(u, capacity)
+        value = table.get(u, b)
         if value is None:
             missing += 1
             continue
@@ -251,6 +253,6 @@ def _capacities(
         out[i] = int(value)
     if missing:
         raise ParameterError(
-            f"{missing} users have no capacity: pass a default capacity b or list them all"
+            f"{missing} users have no capacity: pass a default max_contributions b or list them all"
         )
     return out

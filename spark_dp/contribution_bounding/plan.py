@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BoundingPlan",
     "RunContext",
-    "check_capacity_given",
+    "check_max_contributions_given",
     "plan_bias_mitigating",
     "plan_bias_sweep",
     "plan_dp_mf",
@@ -61,7 +61,7 @@ class BoundingPlan:
             collected to the driver instead.
         duplicates: the output is a multiset (a ``multiplicity`` column).
         user_state: the run produces the per-user state table (user_id, cap, d, status).
-        capacity_required: the run needs a capacity b or a capacities table (Alg. 4 does not:
+        max_contributions_required: the run needs a bound b or a capacities table (Alg. 4 does not:
             its bound k is measured afterwards, docs/design/bounding.md#min-sep).
     """
 
@@ -71,7 +71,7 @@ class BoundingPlan:
     rounds: RoundSettings | None = None
     duplicates: bool = False
     user_state: bool = True
-    capacity_required: bool = True
+    max_contributions_required: bool = True
 
     @property
     def algorithm(self) -> str:
@@ -100,7 +100,7 @@ class BoundingPlan:
         return OrderPlan(self.order, seed, self.interleave)
 
 
-def check_capacity_given(plan: BoundingPlan, *, table: bool) -> None:
+def check_max_contributions_given(plan: BoundingPlan, *, table: bool) -> None:
     """Refuse a run without a bound: no ``max_contributions`` and no capacities ``table``,
     unless the algorithm measures its bound afterwards (dp-mf, docs/design/bounding.md#min-sep).
     Before any data.
@@ -108,7 +108,7 @@ def check_capacity_given(plan: BoundingPlan, *, table: bool) -> None:
     Raises:
         ParameterError: saying what to pass.
     """
-    if plan.params.max_contributions is None and not table and plan.capacity_required:
+    if plan.params.max_contributions is None and not table and plan.max_contributions_required:
         raise ParameterError(
             "pass the contribution bound: --max-contributions B, and/or --capacities PATH "
             "with a (user_id, cap) table"
@@ -218,7 +218,7 @@ def plan_dp_mf(params: BoundingParams) -> BoundingPlan:
         )
     check_int_at_least("iterations", params.iterations, 1)
     check_int_at_least("batch_size", params.batch_size, 1)
-    return BoundingPlan(params, DRIVER_ORDER, user_state=False, capacity_required=False)
+    return BoundingPlan(params, DRIVER_ORDER, user_state=False, max_contributions_required=False)
 
 
 def plan_bias_sweep(params: BoundingParams) -> BoundingPlan:

@@ -122,7 +122,7 @@ def prepare(
     incidences: DataFrame,
     *,
     plan: OrderPlan,
-    capacity: int | None,
+    max_contributions: int | None,
     capacities: DataFrame | None = None,
     weights: DataFrame | None = None,
     skew_threshold: int = 100_000,
@@ -140,7 +140,8 @@ def prepare(
     Args:
         incidences: (record_id, user_id) strings without nulls; a repeated pair counts once.
         plan: the order.
-        capacity: default b for users missing from ``capacities`` (``None``: they get 0).
+        max_contributions: the default bound b for users missing from ``capacities``
+            (``None``: they get 0).
         capacities: optional (user_id, cap) table; rows of unknown users are ignored.
         weights: checked weights (:func:`check_weights`) for weighted-global / per-user.
         skew_threshold: users with more records are marked heavy.
@@ -148,7 +149,8 @@ def prepare(
         log: optional logger (counts only).
 
     Raises:
-        ParameterError: weighted-global without weights, or neither a capacity nor a table.
+        ParameterError: weighted-global without weights, or neither max_contributions nor a
+            table.
     """
     from pyspark.sql import functions as F
 
@@ -156,7 +158,7 @@ def prepare(
     if done is not None:
         users = _saved(store, "users").drop(INCIDENCE_COUNT)
         return Prepared(_saved(store, "inc"), _saved(store, "records"), users, **done["counts"])
-    _check_inputs(incidences, plan, capacity, capacities, weights)
+    _check_inputs(incidences, plan, max_contributions, capacities, weights)
     sized = _sized_incidences(incidences, store)
     # -> (record_id, user_id, size, lead)
     records = sized.where(F.col(LEAD)).select(RECORD_ID, SIZE)
@@ -170,7 +172,7 @@ def prepare(
     mapping = _saved(store, "records")
     inc = _incidence_table(sized, records, plan, weights, store)
     # -> (rec, user_id, size, lead[, urank])
-    users = _user_table(inc, capacity, capacities, skew_threshold, store)
+    users = _user_table(inc, max_contributions, capacities, skew_threshold, store)
     # -> (user_id, cap, heavy, deg)
     return _counted(inc, mapping, users, n_records, store, log)
 
@@ -178,14 +180,15 @@ def prepare(
 def _check_inputs(
     incidences: DataFrame,
     plan: OrderPlan,
-    capacity: int | None,
+    max_contributions: int | None,
     capacities: DataFrame | None,
     weights: DataFrame | None,
 ) -> None:
-    """Refuse weighted-global without weights, and a run with neither capacity nor table."""
+    """Refuse weighted-global without weights, and a run with neither max_contributions nor a
+    capacities table."""
     if plan.order == "weighted-global" and weights is None:
         raise ParameterError("order weighted-global needs record weights (--record-weights)")
-    if capacity is None and capacities is None:
+    if max_contributions is None and capacities is None:
         raise ParameterError("pass a capacity b (--max-contributions) and/or a capacities table")
 
 
@@ -243,7 +246,7 @@ def _incidence_table(
 
 def _user_table(
     inc: DataFrame,
-    capacity: int | None,
+    max_contributions: int | None,
     capacities: DataFrame | None,
     skew_threshold: int,
     store: StateStore,
@@ -268,7 +271,7 @@ def _user_table(
         users = users.withColumn(CAPACITY, F.lit(None).cast("long"))
     # A user missing from the capacities without a default b gets 0: the most conservative
     # reading, so that no row decides the exit code (docs/privacy/caveats.md#bad-rows).
-    default = F.lit(0 if capacity is None else capacity).cast("long")
+    default = F.lit(0 if max_contributions is None else max_contributions).cast("long")
     users = users.select(
         USER_ID,
         F.coalesce(F.col(CAPACITY), default).alias(CAPACITY),

@@ -34,7 +34,7 @@ Example::
     # or from a curve you computed (the key is bound to the curve's keyed digest):
     from spark_dp.distinct_count import dp_distinct_count, exact_curve
 
-    curve = exact_curve(pairs, ell_max=100).curve          # private: never print it
+    curve = exact_curve(pairs, max_contributions=100).curve  # private: never print it
     result = dp_distinct_count(curve, epsilon=1.0, beta=0.05, randomness=Randomness.create())
     print(result.ell, result.lower_bound)
 

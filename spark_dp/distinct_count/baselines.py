@@ -106,7 +106,9 @@ def max_utility_ell(curve: ArrayLike, *, epsilon: float = 1.0, beta: float = 0.0
     return int(np.argmax(c - lower_bound_shift(ells, epsilon, beta))) + 1
 
 
-def sampling_curve(pairs: DataFrame, ell_max: int, randomness: Randomness) -> NDArray[np.int64]:
+def sampling_curve(
+    pairs: DataFrame, max_contributions: int, randomness: Randomness
+) -> NDArray[np.int64]:
     """Distinct count of per-person uniform samples of min(ℓ, |u_i|) items, ℓ = 1..ℓ_max.
 
     One random permutation per person (rank by a salted hash of (user, item)) gives nested
@@ -117,18 +119,18 @@ def sampling_curve(pairs: DataFrame, ell_max: int, randomness: Randomness) -> ND
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    check_int_at_least("ell_max", ell_max, 1)
+    check_int_at_least("max_contributions", max_contributions, 1)
     hashed = with_hash_column(pairs, "_h", randomness, USER_ID, ITEM, purpose="sampling-baseline")
     ranked = hashed.withColumn(
         "rank", F.row_number().over(Window.partitionBy(USER_ID).orderBy("_h", ITEM))
     )  # -> (user_id, item, _h, rank)
     best = ranked.groupBy(ITEM).agg(F.min("rank").alias(ELL)).withColumn("value", F.lit(1))
     # -> (item, ell, value): the item is in the sample union from ℓ = its best rank on
-    return np.cumsum(per_ell_sums(best, ell_max)["value"])
+    return np.cumsum(per_ell_sums(best, max_contributions)["value"])
 
 
 def r2t_release(
-    curve: ArrayLike, *, epsilon: float, beta: float, ell_max: int, noise: DriverNoise
+    curve: ArrayLike, *, epsilon: float, beta: float, max_contributions: int, noise: DriverNoise
 ) -> float:
     """R2T for DC (docs/design/counting.md#r2t): max(0, max_j [c(τ_j) + Lap(J·τ_j/ε) −
     J·ln(J/β)·τ_j/ε]).
@@ -142,12 +144,13 @@ def r2t_release(
     c = check_curve(curve)
     epsilon = check_epsilon(epsilon)
     beta = check_probability("beta", beta, high=1.0)
-    check_int_at_least("ell_max", ell_max, 2)
-    J = math.ceil(math.log2(ell_max))
+    check_int_at_least("max_contributions", max_contributions, 2)
+    J = math.ceil(math.log2(max_contributions))
     taus = 2 ** np.arange(1, J + 1)
     if len(c) < taus[-1]:
         raise ParameterError(
-            f"R2T with ell_max={ell_max} needs the curve up to ℓ = {taus[-1]}, got {len(c)}"
+            f"R2T with max_contributions={max_contributions} needs the curve up to "
+            f"ℓ = {taus[-1]}, got {len(c)}"
         )
     scales = taus * J / epsilon
     terms = c[taus - 1] + noise.laplace(1.0, J) * scales - J * math.log(J / beta) * taus / epsilon

@@ -68,22 +68,22 @@ class GemSelection(PureDp):
     Attributes:
         epsilon: ε_select, the budget of the choice.
         beta: β of the margin t (the same β as the lower bound).
-        ell_max: ℓ_max; the candidates are 1..ℓ_max.
+        max_contributions: ℓ_max; the candidates are 1..ℓ_max.
     """
 
     epsilon: float
     beta: float
-    ell_max: int
+    max_contributions: int
 
     @property
     def sensitivities(self) -> NDArray[np.float64]:
         """Δ_ℓ = ℓ for ℓ = 1..ℓ_max: the sensitivity of the score q_ℓ."""
-        return np.arange(1, self.ell_max + 1, dtype=float)
+        return np.arange(1, self.max_contributions + 1, dtype=float)
 
     @property
     def margin(self) -> float:
         """t = (2/ε_select)·ln(ℓ_max/β) (Algorithm 3 line 3)."""
-        return gem_threshold(self.ell_max, self.epsilon, self.beta)
+        return gem_threshold(self.max_contributions, self.epsilon, self.beta)
 
     def probabilities(self, scores: ArrayLike) -> NDArray[np.float64]:
         """P[ℓ̂ = ℓ] for ℓ = 1..ℓ_max (private: tests and the NON-PRIVATE debug file only)."""
@@ -98,7 +98,7 @@ class GemSelection(PureDp):
         """Public description: mechanism, candidates, score, sensitivity and t."""
         return {
             "mechanism": "generalized exponential mechanism (Raskhodnikova-Smith)",
-            "candidates": f"1..{self.ell_max}",
+            "candidates": f"1..{self.max_contributions}",
             "score": "q_ℓ = c(D;ℓ) − shift(ℓ), the count step's lower-bound shift at ℓ",
             "sensitivity": "Δ_ℓ = ℓ",
             "t": self.margin,

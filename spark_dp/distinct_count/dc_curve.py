@@ -80,7 +80,7 @@ class CurveResult:
 
 def exact_curve(
     pairs: DataFrame,
-    ell_max: int,
+    max_contributions: int,
     *,
     components: str = "auto",
     spark_rounds: int = 8,
@@ -94,7 +94,7 @@ def exact_curve(
     Args:
         pairs: distinct (user_id, item) string pairs (e.g. from :func:`spark_dp.io.load_pairs`),
             ideally cached.
-        ell_max: ℓ_max, public and data-independent.
+        max_contributions: ℓ_max, public and data-independent.
         components: connected-components method (``auto``, ``graphframes``, ``dataframe``).
         spark_rounds: cap on the per-ℓ peeling rounds run in Spark after the first round.
         spark_rounds_min_rows: run those Spark rounds only when the first round leaves at least
@@ -111,7 +111,7 @@ def exact_curve(
     Returns:
         :class:`CurveResult`.
     """
-    check_int_at_least("ell_max", ell_max, 1)
+    check_int_at_least("max_contributions", max_contributions, 1)
     check_int_at_least("spark_rounds", spark_rounds, 0)
     check_int_at_least("spark_rounds_min_rows", spark_rounds_min_rows, 0)
     check_int_at_least("components_min_rows", components_min_rows, 0)
@@ -122,7 +122,7 @@ def exact_curve(
 
     with CacheScope() as cache:
         with timer.stage("dc first round"):
-            fr = first_round(pairs, ell_max, cache)
+            fr = first_round(pairs, max_contributions, cache)
             rows = cache.persist(fr.rows)
             covered = fr.covered()
             stats["first_round_rows"] = rows.count()
@@ -141,7 +141,7 @@ def exact_curve(
             total = pieces[0]
             for p in pieces[1:]:
                 total = total.unionByName(p)
-            curve = covered + per_ell_sums(total, ell_max)["value"]
+            curve = covered + per_ell_sums(total, max_contributions)["value"]
     log_private(log, "dc curve sizes: %s", stats)
     return CurveResult(curve=curve, stats=stats)
 

@@ -52,7 +52,7 @@ def person_order_key(user_col: str = USER_ID) -> Column:
 
 
 def greedy_curve_arrays(
-    indptr: NDArray[np.integer], items: NDArray[np.integer], ell_max: int
+    indptr: NDArray[np.integer], items: NDArray[np.integer], max_contributions: int
 ) -> NDArray[np.int64]:
     """ĝ[1..ℓ_max] for persons given in their fixed order as CSR lists.
 
@@ -71,8 +71,8 @@ def greedy_curve_arrays(
     covered = bytearray(n_items)
     size = 0
     active = [i for i in range(len(ptr)) if ptr[i] < end[i]]
-    out = np.zeros(ell_max, dtype=np.int64)
-    for round_ in range(ell_max):
+    out = np.zeros(max_contributions, dtype=np.int64)
+    for round_ in range(max_contributions):
         still: list[int] = []
         keep = still.append
         for i in active:
@@ -94,7 +94,7 @@ def greedy_curve_arrays(
     return out
 
 
-def greedy_curve(pairs: DataFrame, ell_max: int) -> NDArray[np.int64]:
+def greedy_curve(pairs: DataFrame, max_contributions: int) -> NDArray[np.int64]:
     """ĝ[1..ℓ_max] of a (user_id, item) DataFrame (Spark, one task).
 
     Builds each person's sorted set of items (``array_sort(collect_set)`` on the item string:
@@ -106,7 +106,7 @@ def greedy_curve(pairs: DataFrame, ell_max: int) -> NDArray[np.int64]:
 
     Args:
         pairs: (user_id, item) pairs (strings); repeated pairs are dropped here.
-        ell_max: ℓ_max, public and data-independent.
+        max_contributions: ℓ_max, public and data-independent.
 
     Returns:
         int64 array of length ℓ_max. Private: never log it.
@@ -130,11 +130,11 @@ def greedy_curve(pairs: DataFrame, ell_max: int) -> NDArray[np.int64]:
             np.concatenate([np.asarray(v, dtype=object) for v in col]) if len(col) else []
         )
         codes, _ = pd.factorize(pd.Series(flat, dtype=object))
-        curve = greedy_curve_arrays(indptr, codes, ell_max)
-        yield pd.DataFrame({"ell": np.arange(1, ell_max + 1), "value": curve})
+        curve = greedy_curve_arrays(indptr, codes, max_contributions)
+        yield pd.DataFrame({"ell": np.arange(1, max_contributions + 1), "value": curve})
 
     rows = ordered.mapInPandas(run, "ell int, value long").collect()
-    out = np.zeros(ell_max, dtype=np.int64)
+    out = np.zeros(max_contributions, dtype=np.int64)
     for r in rows:
         out[r["ell"] - 1] = r["value"]
     return out

@@ -272,7 +272,7 @@ def _rank_within(groups: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def exact_curve_local(person: np.ndarray, item: np.ndarray, ell_max: int) -> np.ndarray:
+def exact_curve_local(person: np.ndarray, item: np.ndarray, max_contributions: int) -> np.ndarray:
     """DC(D; ℓ) for ℓ = 1..ℓ_max of a whole in-memory instance (distinct edges, dense ids).
 
     Returns:
@@ -287,8 +287,8 @@ def exact_curve_local(person: np.ndarray, item: np.ndarray, ell_max: int) -> np.
         person,
         item,
         ones,
-        ones * ell_max,
+        ones * max_contributions,
         np.zeros(m, dtype=np.int64),
-        range(1, ell_max + 1),
+        range(1, max_contributions + 1),
         saturation=n_items_total,
     )

@@ -69,19 +69,19 @@ class FirstRound:
 
     events: DataFrame
     rows: DataFrame
-    ell_max: int
+    max_contributions: int
 
     def covered(self) -> NDArray[np.int64]:
         """Items covered by the first round at ℓ = 1..ℓ_max (int64 array; private).
 
         covered(ℓ) = Σ_{k ≤ ℓ} (jump(k) + Σ_{j ≤ k} slope(j)): two running sums of ℓ_max values.
         """
-        sums = per_ell_sums(self.events, self.ell_max, ("slope", "jump"))
+        sums = per_ell_sums(self.events, self.max_contributions, ("slope", "jump"))
         return np.cumsum(np.cumsum(sums["slope"]) + sums["jump"])
 
 
 def per_ell_sums(
-    events: DataFrame, ell_max: int, columns: Sequence[str] = ("value",)
+    events: DataFrame, max_contributions: int, columns: Sequence[str] = ("value",)
 ) -> dict[str, NDArray[np.int64]]:
     """Sum ``columns`` of an (ell, ...) DataFrame per ℓ = 1..ℓ_max; ℓ outside is ignored.
 
@@ -91,33 +91,33 @@ def per_ell_sums(
     from pyspark.sql import functions as F
 
     rows = (
-        events.where(F.col(ELL).between(1, ell_max))
+        events.where(F.col(ELL).between(1, max_contributions))
         .groupBy(ELL)
         .agg(*[F.sum(c).alias(c) for c in columns])
         .collect()
     )
-    out = {c: np.zeros(ell_max, dtype=np.int64) for c in columns}
+    out = {c: np.zeros(max_contributions, dtype=np.int64) for c in columns}
     for r in rows:
         for c in columns:
             out[c][int(r[ELL]) - 1] = int(r[c] or 0)
     return out
 
 
-def count_as_ell(value: Column, ell_max: int) -> Column:
+def count_as_ell(value: Column, max_contributions: int) -> Column:
     """A count (a degree, a number of private items) as an ``int`` ℓ, capped at ℓ_max + 1 first:
     a count past 2^31 neither wraps nor fails the cast (Spark 4's ANSI mode: an error that
     would depend on the data), and an ℓ past ℓ_max stays past it (ignored as before)."""
     from pyspark.sql import functions as F
 
-    return F.least(value, F.lit(ell_max + 1)).cast("int")
+    return F.least(value, F.lit(max_contributions + 1)).cast("int")
 
 
-def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound:
+def first_round(pairs: DataFrame, max_contributions: int, cache: CacheScope) -> FirstRound:
     """Apply R1 and R2 once, for every ℓ = 1..ℓ_max simultaneously (see the module docstring).
 
     Args:
         pairs: distinct (user_id, item) pairs.
-        ell_max: ℓ_max.
+        max_contributions: ℓ_max.
         cache: where the per-edge statistics both outputs read are kept.
 
     Returns:
@@ -157,7 +157,7 @@ def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound
         return F.when(
             when,
             F.struct(
-                count_as_ell(ell, ell_max).alias(ELL),
+                count_as_ell(ell, max_contributions).alias(ELL),
                 F.lit(slope).cast("long").alias("slope"),
                 jump.cast("long").alias("jump"),
             ),
@@ -182,13 +182,14 @@ def first_round(pairs: DataFrame, ell_max: int, cache: CacheScope) -> FirstRound
         .select(
             USER_ID,
             ITEM,
-            count_as_ell(F.col("private") + 1, ell_max).alias(LO),
-            F.least(F.least("deg", "min_deg") - 1, F.lit(ell_max)).cast("int").alias(HI),
-            count_as_ell(F.col("private"), ell_max).alias(OFFSET),  # kept: private < ℓ_max
+            count_as_ell(F.col("private") + 1, max_contributions).alias(LO),
+            F.least(F.least("deg", "min_deg") - 1, F.lit(max_contributions)).cast("int").alias(HI),
+            # kept: private < ℓ_max
+            count_as_ell(F.col("private"), max_contributions).alias(OFFSET),
         )
         .where(F.col(LO) <= F.col(HI))
     )  # -> (user_id, item, lo, hi, offset)
-    return FirstRound(events=events, rows=rows, ell_max=ell_max)
+    return FirstRound(events=events, rows=rows, max_contributions=max_contributions)
 
 
 def explode_rows(rows: DataFrame) -> DataFrame:

@@ -58,7 +58,7 @@ class DistinctCountPlan:
         method: the curve method (``exact`` or ``greedy``; see the registry).
         epsilon: the total ε of the release.
         beta: failure probability of the lower bound.
-        ell_max: ℓ_max; the curve holds c(D; ℓ) for ℓ = 1..ℓ_max.
+        max_contributions: ℓ_max; the curve holds c(D; ℓ) for ℓ = 1..ℓ_max.
         select: the GEM choice of ℓ̂ (ε_select).
         count: the noisy release of c(D; ℓ̂) (ε_count).
     """
@@ -66,7 +66,7 @@ class DistinctCountPlan:
     method: str
     epsilon: float
     beta: float
-    ell_max: int
+    max_contributions: int
     select: GemSelection
     count: CountCalibration
 
@@ -116,7 +116,7 @@ def require_epsilon(epsilon: float | None) -> float:
 def plan_release(
     epsilon: float,
     beta: float,
-    ell_max: int,
+    max_contributions: int,
     *,
     method: str = "exact",
     noise: str = "discrete-laplace",
@@ -127,7 +127,7 @@ def plan_release(
     Args:
         epsilon: total budget ε > 0.
         beta: failure probability of the lower bound, in (0, ½).
-        ell_max: ℓ_max ≥ 1, public and chosen without looking at the data.
+        max_contributions: ℓ_max ≥ 1, public and chosen without looking at the data.
         method: the curve method, recorded in the plan and the release.
         noise: the count's noise (:data:`NOISES`): ``discrete-laplace`` (exact, the default) or
             ``laplace`` (the paper's continuous noise, not hardened).
@@ -137,7 +137,7 @@ def plan_release(
     """
     epsilon = Budget(epsilon).epsilon  # pure ε-DP: the budget has δ = 0
     beta = check_probability("beta", beta, low=0.0, high=0.5)
-    check_int_at_least("ell_max", ell_max, 1)
+    check_int_at_least("max_contributions", max_contributions, 1)
     count = NOISES[check_choice("noise", noise, NOISES)]
     epsilon_select = epsilon * SELECT_FRACTION
     epsilon_count = epsilon - epsilon_select
@@ -145,15 +145,16 @@ def plan_release(
         method=method,
         epsilon=epsilon,
         beta=beta,
-        ell_max=ell_max,
-        select=GemSelection(epsilon_select, beta, ell_max),
+        max_contributions=max_contributions,
+        select=GemSelection(epsilon_select, beta, max_contributions),
         count=count(epsilon_count, beta),
     )
     try:  # the largest shift the scores use, ℓ = ℓ_max: finite, or refused before any data
-        plan.count.shift(ell_max)
+        plan.count.shift(max_contributions)
     except (OverflowError, ZeroDivisionError):
         raise ParameterError(
-            f"epsilon {epsilon!r} is too small for ℓ_max = {ell_max}: the lower bound's shift "
-            f"(noise scale ℓ/ε_count) overflows; choose a larger ε (typical values 0.1 to 10)"
+            f"epsilon {epsilon!r} is too small for ℓ_max = {max_contributions}: the lower "
+            f"bound's shift (noise scale ℓ/ε_count) overflows; choose a larger ε (typical "
+            f"values 0.1 to 10)"
         ) from None
     return plan

@@ -55,9 +55,11 @@ log = get_logger(__name__)
 
 
 class CurveFunction(Protocol):
-    """``curve(pairs, ell_max, **options)``: c(D; ℓ) for ℓ = 1..ℓ_max (int64, private)."""
+    """``curve(pairs, max_contributions, **options)``: c(D; ℓ) for ℓ = 1..ℓ_max (int64, private)."""
 
-    def __call__(self, pairs: DataFrame, ell_max: int, **options: Any) -> NDArray[np.int64]: ...
+    def __call__(
+        self, pairs: DataFrame, max_contributions: int, **options: Any
+    ) -> NDArray[np.int64]: ...
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ class CurveMethod:
             log_private(log, "distinct count input: %d rows", pairs.count())
         with labels(pairs.sparkSession, family="distinct_count", algorithm=self.name):
             with timer.stage(f"{self.name} curve"):
-                curve = self.curve(pairs, plan.ell_max, timer=timer, **options)
+                curve = self.curve(pairs, plan.max_contributions, timer=timer, **options)
             with timer.stage("release"):
                 release = release_curve(curve, plan, randomness)
         return DistinctCountResult(
@@ -152,15 +154,15 @@ class CurveMethod:
         return Algorithm(self.name, self.summary, self.plan, self)
 
 
-def _exact(pairs: DataFrame, ell_max: int, **options: Any) -> NDArray[np.int64]:
+def _exact(pairs: DataFrame, max_contributions: int, **options: Any) -> NDArray[np.int64]:
     """Exact DC(D; ℓ) by max-flow (:func:`~spark_dp.distinct_count.dc_curve.exact_curve`)."""
-    return exact_curve(pairs, ell_max, **options).curve
+    return exact_curve(pairs, max_contributions, **options).curve
 
 
-def _greedy(pairs: DataFrame, ell_max: int, **options: Any) -> NDArray[np.int64]:
+def _greedy(pairs: DataFrame, max_contributions: int, **options: Any) -> NDArray[np.int64]:
     """The greedy curve (:func:`~spark_dp.distinct_count.greedy_curve.greedy_curve`); the
     engineering options of the exact curve do not apply and are ignored."""
-    return greedy_curve(pairs, ell_max)
+    return greedy_curve(pairs, max_contributions)
 
 
 _METHODS = (
@@ -207,14 +209,14 @@ def curve_method(name: str) -> CurveMethod:
 
 
 def contribution_curve(
-    pairs: DataFrame, method: str, ell_max: int, **options: Any
+    pairs: DataFrame, method: str, max_contributions: int, **options: Any
 ) -> NDArray[np.int64]:
     """c(D; ℓ) for ℓ = 1..ℓ_max by the registered ``method`` (private: never log it).
 
     Args:
         pairs: distinct (user_id, item) pairs.
         method: a registered name (``exact`` or ``greedy``).
-        ell_max: ℓ_max, public and data-independent.
+        max_contributions: ℓ_max, public and data-independent.
         **options: engineering options of :func:`exact_curve` (ignored by greedy).
     """
-    return curve_method(method).curve(pairs, ell_max, **options)
+    return curve_method(method).curve(pairs, max_contributions, **options)

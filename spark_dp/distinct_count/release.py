@@ -54,7 +54,7 @@ class DPResult:
         noise_scale: the noise scale ℓ̂/ε_count = 2ℓ̂/ε.
         epsilon, epsilon_select, epsilon_count: total budget and its two shares.
         beta: failure probability of the lower bound (also used in GEM's t).
-        ell_max: ℓ_max; the candidates are 1..ℓ_max.
+        max_contributions: ℓ_max; the candidates are 1..ℓ_max.
         method: ``exact`` (Algorithm 1) or ``greedy`` (Algorithm 2).
     """
 
@@ -68,7 +68,7 @@ class DPResult:
     epsilon_select: float
     epsilon_count: float
     beta: float
-    ell_max: int
+    max_contributions: int
     method: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,7 +117,7 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
     the same curve value the GEM saw (docs/design/counting.md#release).
 
     Args:
-        curve: c(D; ℓ) for ℓ = 1..``plan.ell_max`` (exact DC or the greedy curve).
+        curve: c(D; ℓ) for ℓ = 1..``plan.max_contributions`` (exact DC or the greedy curve).
         plan: the calibration (:func:`~spark_dp.distinct_count.plan.plan_release`).
         randomness: GEM and the count noise use its child streams ``gem`` and ``count noise``.
             An unbound one is bound to the release of (the plan, the keyed digest of the
@@ -128,9 +128,10 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
         :class:`DPResult`.
     """
     c = check_curve(curve)
-    if len(c) != plan.ell_max:
+    if len(c) != plan.max_contributions:
         raise ParameterError(
-            f"the curve must hold one value per ℓ = 1..ell_max={plan.ell_max}, got {len(c)}"
+            f"the curve must hold one value per ℓ = 1..max_contributions="
+            f"{plan.max_contributions}, got {len(c)}"
         )
     if not randomness.bound:
         randomness = bind_release(
@@ -158,7 +159,7 @@ def release_curve(curve: ArrayLike, plan: DistinctCountPlan, randomness: Randomn
         epsilon_select=plan.select.epsilon,
         epsilon_count=plan.count.epsilon,
         beta=plan.beta,
-        ell_max=plan.ell_max,
+        max_contributions=plan.max_contributions,
         method=plan.method,
     )
 
@@ -170,7 +171,7 @@ def plan_parameters(plan: DistinctCountPlan) -> dict[str, Any]:
         "method": plan.method,
         "epsilon": plan.epsilon,
         "beta": plan.beta,
-        "ell_max": plan.ell_max,
+        "max_contributions": plan.max_contributions,
         "steps": [s.to_report() for s in plan.steps],
     }
 

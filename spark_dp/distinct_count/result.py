@@ -75,7 +75,7 @@ class DistinctCountResult:
             "lower_bound_clamped": r.lower_bound_clamped,
             "epsilon": r.epsilon,
             "beta": r.beta,
-            "max_contributions": r.ell_max,
+            "max_contributions": r.max_contributions,
             "method": r.method,
         }
 

@@ -90,7 +90,7 @@ class RoundCalibration(Calibration, Protocol):
         ...
 
     @property
-    def max_items(self) -> int:
+    def max_contributions(self) -> int:
         """The per-user bound Δ0 (k of count thresholding) the threshold is calibrated for."""
         ...
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from spark_dp.contribution_bounding.api import plan_bounding
 from spark_dp.contribution_bounding.columns import RECORD_ID, USER_ID, WEIGHT
 from spark_dp.contribution_bounding.params import ContributionBoundingParams
-from spark_dp.contribution_bounding.plan import BoundingPlan, check_capacity_given
+from spark_dp.contribution_bounding.plan import BoundingPlan, check_max_contributions_given
 from spark_dp.contribution_bounding.registry import REGISTRY
 from spark_dp.errors import InputContractError
 from spark_dp.io.fs import FileSystem
@@ -155,7 +155,7 @@ def _execute(ctx: JobContext) -> str:
 def _plan(p: ContributionBoundingParams) -> BoundingPlan:
     """The algorithm's plan; a bound is required unless the algorithm measures it (dp-mf)."""
     plan = plan_bounding(p)
-    check_capacity_given(plan, table=p.capacities is not None)
+    check_max_contributions_given(plan, table=p.capacities is not None)
     return plan
 
 

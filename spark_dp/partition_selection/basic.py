@@ -32,7 +32,7 @@ __all__ = ["plan", "plan_laplace", "run", "run_laplace"]
 def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic: σ for (ε, δ/2) with Δ2 = 1, ρ for δ/2 with h(t) = 1/√t (Thm. 3.3)."""
     calibration = WeightAndThreshold.for_budget(
-        Budget(params.epsilon, params.delta), params.max_items
+        Budget(params.epsilon, params.delta), params.fixed_max_contributions()
     )
     return SelectionPlan(
         "basic",
@@ -70,7 +70,7 @@ def run(
     cache = cache if cache is not None else CacheScope()
     round_ = single_round(
         pairs,
-        max_items=plan.max_items,
+        max_contributions=plan.max_contributions,
         randomness=randomness,
         timer=timer,
         cache=cache,
@@ -83,7 +83,7 @@ def plan_laplace(params: PartitionSelectionParams) -> SelectionPlan:
     """Basic-Laplace: scale 1/ε (Δ1 = 1) and ρ_Lap with the whole δ
     (docs/design/selection.md#basic)."""
     calibration = LaplaceWeightAndThreshold.for_budget(
-        Budget(params.epsilon, params.delta), params.max_items
+        Budget(params.epsilon, params.delta), params.fixed_max_contributions()
     )
     return SelectionPlan(
         "basic-laplace",
@@ -122,7 +122,7 @@ def run_laplace(
 
     round_ = single_round(
         pairs,
-        max_items=plan.max_items,
+        max_contributions=plan.max_contributions,
         randomness=randomness,
         timer=timer,
         cache=cache,

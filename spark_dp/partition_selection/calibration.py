@@ -82,7 +82,7 @@ class Threshold:
 
 
 def gaussian_threshold(
-    sigma: float, delta_threshold: float, max_items: int, h_scale: float = 1.0
+    sigma: float, delta_threshold: float, max_contributions: int, h_scale: float = 1.0
 ) -> Threshold:
     """ρ = max_{t=1..Δ0} [ h_scale/√t + σ·Φ⁻¹((1 − δ_thr)^{1/t}) ].
 
@@ -98,14 +98,14 @@ def gaussian_threshold(
     Args:
         sigma: noise standard deviation σ.
         delta_threshold: the δ share of the threshold (δ/2 of the round).
-        max_items: the degree cap Δ0.
+        max_contributions: the degree cap Δ0.
         h_scale: b_max for biased rounds (MAD2R round 2), 1 otherwise.
     """
     check_positive("sigma", sigma)
     check_delta(delta_threshold, "delta_threshold")
-    check_int_at_least("max_items", max_items, 1)
+    check_int_at_least("max_contributions", max_contributions, 1)
     check_positive("h_scale", h_scale)
-    t = np.arange(1, max_items + 1, dtype=float)
+    t = np.arange(1, max_contributions + 1, dtype=float)
     q = -np.expm1(np.log1p(-delta_threshold) / t)
     # Φ⁻¹(1 − q) = −Φ⁻¹(q): evaluating in the lower tail keeps full precision for tiny q.
     from scipy import special  # loads on first use: a job's `--help` needs no scipy
@@ -115,7 +115,7 @@ def gaussian_threshold(
     return Threshold(rho=float(values[i]), argmax_t=i + 1)
 
 
-def laplace_weighted_threshold(budget: Budget, max_items: int) -> Threshold:
+def laplace_weighted_threshold(budget: Budget, max_contributions: int) -> Threshold:
     """Threshold of the Laplace weight-and-threshold variant (ℓ1 weighting 1/d per item).
 
     ρ_Lap = max_{t=1..Δ0} [ 1/t + (1/ε)·ln(1 / (2·(1 − (1−δ)^{1/t}))) ], noise Laplace(1/ε).
@@ -124,8 +124,8 @@ def laplace_weighted_threshold(budget: Budget, max_items: int) -> Threshold:
     1 − (1−δ)^{1/t} = −expm1(log1p(−δ)/t). Needs δ > 0.
     """
     epsilon, delta = budget.epsilon, check_delta(budget.delta)
-    check_int_at_least("max_items", max_items, 1)
-    t = np.arange(1, max_items + 1, dtype=float)
+    check_int_at_least("max_contributions", max_contributions, 1)
+    t = np.arange(1, max_contributions + 1, dtype=float)
     p = -np.expm1(np.log1p(-delta) / t)
     values = 1.0 / t - np.log(2.0 * p) / epsilon
     i = int(np.argmax(values))
@@ -146,7 +146,7 @@ class WeightAndThreshold:
 
     epsilon: float
     delta: float
-    max_items: int
+    max_contributions: int
     h_scale: float
     sigma: float
     rho: float
@@ -166,16 +166,18 @@ class WeightAndThreshold:
         return self.delta / 2.0
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_items: int, h_scale: float = 1.0) -> WeightAndThreshold:
+    def for_budget(
+        cls, budget: Budget, max_contributions: int, h_scale: float = 1.0
+    ) -> WeightAndThreshold:
         """σ for (ε, δ/2) with Δ2 = 1, and ρ for (σ, δ/2, Δ0, h(t) = h_scale/√t)."""
         check_sampler_delta(budget, "gaussian")
         half = budget.delta / 2.0
         sigma = gaussian_sigma(Budget(budget.epsilon, half), sensitivity=cls.l2_sensitivity)
-        thr = gaussian_threshold(sigma, half, max_items, h_scale)
+        thr = gaussian_threshold(sigma, half, max_contributions, h_scale)
         return cls(
             epsilon=budget.epsilon,
             delta=budget.delta,
-            max_items=int(max_items),
+            max_contributions=int(max_contributions),
             h_scale=float(h_scale),
             sigma=sigma,
             rho=thr.rho,
@@ -214,7 +216,7 @@ class LaplaceWeightAndThreshold:
 
     epsilon: float
     delta: float
-    max_items: int
+    max_contributions: int
     scale: float
     rho: float
     argmax_t: int
@@ -223,14 +225,14 @@ class LaplaceWeightAndThreshold:
     """Δ1 of the weighting 1/d_u."""
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_items: int) -> LaplaceWeightAndThreshold:
+    def for_budget(cls, budget: Budget, max_contributions: int) -> LaplaceWeightAndThreshold:
         """Scale 1/ε and ρ_Lap for (ε, δ, Δ0)."""
         check_sampler_delta(budget, "laplace")
-        thr = laplace_weighted_threshold(budget, max_items)
+        thr = laplace_weighted_threshold(budget, max_contributions)
         return cls(
             budget.epsilon,
             budget.delta,
-            int(max_items),
+            int(max_contributions),
             laplace_scale(budget, cls.l1_sensitivity),
             thr.rho,
             thr.argmax_t,
@@ -241,7 +243,7 @@ class LaplaceWeightAndThreshold:
         return {
             "mechanism": "laplace weight-and-threshold",
             "l1_sensitivity": self.l1_sensitivity,
-            "max_items": self.max_items,
+            "max_contributions": self.max_contributions,
             "scale": self.scale,
             "rho": self.rho,
             "argmax_t": self.argmax_t,
@@ -410,7 +412,7 @@ class MadRound:
     def for_budget(
         cls,
         budget: Budget,
-        max_items: int,
+        max_contributions: int,
         *,
         beta: float,
         d_max: int,
@@ -420,7 +422,7 @@ class MadRound:
         c_ub: float | None = None,
     ) -> MadRound:
         """σ and ρ for (ε, δ) with h(t) = b_max/√t, then τ = ρ + β·σ and α."""
-        gaussian = WeightAndThreshold.for_budget(budget, max_items, h_scale=b_max)
+        gaussian = WeightAndThreshold.for_budget(budget, max_contributions, h_scale=b_max)
         constants = MadConstants.for_round(
             gaussian, beta=beta, max_adaptive_degree=d_max, b_min=b_min, b_max=b_max
         )
@@ -466,9 +468,9 @@ class MadRound:
         return self.gaussian.delta_threshold
 
     @property
-    def max_items(self) -> int:
+    def max_contributions(self) -> int:
         """The cap Δ0 the round's threshold is calibrated for."""
-        return self.gaussian.max_items
+        return self.gaussian.max_contributions
 
     @property
     def argmax_t(self) -> int:
@@ -494,15 +496,15 @@ class MadRound:
 # --------------------------------------------------------------------------- count thresholding
 
 
-def adjusted_delta(delta: float, max_items: int) -> float:
+def adjusted_delta(delta: float, max_contributions: int) -> float:
     """δ_k = 1 − (1 − δ)^{1/k}: the per-item δ such that a user's k items, each kept with
     probability ≤ δ_k independently, are all dropped with probability ≥ 1 − δ.
 
     Stable form −expm1(log1p(−δ)/k).
     """
     check_delta(delta)
-    check_int_at_least("max_items", max_items, 1)
-    return -math.expm1(math.log1p(-delta) / max_items)
+    check_int_at_least("max_contributions", max_contributions, 1)
+    return -math.expm1(math.log1p(-delta) / max_contributions)
 
 
 @dataclass(frozen=True)
@@ -524,7 +526,7 @@ class TruncatedGeometric:
 
     epsilon: float
     delta: float
-    max_items: int
+    max_contributions: int
     adjusted_epsilon: float
     adjusted_delta: float
     crossover_1: int
@@ -555,16 +557,16 @@ class TruncatedGeometric:
         return float(self.keep_probability(weight))
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_items: int) -> TruncatedGeometric:
-        """The strategy for (ε, δ) and k = ``max_items`` items per user."""
+    def for_budget(cls, budget: Budget, max_contributions: int) -> TruncatedGeometric:
+        """The strategy for (ε, δ) and k = ``max_contributions`` items per user."""
         check_sampler_delta(budget, "laplace")
         epsilon, delta = budget.epsilon, budget.delta
-        d = adjusted_delta(delta, max_items)
-        e = epsilon / max_items
+        d = adjusted_delta(delta, max_contributions)
+        e = epsilon / max_contributions
         n1 = 1 + math.floor(math.log1p(math.tanh(e / 2.0) * (1.0 / d - 1.0)) / e)
         p1 = _tg_low(n1, e, d)
         n2 = n1 + math.floor(math.log1p(math.expm1(e) / d * (1.0 - p1)) / e)
-        return cls(float(epsilon), float(delta), int(max_items), e, d, n1, n2)
+        return cls(float(epsilon), float(delta), int(max_contributions), e, d, n1, n2)
 
     def keep_probability(self, counts: ArrayLike) -> np.ndarray:
         """p(n) for user counts ``n`` (array-like of integers ≥ 0)."""
@@ -591,7 +593,7 @@ def _tg_low(n: ArrayLike, adjusted_epsilon: float, adjusted_delta: float) -> np.
     return np.asarray(ratio * adjusted_delta)
 
 
-def laplace_thresholding_threshold(budget: Budget, max_items: int) -> float:
+def laplace_thresholding_threshold(budget: Budget, max_contributions: int) -> float:
     """Threshold T of Laplace count thresholding: keep an item iff n + Laplace(k/ε) ≥ T.
 
     A user changes k counts by 1 each (ℓ1 sensitivity k, so scale b = k/ε, pure ε-DP). The
@@ -600,8 +602,8 @@ def laplace_thresholding_threshold(budget: Budget, max_items: int) -> float:
     T = 1 + b·ln(2(1 − δ')) otherwise. Google's library branches on δ instead of δ'; the two
     agree for every δ ≤ 1/2.
     """
-    b = laplace_scale(budget, sensitivity=float(max_items))
-    d = adjusted_delta(budget.delta, max_items)
+    b = laplace_scale(budget, sensitivity=float(max_contributions))
+    d = adjusted_delta(budget.delta, max_contributions)
     if d <= 0.5:
         return 1.0 - b * math.log(2.0 * d)
     return 1.0 + b * math.log(2.0 * (1.0 - d))
@@ -612,7 +614,7 @@ class _NoisyCount(ABC):
     n + noise ≥ T, the noise of scale ``noise_scale`` from ``distribution``."""
 
     distribution: ClassVar[str]
-    max_items: int
+    max_contributions: int
     threshold: float
 
     @property
@@ -637,7 +639,7 @@ class LaplaceThresholding(_NoisyCount):
 
     epsilon: float
     delta: float
-    max_items: int
+    max_contributions: int
     scale: float
     threshold: float
 
@@ -660,18 +662,18 @@ class LaplaceThresholding(_NoisyCount):
 
     def dp_event(self) -> DpEvent:
         """Laplace(k/ε) on counts of ℓ1 sensitivity k: ``LaplaceDpEvent(1/ε)``."""
-        return laplace_event(self.scale, self.max_items)
+        return laplace_event(self.scale, self.max_contributions)
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_items: int) -> LaplaceThresholding:
+    def for_budget(cls, budget: Budget, max_contributions: int) -> LaplaceThresholding:
         """Scale k/ε and the threshold for (ε, δ, k)."""
         check_sampler_delta(budget, "laplace")
         return cls(
             budget.epsilon,
             budget.delta,
-            int(max_items),
-            laplace_scale(budget, sensitivity=float(max_items)),
-            laplace_thresholding_threshold(budget, max_items),
+            int(max_contributions),
+            laplace_scale(budget, sensitivity=float(max_contributions)),
+            laplace_thresholding_threshold(budget, max_contributions),
         )
 
     def to_report(self) -> dict[str, Any]:
@@ -679,13 +681,15 @@ class LaplaceThresholding(_NoisyCount):
         out = asdict(self)
         out.update(
             mechanism="laplace count thresholding",
-            l1_sensitivity=self.max_items,
+            l1_sensitivity=self.max_contributions,
             sampler_delta_floor=sampler_delta_floor(self.epsilon, "laplace"),
         )
         return out
 
 
-def gaussian_thresholding_threshold(sigma: float, delta_threshold: float, max_items: int) -> float:
+def gaussian_thresholding_threshold(
+    sigma: float, delta_threshold: float, max_contributions: int
+) -> float:
     """Threshold T of Gaussian count thresholding for a given noise σ.
 
     T = 1 + σ·Φ̄⁻¹(δ'), δ' = 1 − (1 − δ_thr)^{1/k}: a novel item has count 1, so each of the
@@ -695,7 +699,7 @@ def gaussian_thresholding_threshold(sigma: float, delta_threshold: float, max_it
     check_positive("sigma", sigma)
     from scipy import special  # loads on first use: a job's `--help` needs no scipy
 
-    d = adjusted_delta(delta_threshold, max_items)
+    d = adjusted_delta(delta_threshold, max_contributions)
     return 1.0 - sigma * float(special.ndtri(d))
 
 
@@ -709,7 +713,7 @@ class GaussianThresholding(_NoisyCount):
 
     epsilon: float
     delta: float
-    max_items: int
+    max_contributions: int
     sigma: float
     threshold: float
     delta_noise: float
@@ -724,21 +728,21 @@ class GaussianThresholding(_NoisyCount):
 
     def dp_event(self) -> DpEvent:
         """N(0, σ²) on counts of ℓ2 sensitivity √k: ``GaussianDpEvent(σ/√k)``."""
-        return gaussian_event(self.sigma, math.sqrt(self.max_items))
+        return gaussian_event(self.sigma, math.sqrt(self.max_contributions))
 
     @classmethod
-    def for_budget(cls, budget: Budget, max_items: int) -> GaussianThresholding:
+    def for_budget(cls, budget: Budget, max_contributions: int) -> GaussianThresholding:
         """σ for (ε, δ/2) with Δ2 = √k, and the threshold for δ/2."""
-        check_int_at_least("max_items", max_items, 1)
+        check_int_at_least("max_contributions", max_contributions, 1)
         check_sampler_delta(budget, "gaussian")
         half = budget.delta / 2.0
         noise = Budget(budget.epsilon, half)
-        sigma = gaussian_sigma(noise, sensitivity=math.sqrt(max_items))
-        threshold = gaussian_thresholding_threshold(sigma, half, max_items)
+        sigma = gaussian_sigma(noise, sensitivity=math.sqrt(max_contributions))
+        threshold = gaussian_thresholding_threshold(sigma, half, max_contributions)
         return cls(
             budget.epsilon,
             budget.delta,
-            int(max_items),
+            int(max_contributions),
             sigma,
             threshold,
             half,
@@ -750,7 +754,7 @@ class GaussianThresholding(_NoisyCount):
         out = asdict(self)
         out.update(
             mechanism="gaussian count thresholding",
-            l2_sensitivity=math.sqrt(self.max_items),
+            l2_sensitivity=math.sqrt(self.max_contributions),
             sampler_delta_floor=sampler_delta_floor(self.epsilon, "gaussian"),
         )
         return out

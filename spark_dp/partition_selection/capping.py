@@ -56,9 +56,10 @@ def ranked_input(
 
 
 def cap_user_items(
-    pairs: DataFrame, max_items: int, randomness: Randomness, *, shuffle: bool = True
+    pairs: DataFrame, max_contributions: int, randomness: Randomness, *, shuffle: bool = True
 ) -> DataFrame:
-    """Deduplicate the pairs and cap every user's set at Δ0 = ``max_items`` items, uniformly.
+    """Deduplicate the pairs and cap every user's set at Δ0 = ``max_contributions`` items,
+    uniformly.
 
     One shuffle and one sort: the pairs are shuffled by user into an explicit number of
     partitions (:func:`~.layout.by_user`, small enough to sort without spilling), then a window
@@ -77,7 +78,7 @@ def cap_user_items(
 
     Args:
         pairs: (user_id, item), without null ids; repeated pairs count once.
-        max_items: the degree cap Δ0 ≥ 1.
+        max_contributions: the degree cap Δ0 ≥ 1.
         randomness: the capping stream (its salt ranks the items; secret in entropy mode).
         shuffle: shuffle the pairs by user first. Pass False for pairs that are already
             partitioned by user (:func:`~.layout.keep` of :func:`~.layout.by_user`, minus a
@@ -90,13 +91,13 @@ def cap_user_items(
     """
     known = _RANKED.get()
     if known is not None and pairs is known.source and randomness == known.randomness:
-        if max_items <= known.bound:
-            return nested_cap(known.ranked, max_items)
-    return ranked_cap(pairs, max_items, randomness, shuffle=shuffle).drop(CAP_RANK)
+        if max_contributions <= known.bound:
+            return nested_cap(known.ranked, max_contributions)
+    return ranked_cap(pairs, max_contributions, randomness, shuffle=shuffle).drop(CAP_RANK)
 
 
 def ranked_cap(
-    pairs: DataFrame, max_items: int, randomness: Randomness, *, shuffle: bool = True
+    pairs: DataFrame, max_contributions: int, randomness: Randomness, *, shuffle: bool = True
 ) -> DataFrame:
     """:func:`cap_user_items` with each kept pair's keyed rank among its user's distinct items.
 
@@ -120,14 +121,14 @@ def ranked_cap(
         F.coalesce(F.lag(ITEM).over(by_rank) == F.col(ITEM), F.lit(False)).alias("_repeat"),
     )
     # -> (user_id, item, _rank, _repeat): _rank numbers the user's distinct items
-    kept = ranked.where(~F.col("_repeat") & (F.col("_rank") <= max_items)).select(
+    kept = ranked.where(~F.col("_repeat") & (F.col("_rank") <= max_contributions)).select(
         USER_ID, ITEM, F.col("_rank").alias(CAP_RANK)
     )
     # -> (user_id, item, cap_rank): min(|S_u|, Δ0) rows per user, still sorted by user
     return with_degree(kept)  # -> (user_id, item, cap_rank, degree)
 
 
-def nested_cap(ranked: DataFrame, max_items: int) -> DataFrame:
+def nested_cap(ranked: DataFrame, max_contributions: int) -> DataFrame:
     """The cap at Δ0 of pairs ranked and capped at a larger bound (:func:`ranked_cap`, same
     stream): the pairs of rank ≤ Δ0, degree min(d, Δ0). A filter: the layout is kept.
 
@@ -136,9 +137,11 @@ def nested_cap(ranked: DataFrame, max_items: int) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    degree = F.least(F.col(DEGREE), F.lit(int(max_items)))
+    degree = F.least(F.col(DEGREE), F.lit(int(max_contributions)))
     # -> (user_id, item, degree)
-    return ranked.where(F.col(CAP_RANK) <= max_items).select(USER_ID, ITEM, degree.alias(DEGREE))
+    return ranked.where(F.col(CAP_RANK) <= max_contributions).select(
+        USER_ID, ITEM, degree.alias(DEGREE)
+    )
 
 
 def with_degree(pairs: DataFrame) -> DataFrame:

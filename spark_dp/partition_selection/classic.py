@@ -91,7 +91,9 @@ def planner(
     name = _NAMES[strategy]
 
     def plan(params: PartitionSelectionParams) -> SelectionPlan:
-        calibration = strategy.for_budget(Budget(params.epsilon, params.delta), params.max_items)
+        calibration = strategy.for_budget(
+            Budget(params.epsilon, params.delta), params.fixed_max_contributions()
+        )
         return SelectionPlan(
             name,
             (Step("round 1", calibration),),
@@ -201,7 +203,7 @@ def _counted_selection(
 
     round_ = single_round(
         pairs,
-        max_items=plan.max_items,
+        max_contributions=plan.max_contributions,
         randomness=randomness,
         timer=timer,
         cache=cache,

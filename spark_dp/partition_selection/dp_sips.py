@@ -43,7 +43,10 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     p = params
     budget = Budget(p.epsilon, p.delta)
     steps = tuple(
-        Step(f"round {r}", WeightAndThreshold.for_budget(budget.scaled(f), p.max_items))
+        Step(
+            f"round {r}",
+            WeightAndThreshold.for_budget(budget.scaled(f), p.fixed_max_contributions()),
+        )
         for r, f in enumerate(p.split, start=1)
     )
     return SelectionPlan(
@@ -79,7 +82,7 @@ def run(
     """
     timer = default_timer(timer)
     cache = cache if cache is not None else CacheScope()
-    max_items = plan.max_items
+    max_contributions = plan.max_contributions
     recap_each_round = bool(plan.options["recap_each_round"])
     rounds: list[RoundResult] = []
     found: DataFrame | None = None
@@ -99,7 +102,7 @@ def run(
             reuse = r == 1 and not recap_each_round and len(plan.steps) > 1
             capped = capped_input(
                 remaining,
-                max_items,
+                max_contributions,
                 randomness.child("capping", r),
                 timer,
                 cache,

@@ -129,7 +129,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
     """Single-round unbiased MAD: Basic's σ and ρ (Corollary B.2), τ = ρ + β·σ and α."""
     round_ = MadRound.for_budget(
         Budget(params.epsilon, params.delta),
-        params.max_items,
+        params.fixed_max_contributions(),
         beta=params.beta,
         d_max=params.max_adaptive_degree,
     )
@@ -166,7 +166,7 @@ def run(
     cache = cache if cache is not None else CacheScope()
     round_ = single_round(
         pairs,
-        max_items=plan.max_items,
+        max_contributions=plan.max_contributions,
         randomness=randomness,
         timer=timer,
         cache=cache,

@@ -133,7 +133,7 @@ def plan(params: PartitionSelectionParams) -> SelectionPlan:
             f"{list(p.split)}; e.g. --split 0.1,0.9"
         )
     f1, f2 = p.split
-    cap, beta, d_max = p.max_items, p.beta, p.max_adaptive_degree
+    cap, beta, d_max = p.fixed_max_contributions(), p.beta, p.max_adaptive_degree
     budget = Budget(p.epsilon, p.delta)
     round1 = MadRound.for_budget(budget.scaled(f1), cap, beta=beta, d_max=d_max)
     round2 = MadRound.for_budget(
@@ -182,7 +182,9 @@ def run(
     cal1, cal2 = plan.calibration(0, MadRound), plan.calibration(1, MadRound)
     if cal2.c_lb is None or cal2.c_ub is None:
         raise TypeError("MAD2R's round 2 needs its bias rule (c_lb, c_ub); build it with plan()")
-    capped = capped_input(pairs, plan.max_items, randomness.child("capping", 1), timer, cache)
+    capped = capped_input(
+        pairs, plan.max_contributions, randomness.child("capping", 1), timer, cache
+    )
 
     with timer.stage("round 1") as info:
         w1 = max_adaptive_degree(unbiased_user_weights(capped), cal1.constants, cache)

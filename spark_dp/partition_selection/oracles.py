@@ -109,7 +109,7 @@ def policy_gaussian_weights(
     n_items: int,
     *,
     gamma: float,
-    max_items: int,
+    max_contributions: int,
     rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray]:
     """PolicyGaussian's sequential weights (see the module docstring).
@@ -118,7 +118,7 @@ def policy_gaussian_weights(
         user_items: per user, integer item codes in [0, n_items) (duplicates ignored).
         n_items: number of distinct items.
         gamma: the fill level Γ.
-        max_items: Δ0.
+        max_contributions: Δ0.
         rng: non-privacy randomness for the user order and the subsample.
 
     Returns:
@@ -129,8 +129,8 @@ def policy_gaussian_weights(
     present = np.zeros(n_items, dtype=bool)
     for u in rng.permutation(len(user_items)):
         items = np.unique(user_items[u])
-        if len(items) > max_items:
-            items = rng.choice(items, size=max_items, replace=False)
+        if len(items) > max_contributions:
+            items = rng.choice(items, size=max_contributions, replace=False)
         present[items] = True
         gaps = gamma - w[items]
         open_ = gaps > 0
@@ -147,7 +147,7 @@ def policy_gaussian(
     *,
     epsilon: float,
     delta: float,
-    max_items: int,
+    max_contributions: int,
     beta: float = 4.0,
     randomness: Randomness,
 ) -> OracleResult:
@@ -157,19 +157,19 @@ def policy_gaussian(
         pairs: pandas (user_id, item).
         epsilon: ε.
         delta: δ.
-        max_items: Δ0.
+        max_contributions: Δ0.
         beta: Γ = ρ + β·σ (the paper uses 4).
         randomness: order, capping and noise streams.
     """
     check_nonnegative("beta", beta)
-    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_items)
+    cal = WeightAndThreshold.for_budget(Budget(epsilon, delta), max_contributions)
     gamma = cal.rho + beta * cal.sigma
     lists, names = _user_lists(pairs)
     w, present = policy_gaussian_weights(
         lists,
         len(names),
         gamma=gamma,
-        max_items=max_items,
+        max_contributions=max_contributions,
         rng=randomness.child("order").numpy_generator(),
     )
     keep = noisy_threshold_mask(

@@ -134,9 +134,8 @@ class PartitionSelectionParams:
         """Whether Δ0 is chosen privately from the data (``max_contributions='auto'``)."""
         return self.max_contributions == AUTO
 
-    @property
-    def max_items(self) -> int:
-        """Δ0 as the algorithms' plans read it (``max_items``, docs/design/naming.md).
+    def fixed_max_contributions(self) -> int:
+        """Δ0 as an integer, as the algorithms' plans read it (docs/design/naming.md).
 
         Raises:
             ParameterError: Δ0 is ``auto``: :func:`~.select.plan_selection` plans each

@@ -81,14 +81,14 @@ class Model:
 
     points: tuple[tuple[int, float, float, float], ...]
 
-    def at(self, max_items: int) -> tuple[float, float, float]:
-        """(factor, low, high) at Δ0 = ``max_items``."""
+    def at(self, max_contributions: int) -> tuple[float, float, float]:
+        """(factor, low, high) at Δ0 = ``max_contributions``."""
         pts = self.points
-        if max_items <= pts[0][0]:
+        if max_contributions <= pts[0][0]:
             return pts[0][1:]
         for (c0, *a), (c1, *b) in pairwise(pts):
-            if max_items <= c1:
-                t = math.log(max_items / c0) / math.log(c1 / c0)
+            if max_contributions <= c1:
+                t = math.log(max_contributions / c0) / math.log(c1 / c0)
                 return tuple(x + t * (y - x) for x, y in zip(a, b, strict=True))  # type: ignore[return-value]
         return pts[-1][1:]
 
@@ -131,14 +131,14 @@ class PreviewStatistic(PureDp):
     basic: WeightAndThreshold
 
     @property
-    def max_items(self) -> int:
+    def max_contributions(self) -> int:
         """The candidate Δ0."""
-        return self.basic.max_items
+        return self.basic.max_contributions
 
     @property
     def sensitivity(self) -> float:
         """Δ(c) of s(c), in items (docs/design/tuning.md#sensitivity)."""
-        return score_sensitivity(self.max_items, self.basic.sigma)
+        return score_sensitivity(self.max_contributions, self.basic.sigma)
 
     @property
     def sensitivity_units(self) -> int:
@@ -166,7 +166,7 @@ class PreviewStatistic(PureDp):
             "mechanism": "discrete Laplace (exact sampler)",
             "statistic": "Basic's expected released items at Δ0 = c: Σ_i Φ((w_i(c) − ρ(c))/σ) "
             "− Φ(−ρ(c)/σ), in units of 1/64 item",
-            "max_items": self.max_items,
+            "max_contributions": self.max_contributions,
             "score_sigma": self.basic.sigma,
             "score_rho": self.basic.rho,
             "sensitivity": self.sensitivity,
@@ -196,13 +196,14 @@ class PreviewPlan(StepTotals):
     @property
     def candidates(self) -> tuple[int, ...]:
         """The grid of Δ0."""
-        return tuple(s.max_items for s in self.statistics)
+        return tuple(s.max_contributions for s in self.statistics)
 
     @property
     def steps(self) -> tuple[Step[PreviewStatistic], ...]:
         """One pure ε_c-DP statistic per candidate."""
         return tuple(
-            Step(f"Basic's expected items at Δ0 = {s.max_items}", s) for s in self.statistics
+            Step(f"Basic's expected items at Δ0 = {s.max_contributions}", s)
+            for s in self.statistics
         )
 
     def to_report(self) -> list[dict[str, Any]]:
@@ -252,11 +253,11 @@ def predict(plan: PreviewPlan, estimates: tuple[float, ...]) -> list[Prediction]
             point = max(0.0, s)
             spread = stat.noise_bound() + 2.0 * math.sqrt(max(point, 1.0))
             low, high = max(0.0, point - spread), point + spread
-            factor, low_factor, high_factor = model.at(stat.max_items)
+            factor, low_factor, high_factor = model.at(stat.max_contributions)
             out.append(
                 Prediction(
                     algorithm,
-                    stat.max_items,
+                    stat.max_contributions,
                     factor * point,
                     low_factor * low,
                     high_factor * high,

@@ -37,7 +37,7 @@ class SelectionPlan(StepTotals):
         algorithm: registry name (``mad2r``, ...).
         steps: one step per round, in order; each step's calibration states its sensitivity,
             its constants, its (ε, δ) and the per-user cap Δ0 it is calibrated for (the one
-            stored copy of Δ0: :attr:`max_items` reads it).
+            stored copy of Δ0: :attr:`max_contributions` reads it).
         weighting: one sentence naming the weighting.
         reference: the paper sections and design note the algorithm follows.
         options: public algorithm options that shape the run (split, recap_each_round, ...).
@@ -50,15 +50,15 @@ class SelectionPlan(StepTotals):
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        caps = {s.calibration.max_items for s in self.steps}
+        caps = {s.calibration.max_contributions for s in self.steps}
         if len(caps) != 1:
             raise ValueError(f"{self.algorithm}: every round must be calibrated for one cap Δ0")
 
     @property
-    def max_items(self) -> int:
+    def max_contributions(self) -> int:
         """Δ0, the per-user cap the run applies (k of the classic strategies): the one every
         round's calibration is built for."""
-        return self.steps[0].calibration.max_items
+        return self.steps[0].calibration.max_contributions
 
     def calibration(self, index: int, kind: type[C]) -> C:
         """The calibration of round ``index`` (0-based), checked to be a ``kind``."""
@@ -165,9 +165,9 @@ class Selection(HoldsCache):
         return sum(r.output_items for r in self.rounds)
 
     @property
-    def max_items(self) -> int:
+    def max_contributions(self) -> int:
         """The Δ0 the run capped at (the chosen one with ``auto``; released either way)."""
-        return self.plan.max_items
+        return self.plan.max_contributions
 
     @property
     def epsilon(self) -> float:
@@ -210,10 +210,11 @@ class Selection(HoldsCache):
         report.algorithm = self.algorithm
         report.mechanism = self.mechanism
         if self.tuning is not None:
-            report.spend_step(self.tuning.step, chosen_max_contributions=self.max_items)
-            report.parameters["max_contributions_chosen"] = self.max_items
+            report.spend_step(self.tuning.step, chosen_max_contributions=self.max_contributions)
+            report.parameters["max_contributions_chosen"] = self.max_contributions
+            candidates = list(self.tuning.choice.candidates)
             report.mechanism["max_contributions"] = (
-                f"chosen privately: {self.max_items} among {list(self.tuning.choice.candidates)}"
+                f"chosen privately: {self.max_contributions} among {candidates}"
                 " (docs/design/tuning.md)"
             )
         for r in self.rounds:

@@ -51,7 +51,7 @@ def default_timer(timer: StageTimer | None) -> StageTimer:
 
 def capped_input(
     pairs: DataFrame,
-    max_items: int,
+    max_contributions: int,
     randomness: Randomness,
     timer: StageTimer,
     cache: CacheScope,
@@ -64,7 +64,7 @@ def capped_input(
 
     Args:
         pairs: (user_id, item); a repeated pair counts once (the cap drops it).
-        max_items: Δ0.
+        max_contributions: Δ0.
         randomness: the capping stream.
         timer: stage logger.
         cache: where the capped pairs are kept when ``reuse``.
@@ -77,12 +77,12 @@ def capped_input(
     Returns:
         (user_id, item, degree).
     """
-    capped = cap_user_items(pairs, max_items, randomness, shuffle=shuffle)
+    capped = cap_user_items(pairs, max_contributions, randomness, shuffle=shuffle)
     if unsafe_debug_enabled():  # an extra Spark action, for debugging only
         log_private(timer.logger, "%s: %d pairs kept after the cap", stage, capped.count())
     if not reuse:
         return capped
-    with timer.stage(stage, max_items=max_items):
+    with timer.stage(stage, max_contributions=max_contributions):
         return keep(capped, cache)
 
 
@@ -125,7 +125,7 @@ def gaussian_round(
 def single_round(
     pairs: DataFrame,
     *,
-    max_items: int,
+    max_contributions: int,
     randomness: Randomness,
     timer: StageTimer | None,
     cache: CacheScope,
@@ -136,7 +136,7 @@ def single_round(
 
     Args:
         pairs: (user_id, item); a repeated pair counts once (the cap drops it).
-        max_items: Δ0 (k of the classic strategies).
+        max_contributions: Δ0 (k of the classic strategies).
         randomness: the job's randomness; capping uses child("capping", 1).
         timer: stage logger.
         cache: where the run keeps what it reuses.
@@ -146,7 +146,7 @@ def single_round(
     """
     timer = default_timer(timer)
     capped = capped_input(
-        pairs, max_items, randomness.child("capping", 1), timer, cache, reuse=reuse
+        pairs, max_contributions, randomness.child("capping", 1), timer, cache, reuse=reuse
     )
     with timer.stage("round 1") as info:
         round_ = run(capped, randomness.child("noise", 1))

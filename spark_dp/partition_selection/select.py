@@ -17,7 +17,7 @@ from spark_dp.dp.registry import Algorithm
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.auto.plan import AutoPlan, plan_auto
-from spark_dp.partition_selection.auto.scores import choose_max_items
+from spark_dp.partition_selection.auto.scores import choose_max_contributions
 from spark_dp.partition_selection.capping import ranked_input
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.layout import SPARK_SQL_DEFAULTS
@@ -84,7 +84,7 @@ def select_partitions(
         plan: the data-free plan (:func:`plan_selection`; the job computes it once, before
             the budget reservation), or the parameters, planned here once before any data is
             touched. An :class:`~.auto.plan.AutoPlan` first chooses Δ0 privately
-            (:func:`~.auto.plan.scores.choose_max_items`), then runs the algorithm's plan at ĉ.
+            (:func:`~.auto.scores.choose_max_contributions`), then runs the algorithm's plan at ĉ.
         randomness: ``Randomness.create()`` (OS entropy) in production, or
             ``Randomness.from_key_file(path)``; seeded for tests. An unbound one is bound here
             to the release of (algorithm, the plan, the content digest of ``pairs``, key): see
@@ -223,11 +223,13 @@ def _run_auto(
 ) -> Selection:
     """Choose ĉ privately, then run the algorithm's plan at ĉ on the same ranked pairs."""
     timer = timer or StageTimer(get_logger("spark_dp.partition_selection"))
-    tuning, ranked = choose_max_items(pairs, plan.choice, randomness, timer=timer, cache=cache)
+    tuning, ranked = choose_max_contributions(
+        pairs, plan.choice, randomness, timer=timer, cache=cache
+    )
     capping = randomness.child("capping", 1)
     with ranked_input(pairs, ranked, max(plan.candidates), capping):
         selection: Selection = algorithm.run(
-            pairs, plan.plan_for(tuning.max_items), randomness, timer=timer, cache=cache
+            pairs, plan.plan_for(tuning.max_contributions), randomness, timer=timer, cache=cache
         )
     cache.drop(ranked)  # the selected items are computed and cached (counted) by now
     selection.tuning = replace(tuning, composition=plan.composition)
@@ -275,7 +277,10 @@ def calibration_rows(plan: SelectionPlan | AutoPlan) -> list[dict[str, Any]]:
             }
         ]
         for candidate in plan.plans:
-            rows += [{**r, "max_items": candidate.max_items} for r in calibration_rows(candidate)]
+            rows += [
+                {**r, "max_contributions": candidate.max_contributions}
+                for r in calibration_rows(candidate)
+            ]
         return rows
     keys: tuple[str, ...] = ("epsilon", "delta", "sigma", "scale", "rho", "threshold", "tau")
     keys += ("alpha", "crossover_1", "crossover_2")

@@ -37,7 +37,7 @@ def old_novel_items(cap: int, argmax_t: int | None) -> int:
 def expected_rate(target, t: int) -> float:
     """P[one of t novel items is released] under the calibration's release model (after
     the cap), each item released by some round independently."""
-    t = min(t, target.plan.max_items)
+    t = min(t, target.plan.max_contributions)
     if target.name in COUNTS:
         weight = 1.0
     else:
@@ -53,7 +53,7 @@ def test_the_novel_probes_are_at_least_as_strong_as_the_old_canary(name):
     old = build_target(name, Settings(overrides=OLD_FAST.get(name, {})))
     steps = old.plan.steps
     known = [t for t in (s.calibration.argmax_t for s in steps) if t]
-    old_t = old_novel_items(old.plan.max_items, max(known) if known else None)
+    old_t = old_novel_items(old.plan.max_contributions, max(known) if known else None)
     old_rate = expected_rate(old, old_t) / old.claim.delta_for("novel")
     new = build_target(name)
     novel = [p for p in new.probes(2000, 1e-3) if p.name.startswith("novel")]

@@ -67,7 +67,7 @@ def probe_rates(name: str, probe, target, plan) -> list[tuple[float, float, str]
     uncapped = name.endswith("no-cap")  # the run lifts the cap the plan states
     out = []
     if probe.name.startswith("novel"):
-        t = len(probe.canary) if uncapped else min(len(probe.canary), plan.max_items)
+        t = len(probe.canary) if uncapped else min(len(probe.canary), plan.max_contributions)
         weight = h(t) * DOUBLED.get(name, 1.0)
         rate = 1.0 - (1.0 - release(target, plan, weight)) ** t
         out.append((rate, 0.0, "novel"))
@@ -118,7 +118,7 @@ def test_a_real_mechanism_fails_with_probability_at_most_alpha(name):
     for probe in probes:
         if not probe.name.startswith("novel"):
             continue
-        t = min(len(probe.canary), target.plan.max_items)
+        t = min(len(probe.canary), target.plan.max_contributions)
         rate = 1.0 - (1.0 - release(target, target.plan, 1.0 / math.sqrt(t))) ** t
         power = hockey_stick_power(rate, 0.0, 1.0, target.claim.delta_for("novel"), probe.runs,
                                    probe.runs, alpha)  # fmt: skip
@@ -130,7 +130,7 @@ def local_choice_totals(sets: dict, choice) -> list[int]:
     users hold one item, or the canary's targets, all alike)."""
     out = []
     for score in choice.scores:
-        c = score.max_items
+        c = score.max_contributions
         weights: dict = {}
         for items in sets.values():
             share = int(fixed_point_weight(min(len(items), c)))
@@ -147,12 +147,12 @@ def choice_power(name: str) -> float:
     target = build_broken(name) if name in BROKEN else build_target(name)
     choice = target.choice
     low, top = choice.scores[0], choice.scores[-1]
-    top_index = choice.candidates.index(top.max_items)
+    top_index = choice.candidates.index(top.max_contributions)
     rates = []
-    for sets in choice_datasets(low.sigma, low.rho, top.rho, top.max_items):
+    for sets in choice_datasets(low.sigma, low.rho, top.rho, top.max_contributions):
         totals = local_choice_totals(sets, choice)
         if name in BROKEN:
-            rates.append(float(target.choose(choice, totals, None) == top.max_items))
+            rates.append(float(target.choose(choice, totals, None) == top.max_contributions))
         else:
             rates.append(float(choice.probabilities(totals)[top_index]))
     q, p = rates  # P_D[E], P_D'[E]

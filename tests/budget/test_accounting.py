@@ -57,12 +57,12 @@ def lap(epsilon: float) -> NoiseStep:
 
 
 def test_noise_steps_are_read_from_the_real_calibrations():
-    w = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
+    w = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_contributions=20)
     mad = MadRound.for_budget(Budget(0.5, 1e-6), 20, beta=2.0, d_max=50, b_min=0.5, b_max=2.0)
-    thr = GaussianThresholding.for_budget(Budget(0.5, 1e-6), max_items=9)
-    lap_round = LaplaceWeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
-    lap_count = LaplaceThresholding.for_budget(Budget(0.5, 1e-6), max_items=9)
-    tg = TruncatedGeometric.for_budget(Budget(0.5, 1e-6), max_items=9)
+    thr = GaussianThresholding.for_budget(Budget(0.5, 1e-6), max_contributions=9)
+    lap_round = LaplaceWeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_contributions=20)
+    lap_count = LaplaceThresholding.for_budget(Budget(0.5, 1e-6), max_contributions=9)
+    tg = TruncatedGeometric.for_budget(Budget(0.5, 1e-6), max_contributions=9)
     steps = [Step(str(k), c) for k, c in enumerate([w, mad, thr, lap_round, lap_count, tg])]
     got = noise_steps(steps)
     assert got == (
@@ -251,7 +251,7 @@ def test_a_store_with_old_gaussian_rows_reads_and_composes_as_before(tmp_path):
     # rows reserved before Laplace steps were recorded hold {noise_multiplier, epsilon,
     # delta_noise} without "event": the store reads them as Gaussian steps
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    round_ = WeightAndThreshold.for_budget(Budget(0.25, 2e-6), max_items=10)
+    round_ = WeightAndThreshold.for_budget(Budget(0.25, 2e-6), max_contributions=10)
     steps = noise_steps([Step("round 1", round_)])
     old = json.dumps([{"noise_multiplier": round_.sigma, "epsilon": 0.25, "delta_noise": 1e-6}])
     with BudgetStore.open(url) as store:

@@ -71,8 +71,8 @@ def test_each_step_is_converted_from_its_event():
     assert step_rho(discrete) == pytest.approx(0.75**2 / 2)  # pure ε = a·C
     # real calibrations: a Basic round (Δ2 = 1), a Laplace round (all of δ is its threshold's)
     # and the distinct count's GEM and discrete-Laplace count (pure 0.5 each)
-    w = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
-    lap = LaplaceWeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_items=20)
+    w = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_contributions=20)
+    lap = LaplaceWeightAndThreshold.for_budget(Budget(0.5, 1e-6), max_contributions=20)
     (gaussian_round,) = noise_steps([Step("round", w)])
     cost = release_cost(Charge(w.epsilon, w.delta, (gaussian_round,)))
     assert cost.rho == pytest.approx(1 / (2 * w.sigma**2))
@@ -170,7 +170,7 @@ def _reserve_until_refused(store, steps, epsilon, delta):
 
 
 def test_a_zcdp_store_admits_more_gaussian_releases_than_basic_and_stays_within_its_cap(tmp_path):
-    round_ = WeightAndThreshold.for_budget(Budget(0.25, 1e-7), max_items=10)
+    round_ = WeightAndThreshold.for_budget(Budget(0.25, 1e-7), max_contributions=10)
     steps = noise_steps([Step("round 1", round_)])
     counts = {}
     for accountant in ("basic", "zcdp"):

@@ -104,7 +104,7 @@ def test_pareto_filter_removes_dominated_points() -> None:
 def test_sweep_front_has_mean_size_decreasing_in_size() -> None:
     """[B] App. C.5 with k = 3 on a small skewed graph: 76 datasets, front monotone."""
     s = skewed_hypergraph(1500, records_per_user=4, seed=2)
-    g = CompactHypergraph.from_incidences(s.record_id, s.user_id, capacity=3)
+    g = CompactHypergraph.from_incidences(s.record_id, s.user_id, max_contributions=3)
     points = pareto_sweep(g, seed=0)
     assert len(points) == 76
     front = sorted((p for p in points if p.pareto), key=lambda p: (p.selected, -p.mean_size))

@@ -112,7 +112,7 @@ def test_alg3_equals_alg2_when_k_is_1(seed: int) -> None:
 def test_records_without_users_are_rejected_up_front() -> None:
     """T12: a user-less record would be duplicated forever."""
     with pytest.raises(InputContractError, match="no user"):
-        CompactHypergraph.from_mapping({"a": ["u"], "empty": []}, capacity=2)
+        CompactHypergraph.from_mapping({"a": ["u"], "empty": []}, max_contributions=2)
 
 
 # --------------------------------------------------------------------------- toys (T11, App. T)
@@ -205,7 +205,7 @@ def test_alg4_equals_reference_and_min_sep_holds(
 
 def test_alg4_fails_when_one_user_owns_every_record() -> None:
     """T13: with B = 2 a batch can hold only one of that user's records: FAIL at once."""
-    g = CompactHypergraph.from_mapping({f"h{i}": ["solo"] for i in range(5)}, capacity=1)
+    g = CompactHypergraph.from_mapping({f"h{i}": ["solo"] for i in range(5)}, max_contributions=1)
     res = min_sep_batches(g, iterations=3, batch_size=2, min_sep=1)
     assert res.failed
     assert res.filled == 1

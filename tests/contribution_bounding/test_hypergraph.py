@@ -11,7 +11,7 @@ from spark_dp.errors import InputContractError, ParameterError
 
 
 def test_pairs_are_deduplicated_and_ids_canonical() -> None:
-    g = CompactHypergraph.from_incidences([1, 1, 1, "2"], ["a", "a", "b", "a"], capacity=2)
+    g = CompactHypergraph.from_incidences([1, 1, 1, "2"], ["a", "a", "b", "a"], max_contributions=2)
     assert list(g.record_ids) == ["1", "2"]
     assert list(g.sizes) == [2, 1]
     assert list(g.user_ids) == ["a", "b"]
@@ -19,19 +19,21 @@ def test_pairs_are_deduplicated_and_ids_canonical() -> None:
 
 def test_capacities_default_table_and_errors() -> None:
     g = CompactHypergraph.from_incidences(
-        ["r", "r", "s"], ["a", "b", "b"], capacity=2, capacities={"a": 0, "zz": 9}
+        ["r", "r", "s"], ["a", "b", "b"], max_contributions=2, capacities={"a": 0, "zz": 9}
     )
     assert dict(zip(g.user_ids, g.cap, strict=True)) == {"a": 0, "b": 2}
     with pytest.raises(ParameterError, match="1 users have no capacity"):
         CompactHypergraph.from_incidences(["r", "r"], ["a", "b"], capacities={"a": 1})
-    with pytest.raises(ParameterError, match="capacity must be an integer >= 0, got -1"):
-        CompactHypergraph.from_incidences(["r"], ["a"], capacity=-1)
+    with pytest.raises(ParameterError, match="max_contributions must be an integer >= 0, got -1"):
+        CompactHypergraph.from_incidences(["r"], ["a"], max_contributions=-1)
     with pytest.raises(ParameterError, match="got -2"):
-        CompactHypergraph.from_incidences(["r"], ["a"], capacity=1, capacities={"a": -2})
+        CompactHypergraph.from_incidences(["r"], ["a"], max_contributions=1, capacities={"a": -2})
 
 
 def test_degrees_feasibility_and_maximality() -> None:
-    g = CompactHypergraph.from_mapping({"x": ["a", "b"], "y": ["b"], "z": ["c"]}, capacity=1)
+    g = CompactHypergraph.from_mapping(
+        {"x": ["a", "b"], "y": ["b"], "z": ["c"]}, max_contributions=1
+    )
     assert list(g.degrees(np.array([1, 0, 1]))) == [1, 1, 1]
     assert g.is_feasible(np.array([1, 0, 1]))
     assert not g.is_feasible(np.array([1, 1, 0]))

@@ -83,7 +83,7 @@ def test_size_hash_greedy_keeps_at_least_90_percent_on_synthetic_graphs(
     gen = regular_hypergraph if kind == "regular" else skewed_hypergraph
     sample = gen(1500, records_per_user=records_per_user, seed=11)
     for k in (1, 2, 3):
-        g = CompactHypergraph.from_incidences(sample.record_id, sample.user_id, capacity=k)
+        g = CompactHypergraph.from_incidences(sample.record_id, sample.user_id, max_contributions=k)
         seq = shared_sequence(g.record_ids, g.sizes, "size-hash", 0)
         kept = int(greedy(g, seq).sum())
         sol = solve_ilp(g, time_limit=60)
@@ -101,7 +101,7 @@ def test_toy_optima(mapping: dict[str, str], cap: int, plain: int, dup: int) -> 
 
 
 def test_size_limit_is_a_clear_error() -> None:
-    g = CompactHypergraph.from_mapping({f"h{i}": ["u"] for i in range(30)}, capacity=1)
+    g = CompactHypergraph.from_mapping({f"h{i}": ["u"] for i in range(30)}, max_contributions=1)
     with pytest.raises(
         ProblemTooLargeError, match="<private> record variables, more than the limit 10"
     ):
@@ -111,5 +111,5 @@ def test_size_limit_is_a_clear_error() -> None:
 
 
 def test_empty_instance() -> None:
-    g = CompactHypergraph.from_incidences([], [], capacity=1)
+    g = CompactHypergraph.from_incidences([], [], max_contributions=1)
     assert solve_ilp(g).objective == 0

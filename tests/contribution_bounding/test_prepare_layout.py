@@ -32,7 +32,7 @@ def _users_plan(spark: SparkSession, copies: int = 1) -> tuple[str, dict[str, in
     rows = [(f"r{i}", f"u{j}") for i in range(30 * copies) for j in (i % 7, (i + 3) % 7)]
     inc = spark.createDataFrame(rows, SCHEMA)
     store = StateStore(spark)  # in memory: the kept tables are their lazy plans
-    prepare(inc, plan=OrderPlan("size-hash", 1), capacity=2, store=store)
+    prepare(inc, plan=OrderPlan("size-hash", 1), max_contributions=2, store=store)
     users = store.load("users")
     assert users is not None
     plan = users._jdf.queryExecution().executedPlan().toString()
@@ -108,7 +108,7 @@ def test_the_job_shuffles_by_user_into_the_settings_partitions(
 def _prepared(spark: SparkSession, rows: list[tuple[str, str]]) -> tuple[Prepared, StateStore]:
     store = StateStore(spark)
     inc = spark.createDataFrame(rows, SCHEMA)
-    return prepare(inc, plan=OrderPlan("size-hash", 3), capacity=2, store=store), store
+    return prepare(inc, plan=OrderPlan("size-hash", 3), max_contributions=2, store=store), store
 
 
 def test_repeated_pairs_count_once(spark: SparkSession) -> None:

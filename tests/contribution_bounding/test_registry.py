@@ -66,7 +66,7 @@ def test_an_unknown_name_errors_with_a_hint(name: str, hint: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "order", "on_driver", "duplicates", "user_state", "capacity_required"),
+    ("name", "order", "on_driver", "duplicates", "user_state", "max_contributions_required"),
     [
         ("proposal", "hash", False, False, True, True),
         ("greedy", "hash", False, False, True, True),
@@ -84,13 +84,13 @@ def test_plans_are_decided_from_the_parameters_alone(
     on_driver: bool,
     duplicates: bool,
     user_state: bool,
-    capacity_required: bool,
+    max_contributions_required: bool,
 ) -> None:
     params = _params(name, order="hash", max_rounds=7)
     plan = REGISTRY[name].plan(params)
     assert (plan.algorithm, plan.order, plan.on_driver) == (name, order, on_driver)
     assert (plan.duplicates, plan.user_state) == (duplicates, user_state)
-    assert plan.capacity_required == capacity_required
+    assert plan.max_contributions_required == max_contributions_required
     assert plan.interleave is None and plan_bounding(params) == plan
     if not on_driver:
         assert plan.rounds is not None and plan.rounds.max_rounds == 7
@@ -119,8 +119,10 @@ def test_bound_contributions_dispatches_to_the_named_algorithm(
 
         return run
 
-    def fake_prepare(incidences: DataFrame, *, plan: Any, capacity: int | None, **_: Any) -> Any:
-        prepared.append((plan.order, capacity))
+    def fake_prepare(
+        incidences: DataFrame, *, plan: Any, max_contributions: int | None, **_: Any
+    ) -> Any:
+        prepared.append((plan.order, max_contributions))
         return Prepared(incidences, incidences, incidences, 1, 2, 3, 0, 0)
 
     recording = Registry(

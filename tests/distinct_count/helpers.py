@@ -45,13 +45,15 @@ def to_arrays(sets: Sets) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     return np.array(p, dtype=np.int64), np.array(x, dtype=np.int64)
 
 
-def exact(sets: Sets, ell_max: int) -> NDArray[np.int64]:
+def exact(sets: Sets, max_contributions: int) -> NDArray[np.int64]:
     """The library's local exact curve of a list of sets."""
     p, x = to_arrays(sets)
-    return exact_curve_local(p, x, ell_max)
+    return exact_curve_local(p, x, max_contributions)
 
 
-def greedy(sets: Sets, ell_max: int, names: Sequence[object] | None = None) -> NDArray[np.int64]:
+def greedy(
+    sets: Sets, max_contributions: int, names: Sequence[object] | None = None
+) -> NDArray[np.int64]:
     """The library's greedy curve with the orders of docs/design/counting.md#greedy-conditions:
     persons by a per-person key (ties by name), items by their string (byte-lexicographic for
     ASCII)."""
@@ -61,7 +63,7 @@ def greedy(sets: Sets, ell_max: int, names: Sequence[object] | None = None) -> N
     vocab = {x: k for k, x in enumerate(sorted({x for u in lists for x in u}))}
     indptr = np.r_[0, np.cumsum([len(u) for u in lists])]
     flat = np.array([vocab[x] for u in lists for x in u], dtype=np.int64)
-    return greedy_curve_arrays(indptr, flat, ell_max)
+    return greedy_curve_arrays(indptr, flat, max_contributions)
 
 
 def random_sets(rng: np.random.Generator, n: int, universe: int, max_size: int) -> list[list[int]]:

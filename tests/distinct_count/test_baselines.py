@@ -51,7 +51,11 @@ def test_r2t_terms_and_lower_bound() -> None:
     curve = np.minimum(np.arange(1, 129) * 40, 3000)
     # With a huge ε the noise and shift vanish: the largest term c(τ_J) = c(128) wins.
     big = r2t_release(
-        curve, epsilon=1e9, beta=0.05, ell_max=100, noise=Randomness.create(3).bind("test").driver()
+        curve,
+        epsilon=1e9,
+        beta=0.05,
+        max_contributions=100,
+        noise=Randomness.create(3).bind("test").driver(),
     )
     assert big == pytest.approx(3000, abs=1e-3)
     below = [
@@ -59,7 +63,7 @@ def test_r2t_terms_and_lower_bound() -> None:
             curve,
             epsilon=1.0,
             beta=0.1,
-            ell_max=100,
+            max_contributions=100,
             noise=Randomness.create(s).bind("test").driver(),
         )
         <= 3000
@@ -71,7 +75,7 @@ def test_r2t_terms_and_lower_bound() -> None:
             curve[:100],
             epsilon=1.0,
             beta=0.1,
-            ell_max=100,
+            max_contributions=100,
             noise=Randomness.create(1).bind("test").driver(),
         )
 
@@ -89,11 +93,14 @@ def test_contribution_quantiles_and_sampling_curve(spark: SparkSession) -> None:
         "q0.5": int(np.quantile(deg, 0.5)),
     }
 
-    ell_max = 22
-    s1 = sampling_curve(df, ell_max, Randomness.create(1).bind("test"))
-    s2 = sampling_curve(df.repartition(3), ell_max, Randomness.create(1).bind("test"))
-    c = exact([[f"x{x}" for x in u] for u in sets], ell_max)
+    max_contributions = 22
+    s1 = sampling_curve(df, max_contributions, Randomness.create(1).bind("test"))
+    s2 = sampling_curve(df.repartition(3), max_contributions, Randomness.create(1).bind("test"))
+    c = exact([[f"x{x}" for x in u] for u in sets], max_contributions)
     assert s1.tolist() == s2.tolist()  # a function of (seed, user, item) only
     assert np.all(np.diff(s1) >= 0) and np.all(s1 <= c)
     assert s1[0] >= 1 and s1[-1] == c[-1] == len({x for u in sets for x in u})  # ℓ ≥ max |u_i|
-    assert sampling_curve(df, ell_max, Randomness.create(2).bind("test")).tolist() != s1.tolist()
+    assert (
+        sampling_curve(df, max_contributions, Randomness.create(2).bind("test")).tolist()
+        != s1.tolist()
+    )

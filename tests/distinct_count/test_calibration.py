@@ -94,11 +94,11 @@ def test_the_plan_splits_epsilon_once_and_exactly(epsilon: float) -> None:
     select, count = plan.steps
     assert (select.calibration, count.calibration) == (plan.select, plan.count)
     assert select.epsilon + count.epsilon == epsilon
-    assert (plan.method, plan.beta, plan.ell_max) == ("greedy", 0.05, 100)
+    assert (plan.method, plan.beta, plan.max_contributions) == ("greedy", 0.05, 100)
 
 
 def test_gem_selection_knows_its_sensitivities_and_margin() -> None:
-    gem = GemSelection(epsilon=0.5, beta=0.05, ell_max=100)
+    gem = GemSelection(epsilon=0.5, beta=0.05, max_contributions=100)
     assert gem.sensitivities.tolist() == list(range(1, 101))  # Δ_ℓ = ℓ
     assert gem.margin == pytest.approx(2 / 0.5 * math.log(100 / 0.05))
     q = FASHION - lower_bound_shift(np.arange(1, 101), 0.5, 0.05)
@@ -154,7 +154,7 @@ def test_laplace_release_reports_formulas_in_a_plan_and_numbers_at_ell_hat() -> 
         ((0.0, 0.05, 10), "epsilon must be a finite number > 0"),
         ((1.0, 0.5, 10), "beta must lie strictly between 0.0 and 0.5"),
         ((1.0, 0.0, 10), "beta must lie strictly between 0.0 and 0.5"),
-        ((1.0, 0.05, 0), "ell_max must be an integer >= 1"),
+        ((1.0, 0.05, 0), "max_contributions must be an integer >= 1"),
     ],
 )
 def test_plan_rejects_bad_parameters(args: tuple[float, float, int], match: str) -> None:

@@ -115,10 +115,12 @@ def test_exact_privacy_check_on_neighbours(sets: list[list[int]], j: int) -> Non
     # docs/design/counting.md#tests: |ln p_ℓ(D) − ln p_ℓ(D−j)| ≤ ε_g for every ℓ.
     j = j % len(sets)
     neighbour = sets[:j] + sets[j + 1 :]
-    eps, beta, ell_max = 1.0, 0.05, 8
-    p = selection_probabilities(exact(sets, ell_max), eps, beta)
+    eps, beta, max_contributions = 1.0, 0.05, 8
+    p = selection_probabilities(exact(sets, max_contributions), eps, beta)
     p2 = selection_probabilities(
-        exact(neighbour, ell_max) if neighbour else np.zeros(ell_max, int), eps, beta
+        exact(neighbour, max_contributions) if neighbour else np.zeros(max_contributions, int),
+        eps,
+        beta,
     )
     assert np.max(np.abs(np.log(p) - np.log(p2))) <= eps / 2 + 1e-9
 

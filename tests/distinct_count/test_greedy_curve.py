@@ -51,12 +51,12 @@ def test_spec_vectors_and_the_tight_half_example() -> None:
 @settings(max_examples=80, deadline=None)
 @given(datasets(max_persons=9, universe=14, max_size=8))
 def test_half_exact_le_greedy_le_exact_and_monotone(sets: list[list[int]]) -> None:
-    ell_max = 9
-    g, c = greedy(sets, ell_max), exact(sets, ell_max)
+    max_contributions = 9
+    g, c = greedy(sets, max_contributions), exact(sets, max_contributions)
     assert np.all(2 * g >= c) and np.all(g <= c)
     assert np.all(np.diff(g) >= 0)
     sizes = [len(set(u)) for u in sets]
-    if max(sizes) <= ell_max:
+    if max(sizes) <= max_contributions:
         assert np.all(g[max(max(sizes), 1) - 1 :] == distinct(sets))
 
 
@@ -74,10 +74,10 @@ def test_sensitivity_with_the_spec_orders(sets: list[list[int]], new: set[int], 
     # Adding one person (with its own order key) changes every ĝ[ℓ] by a value in [0, ℓ].
     names = [f"p{i}" for i in range(len(sets))]
     bigger, bigger_names = [*sets, sorted(new)], [*names, f"new{name}"]
-    ell_max = 8
-    before = greedy(sets, ell_max, names)
-    after = greedy(bigger, ell_max, bigger_names)
-    ells = np.arange(1, ell_max + 1)
+    max_contributions = 8
+    before = greedy(sets, max_contributions, names)
+    after = greedy(bigger, max_contributions, bigger_names)
+    ells = np.arange(1, max_contributions + 1)
     assert np.all(after - before >= 0)
     assert np.all(after - before <= ells)
 

@@ -136,15 +136,15 @@ def test_rows_with_intervals_and_offsets() -> None:
 @settings(max_examples=60, deadline=None)
 @given(datasets(max_persons=9, universe=14, max_size=8))
 def test_properties_p1_p2_p5_p6_p8(sets: list[list[int]]) -> None:
-    ell_max = 9
-    c = exact(sets, ell_max)
+    max_contributions = 9
+    c = exact(sets, max_contributions)
     sizes = np.array([len(set(u)) for u in sets])
     full = distinct(sets)
     assert np.all(c >= 0) and np.all(c <= full)  # P1
     assert np.all(np.diff(c) >= 0)  # P2 monotone
-    if sizes.max(initial=0) <= ell_max:
+    if sizes.max(initial=0) <= max_contributions:
         assert np.all(c[sizes.max(initial=1) - 1 :] == full)  # P2: = DC(D) once ℓ ≥ max |u_i|
-    ells = np.arange(1, ell_max + 1)
+    ells = np.arange(1, max_contributions + 1)
     assert np.all(c <= np.minimum(full, np.minimum(ells[:, None], sizes).sum(axis=1)))  # P5
     heavy = (sizes[None, :] > ells[:-1, None]).sum(axis=1)
     assert np.all(np.diff(c) <= heavy)  # P6 increment bound
@@ -158,9 +158,9 @@ def test_sensitivity_adding_a_person_changes_each_value_by_at_most_ell(
 ) -> None:
     # P3 / Lemma A.1: 0 ≤ DC(D+j; ℓ) − DC(D; ℓ) ≤ min(ℓ, |u_j|) for a person added anywhere.
     bigger = [*sets[:where], sorted(new), *sets[where:]]
-    ell_max = 8
-    before, after = exact(sets, ell_max), exact(bigger, ell_max)
-    ells = np.arange(1, ell_max + 1)
+    max_contributions = 8
+    before, after = exact(sets, max_contributions), exact(bigger, max_contributions)
+    ells = np.arange(1, max_contributions + 1)
     assert np.all(after - before >= 0)
     assert np.all(after - before <= np.minimum(ells, len(new)))
 

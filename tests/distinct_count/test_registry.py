@@ -69,15 +69,15 @@ def test_plan_is_data_free_and_follows_the_parameters(method: str) -> None:
     params = DistinctCountParams(epsilon=2.0, beta=0.1, method=method, max_contributions=40)
     plan = REGISTRY[method].plan(params)
     assert isinstance(plan, DistinctCountPlan)
-    assert (plan.method, plan.epsilon, plan.beta, plan.ell_max) == (method, 2.0, 0.1, 40)
+    assert (plan.method, plan.epsilon, plan.beta, plan.max_contributions) == (method, 2.0, 0.1, 40)
     assert sum(step.epsilon for step in plan.steps) == 2.0
-    assert plan.select.ell_max == 40
+    assert plan.select.max_contributions == 40
 
 
 @pytest.mark.parametrize(
     ("method", "reference"),
     [
-        ("exact", lambda df, ell_max: exact_curve(df, ell_max).curve),
+        ("exact", lambda df, max_contributions: exact_curve(df, max_contributions).curve),
         ("greedy", greedy_curve),
     ],
 )

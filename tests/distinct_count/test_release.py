@@ -46,10 +46,10 @@ def test_budget_split_and_post_processing_fields() -> None:
     assert r.epsilon_select + r.epsilon_count == r.epsilon
     assert r.estimate == pytest.approx(r.lower_bound + r.shift)
     assert r.lower_bound_clamped == max(0, r.lower_bound)
-    assert 1 <= r.ell <= r.ell_max == 100
+    assert 1 <= r.ell <= r.max_contributions == 100
     assert set(r.to_dict()) == {
         "ell", "lower_bound", "lower_bound_clamped", "estimate", "shift", "noise_scale",
-        "epsilon", "epsilon_select", "epsilon_count", "beta", "ell_max", "method",
+        "epsilon", "epsilon_select", "epsilon_count", "beta", "max_contributions", "method",
     }  # fmt: skip
 
 

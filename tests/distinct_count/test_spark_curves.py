@@ -132,7 +132,9 @@ def test_spark_greedy_curve_equals_the_reference_with_the_same_orders(
     assert greedy_curve(repeated, ELL_MAX).tolist() == want
 
 
-def test_counts_past_the_int_range_become_an_ell_past_ell_max(spark: SparkSession) -> None:
+def test_counts_past_the_int_range_become_an_ell_past_max_contributions(
+    spark: SparkSession,
+) -> None:
     """Crafted degrees at the boundary (2^31 − 1 to 2^63 − 1, in ANSI mode, where a plain int
     cast fails): the first round's ℓ of a count is the count up to ℓ_max + 1, then ℓ_max + 1,
     which the curve ignores as it ignored any ℓ past ℓ_max."""

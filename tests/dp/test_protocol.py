@@ -25,20 +25,24 @@ WEIGHTS = (0.0, 0.5, 1.0, 3.0, 7.5, 20.0, 40.0)
 
 
 def test_gaussian_rounds_release_with_the_normal_tail():
-    w = WeightAndThreshold.for_budget(Budget(1.0, 1e-6), max_items=10)
+    w = WeightAndThreshold.for_budget(Budget(1.0, 1e-6), max_contributions=10)
     mad = MadRound.for_budget(Budget(1.0, 1e-6), 10, beta=2.0, d_max=50, b_max=2.0, b_min=0.5)
-    thr = GaussianThresholding.for_budget(Budget(1.0, 1e-6), max_items=4)
+    thr = GaussianThresholding.for_budget(Budget(1.0, 1e-6), max_contributions=4)
     for cal, level in ((w, w.rho), (mad, mad.rho), (thr, thr.threshold)):
         for x in WEIGHTS:
             expected = stats.norm.sf((level - x) / cal.sigma)
             assert cal.release_probability(x) == pytest.approx(expected, rel=1e-12, abs=1e-300)
-    assert (mad.max_items, mad.argmax_t, mad.delta_noise) == (10, mad.gaussian.argmax_t, 5e-7)
-    assert (thr.max_items, thr.argmax_t) == (4, None)
+    assert (mad.max_contributions, mad.argmax_t, mad.delta_noise) == (
+        10,
+        mad.gaussian.argmax_t,
+        5e-7,
+    )
+    assert (thr.max_contributions, thr.argmax_t) == (4, None)
 
 
 def test_laplace_rounds_release_with_the_laplace_tail():
-    w = LaplaceWeightAndThreshold.for_budget(Budget(1.0, 1e-6), max_items=10)
-    thr = LaplaceThresholding.for_budget(Budget(1.0, 1e-6), max_items=4)
+    w = LaplaceWeightAndThreshold.for_budget(Budget(1.0, 1e-6), max_contributions=10)
+    thr = LaplaceThresholding.for_budget(Budget(1.0, 1e-6), max_contributions=4)
     for cal, level in ((w, w.rho), (thr, thr.threshold)):
         assert cal.delta_noise == 0.0 and cal.delta_threshold == cal.delta
         for x in WEIGHTS:
@@ -47,11 +51,11 @@ def test_laplace_rounds_release_with_the_laplace_tail():
 
 
 def test_the_truncated_geometric_releases_with_its_keep_probability():
-    tg = TruncatedGeometric.for_budget(Budget(1.0, 1e-3), max_items=2)
+    tg = TruncatedGeometric.for_budget(Budget(1.0, 1e-3), max_contributions=2)
     for n in range(0, tg.crossover_2 + 3):
         assert tg.release_probability(n) == float(tg.keep_probability(n))
     assert tg.release_probability(1) == pytest.approx(tg.adjusted_delta)  # p(1) = δ'
-    assert tg.delta_noise == tg.adjusted_delta and tg.max_items == 2
+    assert tg.delta_noise == tg.adjusted_delta and tg.max_contributions == 2
 
 
 @pytest.mark.parametrize("ell", [1, 3, 8])

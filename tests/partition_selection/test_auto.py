@@ -21,7 +21,7 @@ from spark_dp.partition_selection.auto.calibration import (
 from spark_dp.partition_selection.auto.plan import AutoPlan
 from spark_dp.partition_selection.auto.scores import (
     candidate_weights,
-    choose_max_items,
+    choose_max_contributions,
     score_totals,
 )
 from spark_dp.partition_selection.capping import cap_user_items, nested_cap, ranked_cap
@@ -129,7 +129,7 @@ def test_an_auto_release_is_the_algorithm_at_the_chosen_bound(spark, algorithm):
     assert isinstance(plan, AutoPlan)
     randomness = Randomness.create(11).bind("test-auto")
     with select_partitions(pairs, plan, randomness, validate=False) as auto:
-        chosen = auto.max_items
+        chosen = auto.max_contributions
         assert chosen in plan.candidates and auto.tuning is not None
         with select_partitions(pairs, plan.plan_for(chosen), randomness, validate=False) as fixed:
             assert item_set(auto.items) == item_set(fixed.items)
@@ -172,9 +172,9 @@ def test_auto_lands_within_one_grid_step_of_the_known_best_bound(spark):
     for key in range(20):
         randomness = Randomness.create(100 + key).bind(f"utility-{key}")
         with CacheScope() as cache:
-            tuning, _ = choose_max_items(
+            tuning, _ = choose_max_contributions(
                 pairs, plan.choice, randomness, timer=StageTimer(get_logger("test")), cache=cache
             )
-        chosen.append(tuning.max_items)
+        chosen.append(tuning.max_contributions)
     pairs.unpersist()
     assert sum(c in near for c in chosen) >= 16, chosen  # ≥ 80% of the keys

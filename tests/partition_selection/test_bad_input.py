@@ -66,7 +66,7 @@ def test_cap_of_one_item_per_user(pairs_df):
     sets = {f"u{u}": ["a", f"b{u % 3}"] for u in range(1500)}
     sel = select(pairs_df(sets), algorithm="mad", max_contributions=1)  # d_max 50 > Δ0 is fine
     assert item_set(sel.items) == {"a", "b0", "b1", "b2"}  # ~750 and ~250 users each
-    assert sel.rounds[0].calibration["max_items"] == 1
+    assert sel.rounds[0].calibration["max_contributions"] == 1
 
 
 def test_a_user_of_degree_1e5_is_capped(spark):

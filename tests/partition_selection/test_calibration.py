@@ -125,9 +125,9 @@ def test_report_of_a_round_is_complete():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: cal.gaussian_threshold(1.0, 1e-5, 0), "max_items must be an integer >= 1"),
+        (lambda: cal.gaussian_threshold(1.0, 1e-5, 0), "max_contributions must be an integer >= 1"),
         (lambda: cal.WeightAndThreshold.for_budget(Budget(1.0, 2.0), 100), "delta"),
-        (lambda: cal.laplace_weighted_threshold(Budget(1.0, 1e-5), 0), "max_items"),
+        (lambda: cal.laplace_weighted_threshold(Budget(1.0, 1e-5), 0), "max_contributions"),
     ],
 )
 def test_bad_threshold_parameters_are_named(call, message):

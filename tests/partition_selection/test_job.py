@@ -91,7 +91,7 @@ def test_classic_strategy_via_flags(tmp_path, input_path, spark):
     report = json.loads(Path(f"{out}.report.json").read_text())
     assert report["randomness"]["production_safe"] is False
     step = report["privacy"]["steps"][0]
-    assert step["max_items"] == 1 and step["adjusted_delta"] == pytest.approx(1e-6)
+    assert step["max_contributions"] == 1 and step["adjusted_delta"] == pytest.approx(1e-6)
 
 
 @pytest.mark.parametrize(

@@ -22,14 +22,16 @@ def test_policy_gaussian_fills_towards_gamma_with_unit_l2_steps():
     rng = np.random.default_rng(0)
     # 30 users holding item 0 only: each adds min(1, gap), so w(0) = min(30, Γ).
     w, present = policy_gaussian_weights(
-        [np.array([0])] * 30, 1, gamma=12.5, max_items=100, rng=rng
+        [np.array([0])] * 30, 1, gamma=12.5, max_contributions=100, rng=rng
     )
     assert w[0] == pytest.approx(12.5) and present[0]
     # One user with t fresh items adds 1/√t to each (ℓ2 norm 1, novel weight h(t) = 1/√t).
-    w, _ = policy_gaussian_weights([np.arange(9)], 9, gamma=36.0, max_items=100, rng=rng)
+    w, _ = policy_gaussian_weights([np.arange(9)], 9, gamma=36.0, max_contributions=100, rng=rng)
     np.testing.assert_allclose(w, 1 / 3)
     # The cap: only Δ0 of a user's items receive weight.
-    w, present = policy_gaussian_weights([np.arange(50)], 50, gamma=36.0, max_items=4, rng=rng)
+    w, present = policy_gaussian_weights(
+        [np.arange(50)], 50, gamma=36.0, max_contributions=4, rng=rng
+    )
     assert present.sum() == 4 and np.count_nonzero(w) == 4
     np.testing.assert_allclose(w[present], 0.5)
 
@@ -57,7 +59,11 @@ def oracle_pairs() -> pd.DataFrame:
 def test_oracles_release_heavy_items_only():
     pairs = oracle_pairs()
     pg = policy_gaussian(
-        pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1).bind("test")
+        pairs,
+        epsilon=1.0,
+        delta=1e-5,
+        max_contributions=100,
+        randomness=Randomness.create(1).bind("test"),
     )
     gu = greedy_update(pairs, epsilon=1.0, delta=1e-5, randomness=Randomness.create(1).bind("test"))
     assert "heavy" in pg.items and "heavy" in gu.items
@@ -70,7 +76,11 @@ def test_oracles_release_heavy_items_only():
     assert gu.calibration["rho"] == pytest.approx(11.819778, rel=1e-6)
     assert gu.calibration["gamma"] == pytest.approx(15.819778, rel=1e-6)
     again = policy_gaussian(
-        pairs, epsilon=1.0, delta=1e-5, max_items=100, randomness=Randomness.create(1).bind("test")
+        pairs,
+        epsilon=1.0,
+        delta=1e-5,
+        max_contributions=100,
+        randomness=Randomness.create(1).bind("test"),
     )
     assert again.items == pg.items
 
@@ -85,7 +95,11 @@ def test_oracles_refuse_large_or_malformed_input(monkeypatch):
     bad = pd.DataFrame({"user": ["a"], "item": ["x"]})
     with pytest.raises(InputContractError, match=r"missing \[.user_id.\]"):
         policy_gaussian(
-            bad, epsilon=1.0, delta=1e-5, max_items=5, randomness=Randomness.create(1).bind("test")
+            bad,
+            epsilon=1.0,
+            delta=1e-5,
+            max_contributions=5,
+            randomness=Randomness.create(1).bind("test"),
         )
     nulls = pd.DataFrame({"user_id": ["a", "b"], "item": ["x", None]})
     with pytest.raises(InputContractError, match="null"):

@@ -42,7 +42,7 @@ def test_the_plan_splits_epsilon_by_sensitivity():
     plan = plan_preview(PreviewParams(epsilon=0.3, tuning_candidates=(1, 10, 100)))
     stats = plan.statistics
     assert plan.epsilon == pytest.approx(0.3) and plan.delta == 0.0
-    sens = [score_sensitivity(s.max_items, s.basic.sigma) for s in stats]
+    sens = [score_sensitivity(s.max_contributions, s.basic.sigma) for s in stats]
     units = [math.ceil(QUANTUM * d) + 1 for d in sens]
     assert [s.sensitivity_units for s in stats] == units
     assert [s.epsilon for s in stats] == pytest.approx([0.3 * u / sum(units) for u in units])

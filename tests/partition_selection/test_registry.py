@@ -106,7 +106,7 @@ def test_calibrate_command_reads_the_parameter_flags(capsys):
 
 def test_a_plan_stores_its_cap_once_in_its_rounds():
     plan = plan_selection(PartitionSelectionParams(algorithm="mad2r", max_contributions=7))
-    assert plan.max_items == 7 == plan.steps[1].calibration.max_items
+    assert plan.max_contributions == 7 == plan.steps[1].calibration.max_contributions
     other = WeightAndThreshold.for_budget(Budget(0.5, 1e-6), 8)
     steps = (plan.steps[0], Step("round 2", other))
     with pytest.raises(ValueError, match="one cap"):

@@ -188,7 +188,7 @@ def test_auto_plans_reserve_the_release_total_and_one_event_per_round():
     # MAD2R's two Gaussian rounds compose with room for the choice: the PLD certificate
     # leaves them the whole ε (docs/design/tuning.md#composition)
     assert plan.composition is not None and plan.composition.selection_epsilon == 1.0
-    assert plan.plan_for(30).max_items == 30 and plan.plans[0].epsilon == pytest.approx(1.0)
+    assert plan.plan_for(30).max_contributions == 30 and plan.plans[0].epsilon == pytest.approx(1.0)
 
 
 def test_a_candidate_whose_event_differs_is_left_to_basic_composition():
@@ -222,7 +222,7 @@ def test_the_candidates_are_sorted_and_a_fixed_plan_refuses_auto():
     p = PartitionSelectionParams(max_contributions="auto", tuning_candidates=(100, 3, 3, 10))
     assert p.tuning_candidates == (3, 10, 100) and p.auto
     with pytest.raises(ParameterError, match="plan_selection"):
-        _ = p.max_items
+        _ = p.fixed_max_contributions()
 
 
 # --------------------------------------------------------------------------- exact sums

@@ -102,7 +102,7 @@ def _partition_selection(algorithm: str, auto: bool = False) -> Callable[..., se
             algorithm=algorithm, max_contributions=bound, tuning_candidates=GRID
         )
         with select_partitions(pairs, params, Randomness.create(3)) as selection:
-            released = {r.output_items for r in selection.rounds} | {selection.max_items}
+            released = {r.output_items for r in selection.rounds} | {selection.max_contributions}
             return released | {selection.items.count()}  # released sizes are public
 
     return run

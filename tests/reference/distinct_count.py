@@ -127,9 +127,11 @@ def dc_peeled(sets: Sets, ell: int) -> int:
     return covered + dc_matching(core, 1)
 
 
-def dc_curve_reference(sets: Sets, ell_max: int, solver: Callable = dc_matching) -> list[int]:
+def dc_curve_reference(
+    sets: Sets, max_contributions: int, solver: Callable = dc_matching
+) -> list[int]:
     """[DC(D; 1), …, DC(D; ℓ_max)] with one of the solvers above."""
-    return [solver(sets, ell) for ell in range(1, ell_max + 1)]
+    return [solver(sets, ell) for ell in range(1, max_contributions + 1)]
 
 
 def greedy_from_scratch(sets: Sets, ell: int, key: Callable = lambda x: x) -> int:

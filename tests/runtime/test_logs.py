@@ -19,7 +19,7 @@ from spark_dp.logs import (
 
 def _stage(log: logging.Logger) -> None:
     timer = StageTimer(log)
-    with timer.stage("round 1", max_items=37) as info:
+    with timer.stage("round 1", max_contributions=37) as info:
         info.public(output_items=211)
         info["candidates"] = 4093
         info.update(union=3517)
@@ -32,7 +32,7 @@ def test_stage_fields_are_private_unless_marked_public(caplog):
         _stage(log)
         log_private(log, "rows read: %d", 7919)
     text = caplog.text
-    assert "stage round 1: done max_items=37 output_items=211 seconds=" in text
+    assert "stage round 1: done max_contributions=37 output_items=211 seconds=" in text
     assert "4093" not in text and "3517" not in text and "7919" not in text
     caplog.clear()
     with caplog.at_level("INFO", logger="spark_dp"), unsafe_debug():

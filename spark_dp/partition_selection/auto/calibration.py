@@ -110,10 +110,13 @@ def quantized_terms(weights: np.ndarray, sigma: float, rho: float) -> np.ndarray
     return np.floor(np.clip(g, 0.0, 1.0) * TERM_SCALE).astype(np.int64)
 
 
-def score_sensitivity(max_items: int, sigma: float) -> float:
+def score_sensitivity(max_contributions: int, sigma: float) -> float:
     """Δ(c) = min(c, √c·φ(0)/σ) + c·η: the most one user moves the quantized score s(c)
     (docs/design/tuning.md#sensitivity)."""
-    return min(float(max_items), math.sqrt(max_items) * _PHI0 / sigma) + max_items * TERM_SLACK
+    return (
+        min(float(max_contributions), math.sqrt(max_contributions) * _PHI0 / sigma)
+        + max_contributions * TERM_SLACK
+    )
 
 
 @dataclass(frozen=True)
@@ -145,12 +148,12 @@ class DeltaChoice(PureDp):
     @property
     def candidates(self) -> tuple[int, ...]:
         """The grid C of Δ0, increasing."""
-        return tuple(s.max_items for s in self.scores)
+        return tuple(s.max_contributions for s in self.scores)
 
     @property
     def sensitivities(self) -> tuple[float, ...]:
         """Δ(c) of each candidate's score (:func:`score_sensitivity`)."""
-        return tuple(score_sensitivity(s.max_items, s.sigma) for s in self.scores)
+        return tuple(score_sensitivity(s.max_contributions, s.sigma) for s in self.scores)
 
     @property
     def margin(self) -> float:
@@ -231,7 +234,7 @@ class AnyCandidate:
             "mechanism": first.get("mechanism"),
             "calibrated_at": "the chosen Δ0",
             "rho_by_candidate": {
-                str(r.max_items): r.to_report().get("rho", r.to_report().get("threshold"))
+                str(r.max_contributions): r.to_report().get("rho", r.to_report().get("threshold"))
                 for r in self.rounds
             },
         }

@@ -78,7 +78,7 @@ class AutoPlan(StepTotals):
         return StepTotals.delta.fget(self)  # type: ignore[attr-defined]
 
     def __post_init__(self) -> None:
-        if tuple(p.max_items for p in self.plans) != self.choice.candidates:
+        if tuple(p.max_contributions for p in self.plans) != self.choice.candidates:
             raise ValueError("an auto plan holds one plan per candidate Δ0, in grid order")
 
     @property
@@ -104,12 +104,14 @@ class AutoPlan(StepTotals):
             "tuning_candidates": self.candidates,
         }
 
-    def plan_for(self, max_items: int) -> SelectionPlan:
+    def plan_for(self, max_contributions: int) -> SelectionPlan:
         """The algorithm's plan at the chosen Δ0."""
         for plan in self.plans:
-            if plan.max_items == max_items:
+            if plan.max_contributions == max_contributions:
                 return plan
-        raise ValueError(f"{max_items} is not a candidate Δ0 of this plan ({self.candidates})")
+        raise ValueError(
+            f"{max_contributions} is not a candidate Δ0 of this plan ({self.candidates})"
+        )
 
     def to_report(self) -> list[dict[str, Any]]:
         """One row per step: the choice, then each round at any candidate."""

@@ -58,7 +58,7 @@ __all__ = [
     "EXACT_SUM",
     "Tuning",
     "candidate_weights",
-    "choose_max_items",
+    "choose_max_contributions",
     "clipped_weight",
     "exact_sum",
     "score_totals",
@@ -94,13 +94,13 @@ class Tuning:
 
     Attributes:
         choice: the GEM calibration (ε_t, candidates, sensitivities).
-        max_items: ĉ, the chosen Δ0 (released: it is in the report).
+        max_contributions: ĉ, the chosen Δ0 (released: it is in the report).
         composition: the release's PLD certificate (choice and rounds), or ``None`` (basic
             composition).
     """
 
     choice: DeltaChoice
-    max_items: int
+    max_contributions: int
     composition: TightComposition | None = None
 
     @property
@@ -110,7 +110,7 @@ class Tuning:
 
     def to_report(self) -> dict[str, Any]:
         """Public account: the method, the candidates, the sensitivities, the spend, ĉ."""
-        out = {**self.step.to_report(), "chosen_max_contributions": self.max_items}
+        out = {**self.step.to_report(), "chosen_max_contributions": self.max_contributions}
         if self.composition is not None:
             out["release_composition"] = self.composition.to_report()
         return out
@@ -160,7 +160,8 @@ def score_totals(weights: DataFrame, scores: Sequence[WeightAndThreshold]) -> li
     from pyspark.sql import functions as F
 
     terms = [
-        _term(float(c.sigma), float(c.rho))(F.col(_weight_column(c.max_items))) for c in scores
+        _term(float(c.sigma), float(c.rho))(F.col(_weight_column(c.max_contributions)))
+        for c in scores
     ]
     spread = aggregated_per_core(weights)  # one Python task per core
     totals = spread.select(*[exact_sum(t).alias(f"_s{k}") for k, t in enumerate(terms)]).collect()
@@ -179,7 +180,7 @@ def _term(sigma: float, rho: float) -> Any:
     return series_udf(term, "long")
 
 
-def choose_max_items(
+def choose_max_contributions(
     pairs: DataFrame,
     choice: DeltaChoice,
     randomness: Randomness,
@@ -201,7 +202,7 @@ def choose_max_items(
         (the :class:`Tuning`, the ranked pairs (user_id, item, cap_rank, degree), kept).
     """
     bound = max(choice.candidates)
-    with timer.stage("rank for the choice of Δ0", max_items=bound):
+    with timer.stage("rank for the choice of Δ0", max_contributions=bound):
         ranked = keep(ranked_cap(pairs, bound, randomness.child("capping", 1)), cache)
     with timer.stage(CHOICE_LABEL) as info:
         totals = score_totals(candidate_weights(ranked, choice.candidates), choice.scores)
