@@ -172,7 +172,7 @@ class CompactHypergraph:
         empty = [r for r, us in records.items() if len(us) == 0]
         if empty:
             raise InputContractError(
-                f"{len(empty)} records have no user; drop them before bounding "
+                "a record has no user; drop such records before bounding "
                 "(user-less records are never selected, docs/design/bounding.md#generators)"
             )
         pairs = [(r, u) for r, us in records.items() for u in us]
@@ -242,17 +242,17 @@ def _capacities(
         raise ParameterError(f"max_contributions must be an integer >= 0, got {b!r}")
     table = {str(k): v for k, v in (capacities or {}).items()}
     out = np.empty(len(user_ids), dtype=np.int64)
-    missing = 0
+    missing = False
     for i, u in enumerate(user_ids):
         value = table.get(u, b)
         if value is None:
-            missing += 1
+            missing = True
             continue
         if isinstance(value, bool) or int(value) != value or value < 0:
             raise ParameterError(f"capacity of a user must be an integer >= 0, got {value!r}")
         out[i] = int(value)
     if missing:
         raise ParameterError(
-            f"{missing} users have no capacity: pass a default max_contributions b or list them all"
+            "a user has no capacity: pass a default max_contributions b or list every user"
         )
     return out
