@@ -328,9 +328,14 @@ class Request:
 
     @property
     def algorithm(self) -> str | None:
-        """The algorithm (or method) the run runs."""
+        """The algorithm the run's plan runs (the ids and the books name it)."""
         if self.spec.spends_budget:
             return self.plan.algorithm
+        return self.chosen
+
+    @property
+    def chosen(self) -> str | None:
+        """The ``algorithm`` (or ``method``) parameter, as given (the Spark UI's label)."""
         return getattr(self.params, "algorithm", None) or getattr(self.params, "method", None)
 
 

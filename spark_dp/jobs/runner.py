@@ -237,10 +237,7 @@ def execute(
         algorithm_plan=request.plan,
         input_versions=dict(identity.input_versions),
     )
-    algorithm = getattr(request.params, "algorithm", None) or getattr(
-        request.params, "method", None
-    )
-    with labels(spark, job=spec.name, algorithm=algorithm):  # the Spark UI's names
+    with labels(spark, job=spec.name, algorithm=request.chosen):  # the Spark UI's names
         summary = spec.execute(ctx)
     ctx.randomness  # noqa: B018 - every table was read: bound (a job without tables binds now)
     after_commit = list(ctx.after_commit)
