@@ -83,10 +83,12 @@ help: ## list the targets
 
 setup: $(VENV)/.installed ## create .venv and install spark_dp with its test tools
 
-$(VENV)/.installed: setup.py pyproject.toml
+# The audit's broken variants are a package of their own beside spark_dp (selftest/), never
+# in a user install: the self-test and the tests load them from here.
+$(VENV)/.installed: setup.py pyproject.toml selftest/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,docs]"
+	$(PY) -m pip install --quiet -e ".[test,docs]" -e selftest
 	touch $@
 
 airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG test)
@@ -194,7 +196,7 @@ test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on th
 	    echo "== Python $$v ($$py)"; \
 	    [ -f .venv-py$$v/.installed ] || { $$py -m venv .venv-py$$v && \
 	        .venv-py$$v/bin/python -m pip install --quiet --upgrade pip && \
-	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" && \
+	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" -e selftest && \
 	        touch .venv-py$$v/.installed; } || exit 1; \
 	    SPARK_DP_DRIVER_ONLY=1 .venv-py$$v/bin/python -m pytest -q -m "not slow and not main_python" \
 	        $(PY_TESTS) || exit 1; \

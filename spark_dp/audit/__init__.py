@@ -10,25 +10,25 @@ and the calibration's own statement is checked against the claim before any run.
 
 A failed audit is evidence that the mechanism is not as private as it claims. A passed audit is
 not a proof of privacy: it bounds ε from below on the datasets and events it tried. The
-deliberately broken variants of :mod:`.broken` (and :mod:`.system`'s key reuse and accountant)
-show the audit's power (``spark-dp audit --self-test``; docs/privacy/audit.md).
+deliberately broken variants show the audit's power (``spark-dp audit --self-test``,
+:mod:`.selftest`; docs/privacy/audit.md); they are not part of spark_dp but of the
+``spark_dp_selftest`` package beside it in a clone.
 
 Modules: :mod:`.statistics` (bounds, hockey-stick test, power), :mod:`.probes` and
 :mod:`.worst_cases` (the neighbouring datasets), :mod:`.scenario` (many copies in one job),
 :mod:`.placement` (where to look, before any run), :mod:`.targets` (how each mechanism runs and
 what it claims; :mod:`.claims`), :mod:`.events`, :mod:`.runner`, :mod:`.count_audit`,
-:mod:`.choice` (the private choice of Δ0), :mod:`.system`, :mod:`.breakages` and
-:mod:`.broken`, :mod:`.report` (JSON, table, plot), :mod:`.cli`.
+:mod:`.choice` (the private choice of Δ0), :mod:`.system`, :mod:`.api` (one audit),
+:mod:`.selftest`, :mod:`.report` (JSON, table, plot), :mod:`.cli`.
 """
 
-from spark_dp.audit.api import AUDITED, SelfTestResult, audit, self_test
-from spark_dp.audit.broken import BROKEN
+from spark_dp.audit.api import AUDITED, audit
 from spark_dp.audit.runner import AuditResult
+from spark_dp.audit.selftest import SelfTestResult, self_test
 from spark_dp.audit.targets import FAST_PARAMETERS, MECHANISMS
 
 __all__ = [
     "AUDITED",
-    "BROKEN",
     "FAST_PARAMETERS",
     "MECHANISMS",
     "AuditResult",

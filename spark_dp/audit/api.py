@@ -1,15 +1,15 @@
-"""The audit's library functions: :func:`audit` one mechanism, :func:`self_test` them all."""
+"""The audit's library functions: :func:`audit` one mechanism (or a broken variant of the
+self-test package, :func:`variants`); :mod:`.selftest` runs them all."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import importlib
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from spark_dp.audit.broken import BROKEN, UNDERPOWERED, build_broken
 from spark_dp.audit.runner import AuditResult, audit_session, run_audit
 from spark_dp.audit.statistics import Confidence
-from spark_dp.audit.system import SYSTEM, SYSTEM_BROKEN
+from spark_dp.audit.system import SYSTEM
 from spark_dp.audit.targets import (
     AUTO_CHOICE,
     DISTINCT_COUNT,
@@ -18,7 +18,7 @@ from spark_dp.audit.targets import (
     Target,
     build_target,
 )
-from spark_dp.errors import ParameterError
+from spark_dp.errors import ConfigError, ParameterError
 from spark_dp.randomness import Randomness
 
 if TYPE_CHECKING:
@@ -26,17 +26,23 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDITED",
+    "BROKEN_PREFIX",
     "DEFAULT_RUNS",
-    "SelfTestResult",
+    "PACKAGE",
     "audit",
     "default_runs",
-    "self_test",
-    "self_test_plan",
+    "variants",
 ]
 
-AUDITED: tuple[str, ...] = (*MECHANISMS, *SYSTEM, *BROKEN, *SYSTEM_BROKEN)
-"""Every name :func:`audit` accepts: the real mechanisms and system checks, then the broken
-variants."""
+AUDITED: tuple[str, ...] = (*MECHANISMS, *SYSTEM)
+"""The real mechanisms and system checks: what spark_dp audits on its own. :func:`audit` also
+accepts the broken variants of the self-test package when it is installed."""
+
+PACKAGE = "spark_dp_selftest"
+"""The package of the broken variants (``selftest/`` of a clone; not part of spark_dp)."""
+
+BROKEN_PREFIX = "broken-"
+"""Every broken variant's name starts with it."""
 
 SYSTEM_RUNS = 2000
 """Runs per world of the key-binding audit (its broken variant's effect is large)."""
@@ -49,22 +55,53 @@ COUNT_RUNS = 3000
 each)."""
 
 
+def variants() -> ModuleType:
+    """The self-test package of broken variants (``BROKEN``, ``SYSTEM_BROKEN``,
+    ``UNDERPOWERED``, ``build_broken``; docs/privacy/audit.md#self-test).
+
+    Raises:
+        ConfigError: it is not installed (one line: how to install it).
+    """
+    try:
+        return importlib.import_module(PACKAGE)
+    except ModuleNotFoundError as exc:
+        if exc.name != PACKAGE:
+            raise
+        raise ConfigError(
+            "the self-test's broken variants are not installed (they are not part of "
+            "spark_dp): from a clone, run `make setup` or `pip install -e selftest`"
+        ) from None
+
+
+def _unknown(name: str) -> ParameterError:
+    return ParameterError(
+        f"unknown mechanism {name!r} for the audit; choose one of: {', '.join(AUDITED)} "
+        f"(or a {BROKEN_PREFIX}* variant of the self-test package)"
+    )
+
+
 def default_runs(name: str) -> int:
-    """The default number of runs per dataset for mechanism ``name``."""
-    if name in SYSTEM or name in SYSTEM_BROKEN:
+    """The default number of runs per dataset for mechanism (or broken variant) ``name``."""
+    if name in SYSTEM:
         return SYSTEM_RUNS
-    base = BROKEN[name].base if name in BROKEN else name
+    base = name
+    if name not in MECHANISMS:
+        v = variants()
+        if name in v.SYSTEM_BROKEN:
+            return SYSTEM_RUNS
+        if name not in v.BROKEN:
+            raise _unknown(name)
+        base = v.BROKEN[name].base
     return COUNT_RUNS if base in (DISTINCT_COUNT, AUTO_CHOICE) else DEFAULT_RUNS
 
 
 def _target(name: str, settings: Settings) -> Target:
-    if name in BROKEN:
-        return build_broken(name, settings)
     if name in MECHANISMS:
         return build_target(name, settings)
-    raise ParameterError(
-        f"unknown mechanism {name!r} for the audit; choose one of: {', '.join(AUDITED)}"
-    )
+    if name.startswith(BROKEN_PREFIX) and name in (v := variants()).BROKEN:
+        target: Target = v.build_broken(name, settings)
+        return target
+    raise _unknown(name)
 
 
 def audit(
@@ -80,7 +117,7 @@ def audit(
     """Audit one mechanism (or broken variant) through its real code path.
 
     Args:
-        mechanism: a name of :data:`AUDITED`.
+        mechanism: a name of :data:`AUDITED`, or of a broken variant (:func:`variants`).
         fast: start from the ``--fast`` parameters (large δ, tiny data); otherwise from the
             family's defaults. A broken variant's own parameters come next, then
             ``parameters``.
@@ -93,8 +130,14 @@ def audit(
 
     Returns:
         the :class:`AuditResult` (``passed``, ``to_dict()``).
+
+    Raises:
+        ParameterError: an unknown name.
+        ConfigError: a broken variant's name, and the self-test package is not installed.
     """
-    system = {**SYSTEM, **SYSTEM_BROKEN}.get(mechanism)
+    system = SYSTEM.get(mechanism)
+    if system is None and mechanism.startswith(BROKEN_PREFIX):
+        system = variants().SYSTEM_BROKEN.get(mechanism)
     if system is not None:  # the checks of spark_dp.audit.system take no parameters
         runs = runs or default_runs(mechanism)
         return system(runs=runs, seed=seed, alpha=alpha, spark=audit_session(spark))
@@ -106,68 +149,3 @@ def audit(
         confidence=Confidence(alpha),
         spark=spark,
     )
-
-
-@dataclass(frozen=True)
-class Planned:
-    """One audit of the self-test: a name, the parameters it runs at, the verdict expected."""
-
-    name: str
-    parameters: Mapping[str, Any]
-
-    @property
-    def broken(self) -> bool:
-        """A broken variant (must fail)."""
-        return self.name in BROKEN or self.name in SYSTEM_BROKEN
-
-
-def self_test_plan(names: Sequence[str] | None = None) -> list[Planned]:
-    """The audits of the self-test: every real mechanism at the fast parameters and at the
-    parameters of each broken variant that moves (so a variant's failure is compared with the
-    real mechanism at the same place), then every broken variant."""
-    chosen = list(names or AUDITED)
-    real = [Planned(n, {}) for n in chosen if not Planned(n, {}).broken]
-    moved = {
-        (v.base, tuple(sorted(v.parameters.items())))
-        for n in chosen
-        if n in BROKEN and (v := BROKEN[n]).parameters
-    }
-    real += [Planned(base, dict(params)) for base, params in sorted(moved, key=str)]
-    return real + [p for n in chosen if (p := Planned(n, {})).broken]
-
-
-@dataclass
-class SelfTestResult:
-    """Every real mechanism must pass its fast audit and every broken variant must fail it
-    (but the documented blind spots of :data:`~.broken.UNDERPOWERED`, which may pass)."""
-
-    results: list[AuditResult]
-
-    @property
-    def unexpected(self) -> list[AuditResult]:
-        """Real mechanisms that failed and broken variants that passed (blind spots aside)."""
-        return [
-            r
-            for r in self.results
-            if r.passed == (r.change is not None) and not (r.passed and r.mechanism in UNDERPOWERED)
-        ]
-
-    @property
-    def ok(self) -> bool:
-        """True when every verdict is the expected one."""
-        return not self.unexpected
-
-
-def self_test(
-    names: Sequence[str] | None = None,
-    *,
-    alpha: float = 1e-3,
-    seed: int | None = None,
-    spark: SparkSession | None = None,
-) -> SelfTestResult:
-    """Fast audits of :func:`self_test_plan` (default: every real mechanism and variant)."""
-    results = [
-        audit(p.name, fast=True, alpha=alpha, seed=seed, spark=spark, **p.parameters)
-        for p in self_test_plan(names)
-    ]
-    return SelfTestResult(results)

@@ -175,7 +175,7 @@ def run_audit(
 
     Args:
         target: from :func:`~spark_dp.audit.targets.build_target` or
-            :func:`~spark_dp.audit.broken.build_broken`.
+            a broken variant's ``build_broken`` (the self-test package).
         runs: runs on each of D and D' of the main probes.
         randomness: the audit's key (copies and runs draw on independent streams of it).
         confidence: the family-wise error α (default 1e-3).

@@ -9,9 +9,9 @@
   X and on a table of copies of D whose item names match copy for copy, and compares the event
   "the two releases differ on the copy" between copies where X = D and copies where X = D plus a
   canary on an item near the threshold, against the claimed (ε, δ) of the one release that reads
-  X. Reusing the noise (both releases bound to one id, what the code before issue 34 did) makes
-  the releases identical wherever X = D and different with the canary's crossing probability
-  elsewhere: ε = ∞ with probability ≈ 1/3.
+  X. Reusing the noise (both releases bound to one id) makes the releases identical wherever
+  X = D and different with the canary's crossing probability elsewhere: ε = ∞ with probability
+  ≈ 1/3.
 * **Accountant** (docs/privacy/budget.md). For k releases of Basic (k = 1, 2, 5), the store's
   PLD accountant (:func:`~spark_dp.dp.accounting.tight_delta`, reading each step's
   ``dp_event()``) certifies a δ at every ε of a grid. The audit recomputes the privacy profile
@@ -21,13 +21,16 @@
   below the true δ anywhere fails. An accountant that composes a Gaussian step as if it were
   pure ε (its event the randomized-response pair of its ε, its δ share dropped) certifies, for
   one release at the fast parameters, δ = 0.2 at ε ≈ 0.85 where the Gaussian gives 0.226.
+
+Both take the part a broken system changes as an argument (``keys``, ``accounted``); the broken
+variants that pass them are in the self-test package (docs/privacy/audit.md#self-test).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, replace
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from spark_dp.audit.events import Comparison, four_ways
@@ -38,24 +41,21 @@ from spark_dp.audit.statistics import Confidence
 from spark_dp.audit.targets import Settings, SparkSelection, build_target
 from spark_dp.dp.accounting import Charge, noise_steps, tight_profile
 from spark_dp.dp.calibration import gaussian_delta
-from spark_dp.dp.protocol import pure_dp_event
 from spark_dp.partition_selection import select_partitions
 from spark_dp.partition_selection.calibration import WeightAndThreshold
 from spark_dp.partition_selection.columns import ITEM
 from spark_dp.partition_selection.result import SelectionPlan
 from spark_dp.randomness import Randomness, ReleaseKey
-from spark_dp.report import Step
 
 if TYPE_CHECKING:
-    from dp_accounting import DpEvent
     from pyspark.sql import SparkSession
 
 __all__ = [
     "ACCOUNTANT_RELEASES",
     "SYSTEM",
-    "SYSTEM_BROKEN",
     "accountant_audit",
     "key_binding_audit",
+    "separate_keys",
 ]
 
 ACCOUNTANT_RELEASES = (1, 2, 5)
@@ -78,10 +78,22 @@ def _released(
         return split_by_copy(str(r[ITEM]) for r in result.items.collect())
 
 
+def separate_keys(material: ReleaseKey) -> list[Randomness]:
+    """One key, two releases: the same key material in two objects (a key file read by two
+    runs), as a key object binds once; each release binds its own to the digest of its rows."""
+    return [Randomness(ReleaseKey(material.secret, material.mode)) for _ in range(2)]
+
+
 def key_binding_audit(
-    *, reuse: bool, runs: int, seed: int | None, alpha: float, spark: SparkSession
+    *,
+    runs: int,
+    seed: int | None,
+    alpha: float,
+    spark: SparkSession,
+    keys: Callable[[ReleaseKey], list[Randomness]] = separate_keys,
 ) -> AuditResult:
-    """The key-binding audit of the module docstring (``reuse``: the broken system)."""
+    """The key-binding audit of the module docstring: ``keys`` makes the two releases' keys
+    from one key's material (as a library caller would: :func:`separate_keys`)."""
     start = time.perf_counter()
     target = _basic(Settings())
     cal = target.plan.calibration(0, WeightAndThreshold)
@@ -90,15 +102,9 @@ def key_binding_audit(
     with_canary = {**base, CANARY: ["x"]}
     first = Copies(((base, runs), (with_canary, runs)))  # X = D, then X = D + canary
     second = Copies(((base, 2 * runs),))  # D, the same names copy for copy
-    material = Randomness.create(seed).key
-    # one key, two releases: the same key material in two objects (a key file read by two
-    # runs), as a key object binds once; each call binds its own to the digest of its rows
-    keys = [Randomness(ReleaseKey(material.secret, material.mode)) for _ in range(2)]
-    key = keys[0]
-    if reuse:  # both releases bound to one id: the same noise on the same item names
-        key = key.bind("one id for every release")
-        keys = [key, key]
-    one, two = (_released(target, c, k, spark) for c, k in zip((first, second), keys, strict=True))
+    pair = keys(Randomness.create(seed).key)
+    key = pair[0]
+    one, two = (_released(target, c, k, spark) for c, k in zip((first, second), pair, strict=True))
     differ = [one.get(k, set()) != two.get(k, set()) for k in range(2 * runs)]
     hits_d, hits_n = sum(differ[:runs]), sum(differ[runs:])
     confidence = Confidence(alpha).over(4)
@@ -110,8 +116,8 @@ def key_binding_audit(
         for counts in four_ways("the releases differ", hits_n, runs, hits_d, runs)
     ]
     return AuditResult(
-        mechanism="broken-key-reuse" if reuse else "key-binding",
-        change="both releases bound to one id (the same noise)" if reuse else None,
+        mechanism="key-binding",
+        change=None,
         claim=claim,
         parameters=target.parameters,
         runs=runs,
@@ -121,14 +127,6 @@ def key_binding_audit(
         seconds=time.perf_counter() - start,
         randomness={"mode": key.mode, "key_fingerprint": key.fingerprint},
     )
-
-
-class PureGaussianRound(WeightAndThreshold):
-    """A Gaussian round that describes its noise to the accountant as a pure-ε step."""
-
-    def dp_event(self) -> DpEvent:
-        """The randomized-response pair of ε: what an ε-DP step is, a Gaussian one is not."""
-        return pure_dp_event(self.epsilon)
 
 
 def _profiles(
@@ -147,19 +145,18 @@ def _profiles(
     ]
 
 
-def accountant_audit(*, pure: bool) -> AuditResult:
-    """The accountant audit of the module docstring (``pure``: the broken accountant)."""
+def accountant_audit(
+    *, accounted: Callable[[SelectionPlan], SelectionPlan] = lambda plan: plan
+) -> AuditResult:
+    """The accountant audit of the module docstring: the store's accountant certifies the
+    releases of ``accounted(plan)`` (the plan itself; a broken system changes what the
+    accountant reads), the true profile is the plan's own σ."""
     start = time.perf_counter()
     target = _basic(Settings())
-    plan = target.plan
-    sigmas = [plan.calibration(k, WeightAndThreshold).sigma for k in range(len(plan.steps))]
-    if pure:
-        cals = (plan.calibration(k, WeightAndThreshold) for k in range(len(plan.steps)))
-        steps = tuple(
-            Step(s.label, PureGaussianRound(**asdict(c)))
-            for s, c in zip(plan.steps, cals, strict=True)
-        )
-        plan = replace(plan, steps=steps)
+    sigmas = [
+        target.plan.calibration(k, WeightAndThreshold).sigma for k in range(len(target.plan.steps))
+    ]
+    plan = accounted(target.plan)
     problems, report = [], []
     for k in ACCOUNTANT_RELEASES:
         profile = _profiles(plan, sigmas, k)
@@ -178,8 +175,8 @@ def accountant_audit(*, pure: bool) -> AuditResult:
                 f"{worst[0]:.3g}, the composed Gaussian and the thresholds give {worst[2]:.4g}"
             )
     return AuditResult(
-        mechanism="broken-accountant-pure-gaussian" if pure else "accountant",
-        change="a Gaussian step composed as a pure-ε step" if pure else None,
+        mechanism="accountant",
+        change=None,
         claim=target.claim,
         parameters={
             **target.parameters,
@@ -201,25 +198,13 @@ def accountant_audit(*, pure: bool) -> AuditResult:
     )
 
 
-def _key(reuse: bool) -> Any:
-    def run(*, runs: int, seed: int | None, alpha: float, spark: SparkSession) -> AuditResult:
-        return key_binding_audit(reuse=reuse, runs=runs, seed=seed, alpha=alpha, spark=spark)
-
-    return run
+def _key_binding(*, runs: int, seed: int | None, alpha: float, spark: SparkSession) -> AuditResult:
+    return key_binding_audit(runs=runs, seed=seed, alpha=alpha, spark=spark)
 
 
-def _accountant(pure: bool) -> Any:
-    def run(**_: Any) -> AuditResult:
-        return accountant_audit(pure=pure)
-
-    return run
+def _accountant(**_: Any) -> AuditResult:
+    return accountant_audit()
 
 
-SYSTEM = {"key-binding": _key(False), "accountant": _accountant(False)}
+SYSTEM = {"key-binding": _key_binding, "accountant": _accountant}
 """The system checks a correct spark_dp passes (name → runner)."""
-
-SYSTEM_BROKEN = {
-    "broken-key-reuse": _key(True),
-    "broken-accountant-pure-gaussian": _accountant(True),
-}
-"""Their broken variants (must fail)."""

@@ -1,7 +1,7 @@
 """What the audit runs: each mechanism through its real code path, with its own calibration.
 
 A target knows how to run the mechanism on the audit's datasets (the registry's ``plan``/``run``
-through :func:`~spark_dp.partition_selection.select_partitions`, the in-memory oracle, or the
+through :func:`~spark_dp.partition_selection.select.run_plan`, the in-memory oracle, or the
 distinct-count curve and release), the guarantee it claims (:class:`Claim`: the parameters'
 (ε, δ) and the proof's δ shares), its worst cases (``probes``, :mod:`.worst_cases`), a model of
 one item's release probability (only to place probes before any run), and its public
@@ -39,17 +39,14 @@ from spark_dp.distinct_count.release import DPResult, release_curve
 from spark_dp.dp.calibration import Budget
 from spark_dp.dp.protocol import RoundCalibration
 from spark_dp.dp.registry import Algorithm
-from spark_dp.partition_selection import (
-    PartitionSelectionParams,
-    plan_selection,
-    select_partitions,
-)
+from spark_dp.partition_selection import PartitionSelectionParams, plan_selection
 from spark_dp.partition_selection.auto.plan import AutoPlan
 from spark_dp.partition_selection.calibration import LaplaceThresholding, WeightAndThreshold
 from spark_dp.partition_selection.columns import ITEM, USER_ID
 from spark_dp.partition_selection.oracles import OracleResult, greedy_update, policy_gaussian
 from spark_dp.partition_selection.registry import REGISTRY
 from spark_dp.partition_selection.result import SelectionPlan
+from spark_dp.partition_selection.select import run_plan
 from spark_dp.randomness import Randomness
 from spark_dp.report import Step
 
@@ -114,7 +111,8 @@ def selection_claim(plan: SelectionPlan, params: PartitionSelectionParams) -> Cl
 
 @dataclass(frozen=True)
 class SparkSelection:
-    """A partition-selection registry entry, run by ``select_partitions`` on Spark.
+    """A partition-selection registry entry, run by ``run_plan`` (what ``select_partitions``
+    runs) on Spark.
 
     Attributes:
         entry: the registry entry whose ``run`` executes the plan.
@@ -163,10 +161,9 @@ class SparkSelection:
     def released(self, copies: Copies, randomness: Randomness, spark: SparkSession) -> set[str]:
         """The items released by one run on the union of ``copies`` (the audit's data)."""
         pairs = copies.frame(spark)
-        # as the job calls it (the job validates in load_pairs; the audit builds valid rows)
-        with select_partitions(
-            pairs, self.plan, randomness, validate=False, algorithm=self.entry
-        ) as result:
+        # as select_partitions runs it, with the audit's own entry and the key the audit bound
+        # (the job validates in load_pairs; the audit builds valid rows)
+        with run_plan(pairs, self.entry, self.plan, randomness) as result:
             return {str(r[ITEM]) for r in result.items.collect()}
 
 

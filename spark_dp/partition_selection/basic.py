@@ -7,7 +7,6 @@ Basic-Laplace: Gopi et al. 2020's ℓ1 variant; docs/design/selection.md#basic.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from spark_dp.caching import CacheScope
@@ -49,7 +48,6 @@ def run(
     *,
     timer: StageTimer | None = None,
     cache: CacheScope | None = None,
-    weighting: Callable[[DataFrame], DataFrame] = basic_weights,
 ) -> Selection:
     """Basic: cap at Δ0, w(i) = Σ 1/√d_u, Gaussian noise, keep w̃ ≥ ρ.
 
@@ -59,9 +57,6 @@ def run(
         randomness: the job's randomness (capping and noise use their own child streams).
         timer: stage logger.
         cache: where the run keeps what it reuses (handed to the :class:`Selection`).
-        weighting: capped pairs → (item, weight_private). Always :func:`basic_weights`
-            except in the privacy audit's self-test, whose deliberately broken variant
-            (:mod:`spark_dp.audit.broken`) must run through this same code.
 
     Returns:
         the :class:`Selection` (one round).
@@ -74,7 +69,7 @@ def run(
         randomness=randomness,
         timer=timer,
         cache=cache,
-        run=lambda capped, noise: gaussian_round(step, weighting(capped), noise, cache),
+        run=lambda capped, noise: gaussian_round(step, basic_weights(capped), noise, cache),
     )
     return Selection(plan, round_.items, [round_], cache=cache)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.caching import CacheScope
 from spark_dp.dp.registry import Algorithm
+from spark_dp.errors import ParameterError
 from spark_dp.io import ContentDigest, InputSummary, ReadGate, validate_edges
 from spark_dp.logs import StageTimer, get_logger
 from spark_dp.partition_selection.auto.plan import AutoPlan, plan_auto
@@ -43,6 +44,7 @@ __all__ = [
     "calibration_table",
     "plan_selection",
     "preview_partitions",
+    "run_plan",
     "select_partitions",
 ]
 
@@ -74,7 +76,6 @@ def select_partitions(
     validate: bool = True,
     user_col: str = USER_ID,
     item_col: str = ITEM,
-    algorithm: Algorithm[PartitionSelectionParams, SelectionPlan] | None = None,
     digest: InputSummary | ContentDigest | None = None,
 ) -> Selection:
     """Privately select items from user-item pairs with ``params.algorithm``.
@@ -98,10 +99,6 @@ def select_partitions(
             separate pass: every algorithm's cap drops them.
         user_col: user column of ``pairs`` (when validating).
         item_col: item column of ``pairs`` (when validating).
-        algorithm: run the plan with this entry's ``run`` instead of
-            ``REGISTRY[plan.algorithm]``'s. Only for the privacy audit (:mod:`spark_dp.audit`),
-            whose deliberately broken variants are entries that are not registered; they run
-            through this same path.
         digest: with ``validate=False`` and an unbound key-file or seeded ``randomness``: the
             :class:`~spark_dp.io.InputSummary` of ``load_pairs(..., gate=ReadGate.keyed_by(
             randomness))`` (or its digest).
@@ -119,7 +116,6 @@ def select_partitions(
     """
     if isinstance(plan, PartitionSelectionParams):
         plan = plan_selection(plan)
-    algorithm = algorithm or REGISTRY[plan.algorithm]
     spark = pairs.sparkSession
     with (
         labels(spark, family="partition_selection", algorithm=plan.algorithm),
@@ -129,15 +125,57 @@ def select_partitions(
             pairs,
             randomness,
             (validate, user_col, item_col, digest),
-            algorithm.name,
+            plan.algorithm,
             {"rounds": plan.to_report(), "options": dict(plan.options)},
         )
+        return run_plan(checked, REGISTRY[plan.algorithm], plan, randomness, timer=timer)
+
+
+def run_plan(
+    pairs: DataFrame,
+    algorithm: Algorithm[PartitionSelectionParams, SelectionPlan],
+    plan: SelectionPlan | AutoPlan,
+    randomness: Randomness,
+    *,
+    timer: StageTimer | None = None,
+) -> Selection:
+    """Run ``plan`` with ``algorithm``'s ``run`` on checked pairs, with a key already bound.
+
+    The lower level under :func:`select_partitions`, which validates, binds the key to the
+    release and calls this with ``REGISTRY[plan.algorithm]``. The privacy audit calls it with
+    its own entries (docs/privacy/audit.md), so that every variant it runs goes through the
+    same caching, tracking and Δ0 choice as a release.
+
+    Args:
+        pairs: (user_id, item) pairs, already checked (:func:`spark_dp.io.validate_edges`).
+        algorithm: the entry whose ``run`` executes the plan.
+        plan: the data-free plan (:func:`plan_selection`).
+        randomness: a key bound to this release (:func:`spark_dp.release_ids.bind_release`).
+        timer: stage logger.
+
+    Returns:
+        the :class:`Selection`, as :func:`select_partitions` returns it.
+
+    Raises:
+        ParameterError: an unbound key (binding is the caller's: the release id covers what
+            only the caller knows, the rows read and the parameters).
+    """
+    if not randomness.bound:
+        raise ParameterError(
+            "run_plan needs a key bound to its release: call select_partitions, which binds "
+            "it, or pass randomness.bind(release_id)"
+        )
+    spark = pairs.sparkSession
+    with (
+        labels(spark, family="partition_selection", algorithm=plan.algorithm),
+        sql_defaults(spark, SPARK_SQL_DEFAULTS),
+    ):
         cache = CacheScope()
         try:
             if isinstance(plan, AutoPlan):
-                selection = _run_auto(checked, plan, randomness, algorithm, timer, cache)
+                selection = _run_auto(pairs, plan, randomness, algorithm, timer, cache)
             else:
-                selection = algorithm.run(checked, plan, randomness, timer=timer, cache=cache)
+                selection = algorithm.run(pairs, plan, randomness, timer=timer, cache=cache)
         except BaseException:
             cache.release()
             raise

@@ -23,12 +23,12 @@ import pytest
 from scipy import stats
 
 from spark_dp.audit.api import DEFAULT_RUNS, default_runs
-from spark_dp.audit.broken import BROKEN, build_broken
 from spark_dp.audit.events import designed_events
 from spark_dp.audit.scenario import choice_datasets
 from spark_dp.audit.statistics import Confidence, hockey_stick_power
 from spark_dp.audit.targets import build_target
 from spark_dp.partition_selection.auto.calibration import fixed_point_weight, quantized_terms
+from spark_dp_selftest import BROKEN, build_broken
 
 ALPHA = 1e-3
 

@@ -144,6 +144,6 @@ def test_greedy_update_releases_victim_only_items_within_delta():
 def test_the_victim_check_fails_greedy_update_before_the_fix():
     # Noising every item of the union (the old code) releases one of the victim's 1,999
     # zero-weight items with probability ≈ 1 − (1 − δ·e^−1)^1999 ≈ 0.52 per run.
-    from spark_dp.audit.breakages import greedy_update_prefix
+    from spark_dp_selftest.breakages import greedy_update_prefix
 
     assert victim_releases(greedy_update_prefix) > 100

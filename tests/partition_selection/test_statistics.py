@@ -14,7 +14,6 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from spark_dp.audit.broken import build_broken
 from spark_dp.audit.runner import novel_item_test
 from spark_dp.audit.targets import build_target
 from spark_dp.dp.calibration import Budget
@@ -29,6 +28,7 @@ from spark_dp.partition_selection.thresholding import (
 )
 from spark_dp.partition_selection.weighting import basic_weights, unbiased_user_weights
 from spark_dp.randomness import Randomness
+from spark_dp_selftest import build_broken
 from tests.partition_selection.helpers import as_dict, item_set
 
 DEFAULT = WeightAndThreshold.for_budget(Budget(1.0, 1e-5), 100)

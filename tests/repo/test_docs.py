@@ -203,6 +203,8 @@ def test_the_wheel_long_description_is_the_readme(tmp_path: Path):
     with zipfile.ZipFile(wheel) as z:
         (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
         text = z.read(meta).decode("utf-8")
+        # a user install holds no deliberately broken mechanism (they are in selftest/)
+        assert not [n for n in z.namelist() if "spark_dp_selftest" in n or "broken" in n]
     head, body = text.split("\n\n", 1)  # core metadata: headers, a blank line, the description
     message = email.message_from_string(head + "\n\n")
     assert message["Version"] == __version__

@@ -203,6 +203,28 @@ def test_the_dp_core_reads_only_the_basics_and_itself():
     assert outside == set()
 
 
+def self_test_imports() -> list[str]:
+    """Every import of the self-test package (the broken variants) by a spark_dp module."""
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                targets = [node.module or ""]
+            else:
+                continue
+            found += [f"{name} -> {t}" for t in targets if t.split(".")[0] == "spark_dp_selftest"]
+    return found
+
+
+def test_spark_dp_never_imports_the_broken_variants():
+    """The broken variants are a package of their own (selftest/): the audit loads it by name
+    when it is installed (``spark_dp.audit.api.variants``), no module imports it."""
+    assert self_test_imports() == []
+    assert not (ROOT / PACKAGE / "audit" / "broken.py").exists()
+
+
 def test_the_checks_find_a_cycle_and_an_upward_import():
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
     assert cycles(edges) == [["a", "b", "c"]]

@@ -2,7 +2,8 @@
 
 Each variant wraps a real mechanism and changes exactly one thing (:mod:`.breakages`), then runs
 through the same code path as the real one: a registry entry with a changed plan or run goes
-through ``select_partitions``; an oracle, a distinct-count step, a curve or the choice of Δ0 is
+through :func:`~spark_dp.partition_selection.select.run_plan` (what ``select_partitions``
+runs); an oracle, a distinct-count step, a curve or the choice of Δ0 is
 swapped in the same way. Every mechanism gets σ (or the Laplace scale) for 2ε, its threshold with
 the whole δ instead of its share, the cap off, and its own likely mistake; ``parameters`` moves a
 variant to where its mistake shows (MAD2R's bias needs b_max > 1 and a small round-1 share; count
@@ -11,17 +12,16 @@ of every variant, the test that catches it and its power is in docs/privacy/audi
 (``make audit`` refreshes it); the system-level variants (a key reused on neighbouring data, an
 accountant that composes a Gaussian step as if pure) are in :mod:`.system`.
 
-Nothing here is ever registered: the job, ``calibrate`` and the bench cannot reach it.
+Nothing here is registered, and none of it is in the spark_dp package: the job, ``calibrate``
+and the bench cannot reach it.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from spark_dp.audit import breakages as b
 from spark_dp.audit.targets import (
     CountTarget,
     OracleSelection,
@@ -40,6 +40,7 @@ from spark_dp.partition_selection.calibration import (
     TruncatedGeometric,
     WeightAndThreshold,
 )
+from spark_dp_selftest import breakages as b
 
 __all__ = ["BROKEN", "UNDERPOWERED", "BrokenVariant", "build_broken"]
 
@@ -95,8 +96,14 @@ def _run_with(kind: type, change: Callable[[Any], Any]) -> Callable[[SparkSelect
 
 
 def _double_singletons(target: SparkSelection) -> Target:
+    """Basic's own ``run`` with its weighting swapped for the doubled one (its module's
+    ``basic_weights``, for the duration of the run)."""
     entry = target.entry
-    run = functools.partial(basic.run, weighting=b.doubled_singleton_weights)
+
+    def run(*args: Any, **kw: Any) -> Any:
+        with b.patched(basic, basic_weights=b.doubled_singleton_weights):
+            return entry.run(*args, **kw)
+
     return replace(target, entry=Algorithm(entry.name, entry.summary, entry.plan, run))
 
 
