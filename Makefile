@@ -75,6 +75,7 @@ GRAPHFRAMES_JAR35    := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark3_2.12-$(GRAPHF
 
 .PHONY: help setup docs bench-setup bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
         bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
+        pythons-setup compat-setup \
         test-compat sweep delta-jars test-delta delta4-setup graphframes-jars test-graphframes \
         bench-components
 
@@ -189,18 +190,27 @@ test-graphframes: setup spark35-setup graphframes-jars ## GraphFrames' component
 	$(call graphframes-suite,$(VENV),$(GRAPHFRAMES_JAR4),$(GRAPHFRAMES4_K))
 	$(call graphframes-suite,$(SPARK35_VENV),$(GRAPHFRAMES_JAR35),$(GRAPHFRAMES35_K))
 
-test-pythons: ## the driver-side tests on each Python of PY_VERSIONS found on this machine
+pythons-setup: ## a venv per Python of PY_VERSIONS found on this machine (the test-core extra)
+	@for v in $(PY_VERSIONS); do \
+	    py=$$(.ci/find-python $$v); \
+	    [ -n "$$py" ] && [ ! -f .venv-py$$v/.installed ] || continue; \
+	    { $$py -m venv .venv-py$$v && \
+	        .venv-py$$v/bin/python -m pip install --quiet --upgrade pip && \
+	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" -e selftest && \
+	        touch .venv-py$$v/.installed; } || exit 1; \
+	done
+
+test-pythons: pythons-setup ## the driver-side tests on each Python of PY_VERSIONS found on this machine
 	@for v in $(PY_VERSIONS); do \
 	    py=$$(.ci/find-python $$v); \
 	    if [ -z "$$py" ]; then echo "note: no Python $$v on this machine: its run is left out"; continue; fi; \
 	    echo "== Python $$v ($$py)"; \
-	    [ -f .venv-py$$v/.installed ] || { $$py -m venv .venv-py$$v && \
-	        .venv-py$$v/bin/python -m pip install --quiet --upgrade pip && \
-	        .venv-py$$v/bin/python -m pip install --quiet -e ".[test-core]" -e selftest && \
-	        touch .venv-py$$v/.installed; } || exit 1; \
 	    SPARK_DP_DRIVER_ONLY=1 .venv-py$$v/bin/python -m pytest -q -m "not slow and not main_python" \
 	        $(PY_TESTS) || exit 1; \
 	done
+
+# Every venv and jar the compatibility suites need (.ci/run builds them beside `make test`).
+compat-setup: spark35-setup delta-jars delta4-setup graphframes-jars pythons-setup ## every venv and jar of the compatibility suites
 
 test-compat: test-spark35 test-delta test-graphframes test-pythons ## pyspark 3.5, Delta, GraphFrames, other Pythons (CI: after test)
 

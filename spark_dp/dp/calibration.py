@@ -1,9 +1,10 @@
 """General noise calibration on the driver: the Gaussian and Laplace mechanisms.
 
-Pure numpy/scipy, no Spark. Every mechanism states its sensitivity once, in the function that
-calibrates it; callers pass the resulting σ or scale on and never pass a sensitivity again
-(a sensitivity two functions take as an argument is owned by neither). Tiny probabilities are
-handled in log space throughout.
+Pure Python (:mod:`.numerics` for Φ, ln Φ and the root finder), no Spark and no scipy: the
+calibration runs before any data is read, and ``--dry-run`` answers without loading scipy. Every
+mechanism states its sensitivity once, in the function that calibrates it; callers pass the
+resulting σ or scale on and never pass a sensitivity again (a sensitivity two functions take as
+an argument is owned by neither). Tiny probabilities are handled in log space throughout.
 
 The families calibrate their own mechanisms beside them, on top of these:
 :mod:`spark_dp.partition_selection.calibration` (weight-and-threshold rounds, MAD constants),
@@ -27,11 +28,11 @@ Contents
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
-import numpy as np
-
 from spark_dp.checks import check_delta, check_epsilon, check_positive, is_real
+from spark_dp.dp.numerics import brentq, log_ndtr, ndtr
 from spark_dp.errors import ParameterError
 
 __all__ = [
@@ -83,6 +84,7 @@ class Budget:
 # --------------------------------------------------------------------------- Gaussian
 
 _SIGMA_MARGIN = 1e-10
+_EPS = sys.float_info.epsilon
 
 
 def _log_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
@@ -91,12 +93,10 @@ def _log_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) 
     δ(σ) = Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ)
          = Φ(a) · (1 − exp(ε + ln Φ(b) − ln Φ(a))),  a = Δ/(2σ) − εσ/Δ,  b = a − Δ/σ.
     """
-    from scipy import special  # scipy loads on first use: `spark-dp <job> --help` needs none
-
     a = sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
     b = -sensitivity / (2.0 * sigma) - epsilon * sigma / sensitivity
-    log_pa = special.log_ndtr(a)
-    x = epsilon + special.log_ndtr(b) - log_pa  # < 0 for every finite σ > 0
+    log_pa = log_ndtr(a)
+    x = epsilon + log_ndtr(b) - log_pa  # < 0 for every finite σ > 0
     if x >= 0.0:  # only reachable through rounding when δ(σ) underflows to 0
         return -math.inf
     return float(log_pa + math.log(-math.expm1(x)))
@@ -149,9 +149,7 @@ def gaussian_sigma(noise: Budget, sensitivity: float = 1.0) -> float:
         hi += 2.0
         if hi > 60:
             raise ParameterError(f"cannot calibrate sigma for epsilon={epsilon}, delta={delta}")
-    from scipy import optimize
-
-    log_s = float(optimize.brentq(f, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+    log_s = brentq(f, lo, hi, xtol=1e-15, rtol=4 * _EPS, maxiter=500)
     # Round up (conservative): the float evaluation of ln δ(σ) is accurate to ~1e-12 relative,
     # so add a 1e-10 relative margin on σ (it lowers δ(σ) by ~1e-8 relative, far more than the
     # evaluation error), then make sure the float check holds too.
@@ -183,9 +181,7 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
         hi *= 2.0
         if hi > 1e6:
             raise ParameterError(f"sigma={sigma} is too small for delta={delta}")
-    from scipy import optimize
-
-    eps = float(optimize.brentq(f, 0.0, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500))
+    eps = brentq(f, 0.0, hi, xtol=1e-15, rtol=4 * _EPS, maxiter=500)
     eps *= 1.0 + _SIGMA_MARGIN  # round up, as in gaussian_sigma
     while f(eps) > 0:
         eps *= 1.0 + _SIGMA_MARGIN
@@ -209,9 +205,7 @@ def noise_exceeds(distribution: str, scale: float, margin: float) -> float:
     """
     x = margin / scale
     if distribution == "gaussian":
-        from scipy import special
-
-        return float(special.ndtr(-x))
+        return ndtr(-x)
     if distribution == "laplace":
         return 0.5 * math.exp(-x) if x >= 0 else 1.0 - 0.5 * math.exp(x)
     raise ValueError(f"distribution must be 'gaussian' or 'laplace', got {distribution!r}")

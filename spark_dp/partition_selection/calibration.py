@@ -1,9 +1,10 @@
 """Calibration of partition selection's rounds: thresholds ρ, σ, MAD's constants, and the
 classic count thresholding's keep probabilities and thresholds.
 
-Driver-only numpy/scipy, no Spark. Built on the general Gaussian and Laplace mechanisms of
-:mod:`spark_dp.dp.calibration`; every round here states its own sensitivity and budget split
-and describes itself (the :class:`~spark_dp.dp.protocol.RoundCalibration` protocol).
+Driver-only numpy (no scipy: :mod:`spark_dp.dp.numerics`), no Spark. Built on the general
+Gaussian and Laplace mechanisms of :mod:`spark_dp.dp.calibration`; every round here states its
+own sensitivity and budget split and describes itself (the
+:class:`~spark_dp.dp.protocol.RoundCalibration` protocol).
 
 Contents
 --------
@@ -44,6 +45,7 @@ from spark_dp.dp.calibration import (
     noise_exceeds,
     sampler_delta_floor,
 )
+from spark_dp.dp.numerics import ndtri
 from spark_dp.dp.protocol import basic_only_event, gaussian_event, laplace_event
 from spark_dp.errors import ParameterError
 
@@ -108,9 +110,7 @@ def gaussian_threshold(
     t = np.arange(1, max_contributions + 1, dtype=float)
     q = -np.expm1(np.log1p(-delta_threshold) / t)
     # Φ⁻¹(1 − q) = −Φ⁻¹(q): evaluating in the lower tail keeps full precision for tiny q.
-    from scipy import special  # loads on first use: a job's `--help` needs no scipy
-
-    values = h_scale / np.sqrt(t) - sigma * special.ndtri(q)
+    values = h_scale / np.sqrt(t) - sigma * ndtri(q)
     i = int(np.argmax(values))
     return Threshold(rho=float(values[i]), argmax_t=i + 1)
 
@@ -697,10 +697,8 @@ def gaussian_thresholding_threshold(
     δ_thr. Here ``delta_threshold`` is the threshold's own share of δ.
     """
     check_positive("sigma", sigma)
-    from scipy import special  # loads on first use: a job's `--help` needs no scipy
-
     d = adjusted_delta(delta_threshold, max_contributions)
-    return 1.0 - sigma * float(special.ndtri(d))
+    return 1.0 - sigma * float(ndtri(d)[0])
 
 
 @dataclass(frozen=True)
