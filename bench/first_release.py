@@ -2,7 +2,8 @@
 
 ``python -m bench.first_release`` measures, each command a fresh process:
 
-1. ``spark-dp <job> --help`` of every job (median of 5), and one ``--dry-run``;
+1. ``spark-dp <job> --help`` of every job and a ``--dry-run`` (median of 5 each; the goal:
+   under a second);
 2. ``pip install .`` of this checkout into a fresh venv (pip's cache warm: the wheels of the
    dependencies are not downloaded again, but pip resolves and installs them as a user's would);
 3. with that venv's ``spark-dp``, a first release on the user's own Parquet file with custom
@@ -30,12 +31,25 @@ RESULTS = REPO / "bench" / "results" / "first_release" / "results.md"
 REPEATS = 5
 WRONG_FLAGS_LIMIT = 5.0
 """Seconds within which the first try with the wrong column flags must fail."""
+ANSWER_LIMIT = 1.0
+"""Seconds within which ``--help`` and ``--dry-run`` must answer."""
 
 
 def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, str, str]:
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     return time.perf_counter() - t0, done.returncode, done.stdout, done.stderr
+
+
+def _median(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """The median of REPEATS fresh processes' seconds (each must exit 0)."""
+    seconds = []
+    for _ in range(REPEATS):
+        s, code, _, err = _timed(cmd, cwd, env)
+        if code != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed: {err}")
+        seconds.append(s)
+    return statistics.median(seconds)
 
 
 def _uptime() -> str:
@@ -46,17 +60,7 @@ def _help_latency(python: str, cwd: Path, env: dict[str, str]) -> list[tuple[str
     sys.path.insert(0, str(REPO))
     from spark_dp.cli import JOBS
 
-    rows = []
-    for job in JOBS:
-        cmd = [python, "-m", "spark_dp", job, "--help"]
-        seconds = []
-        for _ in range(REPEATS):
-            s, code, _, err = _timed(cmd, cwd, env)
-            if code != 0:
-                raise SystemExit(f"{' '.join(cmd)} failed: {err}")
-            seconds.append(s)
-        rows.append((job, statistics.median(seconds)))
-    return rows
+    return [(job, _median([python, "-m", "spark_dp", job, "--help"], cwd, env)) for job in JOBS]
 
 
 def _user_data(root: Path, python: str, env: dict[str, str]) -> None:
@@ -100,7 +104,7 @@ def main() -> int:
         _user_data(user, python, env)
         help_rows = _help_latency(python, user, env)
         base = [spark_dp, "partition-selection", "--input", "shop.parquet", "--epsilon", "1"]
-        t_dry, dry_code, _, _ = _timed(
+        t_dry = _median(
             [*base, "--output", "out/items", "--dry-run", "--user-col", "customer_id",
              "--item-col", "product"],
             user,
@@ -119,7 +123,8 @@ def main() -> int:
         "| step | seconds | exit code |",
         "|---|---|---|",
         f"| `pip install .` into a fresh venv | {t_install:.1f} | 0 |",
-        f"| `--dry-run` with the right flags | {t_dry:.2f} | {dry_code} |",
+        f"| `--dry-run` with the right flags (median of {REPEATS}; goal < {ANSWER_LIMIT:g} s) "
+        f"| {t_dry:.2f} | 0 |",
         f"| first try, no column flags (must fail < {WRONG_FLAGS_LIMIT:g} s) | {t_wrong:.2f} | "
         f"{wrong_code} |",
         f"| the fix: `--user-col customer_id --item-col product` | {t_fix:.1f} | {fix_code} |",
@@ -128,7 +133,8 @@ def main() -> int:
         "",
         f"The fix's answer: `{answer}`",
         "",
-        f"`--help` of each job, fresh process, median of {REPEATS} (the installed venv):",
+        f"`--help` of each job, fresh process, median of {REPEATS} (the installed venv; goal "
+        f"< {ANSWER_LIMIT:g} s):",
         "",
         "| job | seconds |",
         "|---|---|",
@@ -138,7 +144,8 @@ def main() -> int:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("\n".join(lines))
     print("\n".join(lines))
-    ok = wrong_code == 2 and t_wrong < WRONG_FLAGS_LIMIT and fix_code == 0 and dry_code == 0
+    quick = max(t_dry, *(s for _, s in help_rows)) < ANSWER_LIMIT
+    ok = wrong_code == 2 and t_wrong < WRONG_FLAGS_LIMIT and fix_code == 0 and quick
     return 0 if ok else 1
 
 
