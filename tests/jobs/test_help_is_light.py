@@ -5,8 +5,8 @@ loads no scipy at all (the calibration's numerics are :mod:`spark_dp.dp.numerics
 Each job runs in a fresh interpreter (a module imported by an earlier test would hide an
 import): ``spark-dp <job> --help``, then a ``--dry-run`` on a local Parquet file with custom
 column names (its schema read without Spark: :mod:`spark_dp.io.schema_peek`), and after each
-no ``pyspark`` module is loaded (after the dry run, no ``scipy`` module either). Their latency is measured in ``bench/first_release.py``, not
-here.
+no ``pyspark`` module is loaded (after the dry run, no ``scipy`` module either). Their latency
+is measured in ``bench/first_release.py``, not here.
 """
 
 from __future__ import annotations
