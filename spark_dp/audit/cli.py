@@ -24,7 +24,7 @@ from spark_dp.audit.selftest import self_test
 from spark_dp.audit.targets import MECHANISMS
 from spark_dp.checks import check_int_at_least, check_probability
 from spark_dp.config_flags import SpellingAction, deprecation_warnings
-from spark_dp.errors import SparkDPUserError
+from spark_dp.errors import ParameterError, SparkDPUserError
 from spark_dp.io.paths import WRITE, PathPlan, PathSpec
 from spark_dp.jobs.cli_args import OneLineParser
 from spark_dp.jobs.failures import say
@@ -161,6 +161,15 @@ def _check(ns: argparse.Namespace) -> None:
     plan.prepare_local(overwrite=True)  # the audit replaces its own outputs
 
 
+def _default_runs(name: str) -> int:
+    """The runs of ``--mechanism NAME``, the name checked first (an unknown one is refused in
+    one line naming the flag; a broken variant needs the self-test package)."""
+    try:
+        return default_runs(name)
+    except ParameterError as exc:
+        raise ParameterError(f"--mechanism: {exc}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse, run, print the table; return the exit code."""
     ap = _parser()
@@ -182,7 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0 if outcome.ok else 1
         names = list(MECHANISMS) if ns.all else [ns.mechanism]
         parameters = _parameters(ns)
-        runs = {n: default_runs(n) if ns.runs is None else ns.runs for n in names}  # names checked
+        runs = {n: _default_runs(n) for n in names}  # every name checked before any audit runs
+        if ns.runs is not None:
+            runs = dict.fromkeys(names, ns.runs)
         results = [
             audit(name, fast=ns.fast, runs=runs[name], alpha=ns.alpha, seed=ns.seed, **parameters)
             for name in names

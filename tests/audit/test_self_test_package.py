@@ -67,6 +67,13 @@ def test_without_the_package_the_library_refuses_before_any_audit(without_the_pa
     assert default_runs("basic") > 0
 
 
+@pytest.mark.parametrize("runs", [[], ["--runs", "5"]])
+def test_the_command_line_names_the_flag_of_an_unknown_name(capsys, runs):
+    assert main(["audit", "--mechanism", "nope", *runs]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("spark-dp audit: error: --mechanism: unknown mechanism 'nope'")
+
+
 def test_an_unknown_name_is_refused_with_the_names_to_choose_from():
     with pytest.raises(ParameterError, match="choose one of: basic"):
         audit("basci")
