@@ -242,7 +242,7 @@ def greedy_update_prefix(
     beta: float = 4.0,
     randomness: Randomness,
 ) -> OracleResult:
-    """GreedyUpdate as it was before issue 14: Laplace noise on every item of the union."""
+    """GreedyUpdate with Laplace noise on every item of the union, zero weights too."""
     w, names, calibration = greedy_update_histogram(
         pairs, epsilon=epsilon, delta=delta, beta=beta, randomness=randomness
     )

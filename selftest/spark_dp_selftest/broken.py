@@ -156,7 +156,7 @@ K2 = {"max_contributions": 2}
 BIAS = {"b_max": 2.0, "split": (0.02, 0.98)}
 V = BrokenVariant
 _GAUSSIAN = (
-    # Basic (the names of issue 15's variants are kept)
+    # Basic
     V(
         "broken-sigma-2eps",
         "basic",
@@ -349,7 +349,7 @@ _OTHERS = (
         "no cap of k items",
         _run_with(GaussianThresholding, b.uncapped),
     ),
-    # the oracle of issue 14
+    # the GreedyUpdate oracle
     V(
         "broken-greedy-update-prefix",
         "greedy-update",

@@ -2,7 +2,7 @@
 Φ⁻¹, and Brent's root finder.
 
 The driver calibrates every mechanism before any data is read (``--dry-run`` stops there), so
-the calibration does not import scipy (half a second of a dry run): these functions stand in for
+the calibration does not import scipy (most of a dry run's time): these functions stand in for
 scipy's ``special.ndtr``, ``special.log_ndtr``, ``special.ndtri`` and ``optimize.brentq``, to
 within a few units in the last place (tests/dp/test_numerics.py holds them to scipy and to
 mpmath over their whole range; docs/design/selection.md#sigma-tolerance says how σ is rounded
