@@ -80,13 +80,21 @@ def _unknown(name: str) -> ParameterError:
     )
 
 
+def _variants_for(name: str) -> ModuleType:
+    """The self-test package, for a name that is not spark_dp's own: a broken variant's name
+    needs it, any other name is unknown (refused without looking for the package)."""
+    if not name.startswith(BROKEN_PREFIX):
+        raise _unknown(name)
+    return variants()
+
+
 def default_runs(name: str) -> int:
     """The default number of runs per dataset for mechanism (or broken variant) ``name``."""
     if name in SYSTEM:
         return SYSTEM_RUNS
     base = name
     if name not in MECHANISMS:
-        v = variants()
+        v = _variants_for(name)
         if name in v.SYSTEM_BROKEN:
             return SYSTEM_RUNS
         if name not in v.BROKEN:
@@ -98,10 +106,11 @@ def default_runs(name: str) -> int:
 def _target(name: str, settings: Settings) -> Target:
     if name in MECHANISMS:
         return build_target(name, settings)
-    if name.startswith(BROKEN_PREFIX) and name in (v := variants()).BROKEN:
-        target: Target = v.build_broken(name, settings)
-        return target
-    raise _unknown(name)
+    v = _variants_for(name)
+    if name not in v.BROKEN:
+        raise _unknown(name)
+    target: Target = v.build_broken(name, settings)
+    return target
 
 
 def audit(
@@ -136,8 +145,8 @@ def audit(
         ConfigError: a broken variant's name, and the self-test package is not installed.
     """
     system = SYSTEM.get(mechanism)
-    if system is None and mechanism.startswith(BROKEN_PREFIX):
-        system = variants().SYSTEM_BROKEN.get(mechanism)
+    if system is None and mechanism not in MECHANISMS:
+        system = _variants_for(mechanism).SYSTEM_BROKEN.get(mechanism)
     if system is not None:  # the checks of spark_dp.audit.system take no parameters
         runs = runs or default_runs(mechanism)
         return system(runs=runs, seed=seed, alpha=alpha, spark=audit_session(spark))

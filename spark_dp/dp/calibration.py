@@ -28,7 +28,6 @@ Contents
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 
 from spark_dp.checks import check_delta, check_epsilon, check_positive, is_real
@@ -84,7 +83,6 @@ class Budget:
 # --------------------------------------------------------------------------- Gaussian
 
 _SIGMA_MARGIN = 1e-10
-_EPS = sys.float_info.epsilon
 
 
 def _log_gaussian_delta(sigma: float, epsilon: float, sensitivity: float = 1.0) -> float:
@@ -149,7 +147,7 @@ def gaussian_sigma(noise: Budget, sensitivity: float = 1.0) -> float:
         hi += 2.0
         if hi > 60:
             raise ParameterError(f"cannot calibrate sigma for epsilon={epsilon}, delta={delta}")
-    log_s = brentq(f, lo, hi, xtol=1e-15, rtol=4 * _EPS, maxiter=500)
+    log_s = brentq(f, lo, hi, xtol=1e-15, maxiter=500)
     # Round up (conservative): the float evaluation of ln δ(σ) is accurate to ~1e-12 relative,
     # so add a 1e-10 relative margin on σ (it lowers δ(σ) by ~1e-8 relative, far more than the
     # evaluation error), then make sure the float check holds too.
@@ -181,7 +179,7 @@ def gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> fl
         hi *= 2.0
         if hi > 1e6:
             raise ParameterError(f"sigma={sigma} is too small for delta={delta}")
-    eps = brentq(f, 0.0, hi, xtol=1e-15, rtol=4 * _EPS, maxiter=500)
+    eps = brentq(f, 0.0, hi, xtol=1e-15, maxiter=500)
     eps *= 1.0 + _SIGMA_MARGIN  # round up, as in gaussian_sigma
     while f(eps) > 0:
         eps *= 1.0 + _SIGMA_MARGIN

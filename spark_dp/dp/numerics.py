@@ -22,6 +22,7 @@ up afterwards, whatever the last digits of these).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -164,7 +165,7 @@ def brentq(
     xb: float,
     *,
     xtol: float = 2e-12,
-    rtol: float = 4 * 2.220446049250313e-16,
+    rtol: float = 4 * sys.float_info.epsilon,
     maxiter: int = 100,
 ) -> float:
     """A root of ``f`` in [xa, xb], where f(xa) and f(xb) differ in sign (Brent's method,

@@ -128,7 +128,7 @@ def select_partitions(
             plan.algorithm,
             {"rounds": plan.to_report(), "options": dict(plan.options)},
         )
-        return run_plan(checked, REGISTRY[plan.algorithm], plan, randomness, timer=timer)
+    return run_plan(checked, REGISTRY[plan.algorithm], plan, randomness, timer=timer)
 
 
 def run_plan(

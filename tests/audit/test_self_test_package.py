@@ -55,6 +55,14 @@ def test_without_the_package_the_self_test_says_how_to_install_it(
     assert out == ""
 
 
+def test_without_the_package_an_unknown_name_is_still_unknown(without_the_package, capsys):
+    assert main(["audit", "--mechanism", "nope"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--mechanism: unknown mechanism 'nope'" in line and "not installed" not in line
+    with pytest.raises(ParameterError, match="unknown mechanism 'basci'"):
+        audit("basci")
+
+
 def test_without_the_package_the_library_refuses_before_any_audit(without_the_package):
     with pytest.raises(ConfigError, match="make setup"):
         self_test(["basic"])  # a real name alone still needs the variants: it is the self-test
