@@ -26,6 +26,7 @@ subset = $(if $(filter ci,$(SUBSET)),$(1),$(2))
 # the plan-layout and session-state files (their tests run on the newest pyspark).
 SPARK35_VENV  := .venv-spark35
 SPARK35_TESTS_CI := tests/partition_selection/test_api.py tests/partition_selection/test_mechanisms.py \
+                 tests/partition_selection/test_one_pass.py \
                  tests/contribution_bounding/test_proposal_spark.py \
                  tests/contribution_bounding/test_passes_spark.py \
                  tests/distinct_count/test_spark_curves.py tests/distinct_count/test_api.py \
@@ -73,7 +74,7 @@ GRAPHFRAMES_JARS_DIR := .cache/jars/graphframes-$(GRAPHFRAMES_BUILD)
 GRAPHFRAMES_JAR4     := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark4_2.13-$(GRAPHFRAMES_BUILD).jar
 GRAPHFRAMES_JAR35    := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark3_2.12-$(GRAPHFRAMES_BUILD).jar
 
-.PHONY: help setup docs bench-setup bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
+.PHONY: help setup docs bench-setup bench-scale bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
         bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
         pythons-setup compat-setup \
         test-compat sweep delta-jars test-delta delta4-setup graphframes-jars test-graphframes \
@@ -249,7 +250,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 # One harness run per family (each with its baseline and peers measured in the same run), so
 # a long family never loses another's table; results in bench/results/<family>/.
-bench: setup bench-setup bench-lines ## full benchmark, over 2 h (bench/results/*/results-full.md)
+bench: setup bench-setup bench-scale bench-lines ## full benchmark, over 3 h (bench/results/*/)
 	$(PY) -m bench --scale full --only partition_selection/ --only peer/pipeline-dp \
 	    --out bench/results/partition_selection $(ARGS)
 	$(PY) -m bench --scale full --only distinct_count/ --only peer/knop \
@@ -258,6 +259,11 @@ bench: setup bench-setup bench-lines ## full benchmark, over 2 h (bench/results/
 	    --out bench/results/contribution_bounding $(ARGS)
 	$(PY) -m bench --scale full --only tuning/ --out bench/results/tuning $(ARGS)
 	$(PY) -m bench.tuning_report bench/results/tuning
+
+# Floor C, Basic and MAD2R at 13M and 104M pairs on Spark 4 and 3.5, with each job's stage
+# seconds and the load; compared with the previous run (bench/results/scale/results.md).
+bench-scale: setup bench-setup ## speed at scale: floor C, Basic, MAD2R (about 40 min)
+	$(PY) -m bench.scale $(ARGS)
 
 # The Spark-lines suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
 # the bench), floors A and B beside every case, PipelineDP and Tumult in the same run.

@@ -42,7 +42,7 @@ from typing import Any
 from bench.datasets import REPLICATED_BASE
 from bench.harness import DATA_DIR, RESULTS_DIR, WORK_DIR, Dataset
 
-__all__ = ["main"]
+__all__ = ["PAIR_JOBS", "SELECTION", "Job", "Row", "main", "run_suite"]
 
 REPO = Path(__file__).resolve().parent.parent
 PEER_TIMEOUT_S = 20 * 60
@@ -202,13 +202,22 @@ def _selected(jobs: list[Job], only: list[str]) -> list[Job]:
     return [j for j in jobs if j in chosen or ("floor" in j.name and j.kind in kinds)]
 
 
-def run_suite(scale: str, lines: list[str], runs: int, peers: bool, only: list[str]) -> list[Row]:
-    """Run the suite; return every row."""
+def run_suite(
+    scale: str,
+    lines: list[str],
+    runs: int,
+    peers: bool,
+    only: list[str],
+    pair_jobs: tuple[Job, ...] = PAIR_JOBS,
+) -> list[Row]:
+    """Run the suite (its jobs on pairs: ``pair_jobs``); return every row."""
     from bench.venvs import line_venvs, peer_venvs, spark_version
 
     ds = _datasets(scale)
-    paths = _generate([ds["pairs"], ds["graph"], WARMUP_PAIRS, WARMUP_GRAPH])
-    warm = {"pairs": paths[WARMUP_PAIRS.name][0], "graph": paths[WARMUP_GRAPH.name][0]}
+    kinds = {j.kind for j in _selected([*pair_jobs, *PEER_JOBS, *GRAPH_JOBS], only)}
+    warmups = {"pairs": WARMUP_PAIRS, "graph": WARMUP_GRAPH}
+    paths = _generate([d for k in sorted(kinds) for d in (ds[k], warmups[k])])
+    warm = {k: paths[warmups[k].name][0] for k in kinds}
     pythons = line_venvs()
     rows: list[Row] = []
     for run in range(1, runs + 1):
@@ -216,7 +225,7 @@ def run_suite(scale: str, lines: list[str], runs: int, peers: bool, only: list[s
             python = pythons[line]
             spark = spark_version(python)
             peer_pythons = peer_venvs(spark) if peers else {}
-            jobs = [*PAIR_JOBS, *(j for j in PEER_JOBS if j.peer in peer_pythons), *GRAPH_JOBS]
+            jobs = [*pair_jobs, *(j for j in PEER_JOBS if j.peer in peer_pythons), *GRAPH_JOBS]
             for job in _selected(jobs, only):
                 dataset = ds[job.kind]
                 path, n = paths[dataset.name]

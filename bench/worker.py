@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
@@ -34,6 +35,9 @@ from bench.eventlog import AFTER_GROUP, MEASURED_GROUP, summarize
 __all__ = ["main"]
 
 SEED = 1
+ENTROPY_KEY = "entropy-key"
+"""A spark_dp job's flag here (never passed on): run it as a production run does, with a fresh
+key from the OS (no ``--seed``; its released items then vary a little between runs)."""
 
 
 def _session(job: str, event_dir: Path, extra: dict[str, str]) -> Any:
@@ -138,20 +142,42 @@ def floor_d(spark: Any, data: str, out: str, **_: Any) -> dict[str, Any]:
     return {}
 
 
+class _StageLines(logging.Handler):
+    """The seconds of the job's own stage lines (``stage NAME: done ... seconds=S``, logged at
+    INFO by :class:`spark_dp.logs.StageTimer`), in the order they ended."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seconds: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg == "stage %s: done%s seconds=%.2f" and record.args:
+            name, _, seconds = record.args  # type: ignore[misc]
+            self.seconds[str(name)] = round(self.seconds.get(str(name), 0.0) + seconds, 2)
+
+
 def spark_dp_job(spark: Any, data: str, out: str, *, flags: list[str], **_: Any) -> dict[str, Any]:
-    """A spark_dp job (``flags[0]`` names it) with a fixed seed, read to written output."""
+    """A spark_dp job (``flags[0]`` names it) with a fixed seed (or a fresh key: flag
+    :data:`ENTROPY_KEY`), read to written output; its figures hold the seconds of its own stage
+    lines (``stage_seconds``)."""
     import importlib
 
-    job, rest = flags[0], flags[1:]
+    job, rest = flags[0], [f for f in flags[1:] if f != ENTROPY_KEY]
     main = importlib.import_module(f"spark_dp.jobs.{job}").main
     report_path = f"{out}.report.json"
     target = ["--report", report_path] if job == "distinct_count" else ["--output", out]
-    argv = ["--input", data, *target, "--seed", str(SEED), "--overwrite"]
-    code = main([*argv, "--log-level", "WARNING", *rest])
+    key = [] if ENTROPY_KEY in flags else ["--seed", str(SEED)]
+    argv = ["--input", data, *target, *key, "--overwrite"]
+    stages = _StageLines()
+    logging.getLogger("spark_dp").addHandler(stages)
+    try:
+        code = main([*argv, "--log-level", "INFO", *rest])
+    finally:
+        logging.getLogger("spark_dp").removeHandler(stages)
     if code != 0:
         raise RuntimeError(f"{job} {rest} exited with {code}")
     report = json.loads(Path(report_path).read_text())
-    figures: dict[str, Any] = {}  # reports hold no timings (data-dependent): the log does
+    figures: dict[str, Any] = {"stage_seconds": stages.seconds}  # the log's, not the report's
     outputs = report.get("outputs", {})
     for key in ("output_items", "selected"):
         if key in outputs:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from spark_dp.randomness import Randomness
+    from spark_dp.randomness import Randomness, ReleaseKey
 
 __all__ = [
     "ContentDigest",
@@ -46,6 +46,7 @@ __all__ = [
     "ReleaseBinding",
     "digested",
     "finish_digest",
+    "needs_digest",
     "values_digest",
 ]
 
@@ -85,18 +86,39 @@ class ReadGate:
             makes its budget charge durable here: a failure after it stays charged).
         on_digest: called with the digest as soon as the aggregation returns, before its
             results are checked (so the runner can bind the release before any data-dependent
-            error).
+            error); with None when the table is read without a digest (``digest`` False).
+        digest: whether the rows must be digested. False for an entropy key: it exists in one
+            object, which binds once, so no other release can ever share its noise and its
+            release needs no digest of the rows (:func:`needs_digest`); a validation with
+            nothing else to check then runs no pass of its own.
     """
 
     salts: tuple[int, int] = field(repr=False)
     key_fingerprint: str
     before_read: Callable[[], None] = lambda: None
-    on_digest: Callable[[ContentDigest], None] = lambda digest: None
+    on_digest: Callable[[ContentDigest | None], None] = lambda digest: None
+    digest: bool = True
 
     @classmethod
     def keyed_by(cls, randomness: Randomness) -> ReadGate:
-        """A gate that only digests, keyed by ``randomness``'s key (the library's use)."""
-        return cls(randomness.digest_salts(), randomness.fingerprint)
+        """A gate that only digests, keyed by ``randomness``'s key (the library's use); for an
+        entropy key, one that asks for no digest (:func:`needs_digest`)."""
+        return cls(
+            randomness.digest_salts(), randomness.fingerprint, digest=needs_digest(randomness)
+        )
+
+    def read_undigested(self) -> None:
+        """The rows are read without a digest: the charge, then ``on_digest(None)``."""
+        self.before_read()
+        self.on_digest(None)
+
+
+def needs_digest(key: Randomness | ReleaseKey) -> bool:
+    """Whether a release with ``key`` must be bound to a digest of the rows it reads: a key
+    that can come back for other rows does (a key file, read again; a test seed, derived
+    again); an entropy key does not, as it exists in one object that binds once
+    (docs/privacy/keys.md#digest)."""
+    return key.mode != "entropy"
 
 
 def digested(
@@ -155,7 +177,8 @@ class ReleaseBinding:
         key: the unbound key.
         tables: the roles of the tables the job reads (``input``, ``capacities``, ...).
         charge: called once, right before the first read of rows.
-        bind: ``bind(digests) -> release id``, called once every table is digested.
+        bind: ``bind(digests) -> release id``, called once every table is read, with the
+            digests of those read with one (an entropy key's input has none: ReadGate.digest).
     """
 
     def __init__(
@@ -172,7 +195,7 @@ class ReleaseBinding:
         self._charge = charge
         self._bind = bind
         self._charged = False
-        self._digests: dict[str, ContentDigest] = {}
+        self._digests: dict[str, ContentDigest | None] = {}
         self._bound: Randomness | None = None
 
     def gate(self, role: str) -> ReadGate:
@@ -184,6 +207,7 @@ class ReleaseBinding:
             self._key.fingerprint,
             before_read=self._before_read,
             on_digest=lambda digest: self._digested(role, digest),
+            digest=needs_digest(self._key),
         )
 
     def _before_read(self) -> None:
@@ -191,12 +215,13 @@ class ReleaseBinding:
             self._charge()
             self._charged = True
 
-    def _digested(self, role: str, digest: ContentDigest) -> None:
+    def _digested(self, role: str, digest: ContentDigest | None) -> None:
         if self._bound is not None:
             raise RuntimeError(f"table {role!r} was read after the release was bound")
-        self._digests[role] = replace(digest, table=role)
+        self._digests[role] = None if digest is None else replace(digest, table=role)
         if set(self._digests) == set(self._tables):
-            self._bound = self._key.bind(self._bind(list(self._digests.values())))
+            read = [d for d in self._digests.values() if d is not None]
+            self._bound = self._key.bind(self._bind(read))
 
     @property
     def charged(self) -> bool:

@@ -25,7 +25,7 @@ from spark_dp.io.columns import ITEM, RECORD_ID, USER_ID, quoted
 from spark_dp.io.delta import read_delta
 from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
 from spark_dp.io.probe import input_format, spark_read_error
-from spark_dp.logs import log_private, private
+from spark_dp.logs import log_private, private, unsafe_debug_enabled
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -61,8 +61,8 @@ class InputSummary:
     """
 
     path: str
-    rows_read: int = field(repr=False)
-    null_rows_dropped: int = field(repr=False)
+    rows_read: int | None = field(repr=False)
+    null_rows_dropped: int | None = field(repr=False)
     duplicates_dropped: int | None = field(repr=False)
     rows: int | None = field(repr=False)
     digest: ContentDigest | None = field(default=None, repr=False)
@@ -70,6 +70,8 @@ class InputSummary:
     def log(self, logger: logging.Logger = log) -> None:
         """Log that the input was read (path only); the counts only with unsafe debug on."""
         logger.info("input %s: read and validated (its counts are private)", self.path)
+        if self.rows_read is None:  # nothing was counted (no digest, no check needed one)
+            return
         if self.rows is None:
             log_private(
                 logger,
@@ -229,7 +231,13 @@ def validate_edges(
         persist: cache the normalized table (the algorithms read it several times).
         gate: digest every row read (before null handling) in the same aggregation as the
             checks, calling ``gate.before_read`` right before it runs and ``gate.on_digest``
-            before its results are checked (:mod:`spark_dp.io.digest`).
+            before its results are checked (:mod:`spark_dp.io.digest`). That aggregation is
+            a pass over the rows of its own: with a gate that asks for no digest (an entropy
+            key's, ``ReadGate.digest``), and neither ``strict`` nor the unsafe-debug counts, it
+            does not run. Nothing is counted then (the summary's counts are None), the null
+            rows are dropped by a filter in the plan, and the gate is charged right away
+            (``ReadGate.read_undigested``): the rows are read once, by the algorithm. Without
+            a gate the rows are counted, for the summary.
         table: the digest's table name (``pairs`` or ``incidences``).
 
     Returns:
@@ -253,6 +261,9 @@ def validate_edges(
     null_any = F.lit(False)
     for canon in columns:
         null_any = null_any | F.col(canon).isNull()
+    if gate is not None and not (gate.digest or strict or unsafe_debug_enabled()):
+        gate.read_undigested()  # charged now; the rows are read once, by the algorithm
+        return _normalized(typed.where(~null_any), list(columns), dedupe, persist, path)
     aggs = [F.count(F.lit(1)).alias("_rows")]
     aggs += [F.sum(F.col(c).isNull().cast("long")).alias(f"_null_{c}") for c in columns]
     aggs.append(F.sum(null_any.cast("long")).alias("_null_any"))
@@ -292,6 +303,19 @@ def validate_edges(
             level=logging.WARNING,
         )
     return deduped, summary
+
+
+def _normalized(
+    clean: DataFrame, columns: list[str], dedupe: bool, persist: bool, path: str
+) -> tuple[DataFrame, InputSummary]:
+    """:func:`validate_edges` when nothing is counted: deduplicated and cached as asked."""
+    from spark_dp.caching import fill, storage_level
+
+    out = clean.dropDuplicates(columns) if dedupe else clean
+    if persist:
+        out = out.persist(storage_level())
+        fill(out)  # computed now, as the counted path computes it, without reading a count
+    return out, InputSummary(path, None, None, None, None)
 
 
 def _strict_edges(

@@ -98,18 +98,19 @@ def _scans(spark, action) -> int:
 def test_no_extra_pass_over_the_data(spark, tmp_path):
     """The digest is more columns of validation's one aggregation: its input is read as many
     times with and without it (the salts join from a one-row table, a broadcast job of its own
-    that reads no data)."""
+    that reads no data). With nothing to count it reads nothing (the entropy-key test below)."""
     path = str(tmp_path / "pairs")
     spark.createDataFrame(ROWS, SCHEMA).write.parquet(path)
     gate = ReadGate.keyed_by(Randomness.create(1))
 
-    def run(g):
+    def run(g, strict=True):
         return lambda: validate_edges(
-            spark.read.parquet(path), COLUMNS, dedupe=False, persist=False, gate=g
+            spark.read.parquet(path), COLUMNS, dedupe=False, persist=False, gate=g, strict=strict
         )
 
     plain, digested = _scans(spark, run(None)), _scans(spark, run(gate))
     assert plain == digested >= 1
+    assert _scans(spark, run(gate, strict=False)) == digested
     caps = str(tmp_path / "caps")
     spark.createDataFrame([("u1", 2), ("u2", 0)], "user_id string, cap int").write.parquet(caps)
     plain = _scans(spark, lambda: load_capacities(spark, caps))
@@ -142,3 +143,70 @@ def test_the_digest_is_never_shown(spark):
     shown = repr(summary) + repr(summary.digest) + repr(gate)
     assert summary.digest.value not in shown and str(len(ROWS)) not in shown
     assert str(gate.salts[0]) not in shown
+
+
+def test_only_a_key_that_can_come_back_needs_a_digest(tmp_path):
+    from spark_dp.io.digest import needs_digest
+    from spark_dp.randomness.key_file import write_key_file
+
+    path = tmp_path / "k.key"
+    write_key_file(path)
+    assert not needs_digest(Randomness.create())  # one object, bound once: never reused
+    assert needs_digest(Randomness.create(1))  # a seed derives it again
+    assert needs_digest(Randomness.from_key_file(str(path)))  # a file reads it again
+    assert not ReadGate.keyed_by(Randomness.create()).digest
+    assert ReadGate.keyed_by(Randomness.create(1)).digest
+
+
+def test_an_entropy_key_reads_the_rows_without_a_pass_of_its_own(spark):
+    """No digest wanted, nothing strict, no unsafe-debug counts: validation runs no Spark job;
+    the gate is charged (before anything is read) and told the table is read undigested; null
+    rows are still dropped, by a filter in the plan."""
+    events: list[str] = []
+    key = Randomness.create()
+    gate = ReadGate(
+        key.digest_salts(),
+        key.fingerprint,
+        before_read=lambda: events.append("charge"),
+        on_digest=lambda d: events.append(f"digest {d}"),
+        digest=False,
+    )
+    df = spark.createDataFrame([*ROWS, (None, "w1"), ("u1", None)], SCHEMA)
+    tracker = spark.sparkContext.statusTracker()
+    before = tracker.getJobIdsForGroup()
+    checked, summary = validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate)
+    assert tracker.getJobIdsForGroup() == before  # no pass over the rows
+    assert events == ["charge", "digest None"]
+    assert summary.digest is None and summary.rows_read is None
+    assert sorted(map(tuple, checked.collect())) == sorted(ROWS)
+    deduped, _ = validate_edges(
+        spark.createDataFrame([*ROWS, ROWS[0]], SCHEMA), COLUMNS, gate=gate, persist=True
+    )
+    assert deduped.is_cached and deduped.count() == len(set(ROWS))
+    deduped.unpersist()
+
+
+def test_strict_input_still_counts_with_an_entropy_key(spark):
+    from spark_dp.errors import InputContractError
+
+    gate = ReadGate.keyed_by(Randomness.create())
+    df = spark.createDataFrame([*ROWS, (None, "w1")], SCHEMA)
+    with pytest.raises(InputContractError, match="null ids"):
+        validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate, strict=True)
+
+
+def test_a_binding_with_an_entropy_key_binds_without_digests():
+    from spark_dp.io.digest import ReleaseBinding
+
+    seen: list = []
+    binding = ReleaseBinding(
+        Randomness.create(),
+        ["input", "capacities"],
+        charge=lambda: seen.append("charge"),
+        bind=lambda digests: seen.append([d.table for d in digests]) or "release-x",
+    )
+    assert not binding.gate("input").digest
+    binding.gate("input").read_undigested()
+    capacities = ContentDigest("capacities", "f", "0" * 32)
+    binding.gate("capacities").on_digest(capacities)  # a small table digested anyway
+    assert seen == ["charge", ["capacities"]] and binding.randomness.release == "release-x"
