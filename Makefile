@@ -262,7 +262,7 @@ bench: setup bench-setup bench-scale bench-lines ## full benchmark, over 3 h (be
 
 # Floor C, Basic and MAD2R at 13M and 104M pairs on Spark 4 and 3.5, with each job's stage
 # seconds and the load; compared with the previous run (bench/results/scale/results.md).
-bench-scale: setup bench-setup ## speed at scale: floor C, Basic, MAD2R (about 40 min)
+bench-scale: setup bench-setup ## speed at scale: floor C, Basic, MAD2R (bench/results/scale/)
 	$(PY) -m bench.scale $(ARGS)
 
 # The Spark-lines suite: each job a fresh process, Spark 3.5 and 4 (venvs under .venv-bench/, made by
