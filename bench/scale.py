@@ -157,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0, load0 = time.perf_counter(), _load()
     rows: list[Row] = []
+    names = [j.name for j in JOBS]
     for scale in args.scales.split(","):
-        names = [j.name for j in JOBS]
         rows += run_suite(scale, args.lines.split(","), args.runs, False, names, JOBS)
     mem = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
     meta = {

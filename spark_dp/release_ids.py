@@ -281,9 +281,11 @@ def bind_release(
                 f"the content digest of {digest.table} was made with another key; digest the "
                 "input with the same Randomness (ReadGate.keyed_by(randomness))"
             )
+    from spark_dp.io.digest import needs_digest
+
     have = {d.table for d in digests}
     missing = [t for t in tables if t not in have]
-    if missing and randomness.mode != "entropy":
+    if missing and needs_digest(randomness):
         raise ParameterError(
             f"a {randomness.mode} key must be bound to the content of every table it is used "
             f"on, and {', '.join(missing)} has no digest: validate the input in the call "

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from spark_dp.randomness import Randomness, ReleaseKey
+    from spark_dp.randomness import Randomness
 
 __all__ = [
     "ContentDigest",
@@ -113,7 +113,7 @@ class ReadGate:
         self.on_digest(None)
 
 
-def needs_digest(key: Randomness | ReleaseKey) -> bool:
+def needs_digest(key: Randomness) -> bool:
     """Whether a release with ``key`` must be bound to a digest of the rows it reads: a key
     that can come back for other rows does (a key file, read again; a test seed, derived
     again); an entropy key does not, as it exists in one object that binds once
