@@ -217,6 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lines", default="4,3.5", help="Spark lines to run (comma-separated)")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--no-job", action="store_true", help="leave out the whole-job runs")
+    ap.add_argument(
+        "--cores",
+        help="core sizes to run instead of the scale's (comma-separated target edges); the "
+        "results are then named results-<scale>-<sizes>",
+    )
+    ap.add_argument("--no-path", action="store_true", help="leave out the path graph")
     ap.add_argument("--timeout", type=float, default=2 * 3600, help="seconds per measurement")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "components")
@@ -230,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(make setup spark35-setup graphframes-jars)")  # fmt: skip
     t0 = time.time()
     scale = SCALES[args.scale]
+    targets, tag = _targets(args.scale, args.cores, job=not args.no_job)
     doc: dict[str, Any] = {
-        "scale": args.scale,
+        "scale": tag,
         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} cores, load average at start {_load()}",
         "driver_memory": args.driver_memory,
@@ -241,11 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         "job_core": f"core-{scale['job']}",
         "jobs": [],
     }
-    for target in scale["cores"]:
+    for target in targets:
         out, meta = _core(target, args.driver_memory)
         doc["cores"][out.name] = meta
-    out, meta = _path(scale["path"], args.driver_memory)
-    doc["cores"][out.name] = meta
+    if not args.no_path:
+        out, meta = _path(scale["path"], args.driver_memory)
+        doc["cores"][out.name] = meta
     for line in lines:
         for name in doc["cores"]:
             for row in _components(line, DATA_DIR / "components" / name / "graph", args):
@@ -257,6 +265,26 @@ def main(argv: list[str] | None = None) -> int:
             _write(doc, args.out, t0)
     print(_markdown(doc))
     return 0
+
+
+def _targets(scale: str, cores: str | None, *, job: bool) -> tuple[tuple[int, ...], str]:
+    """The core sizes to run (``cores``, comma-separated, or the scale's) and the results'
+    name (``full``, or ``full-1m-5m`` for chosen sizes)."""
+    if not cores:
+        return SCALES[scale]["cores"], scale
+    targets = tuple(int(c) for c in cores.split(",") if c)
+    if job and SCALES[scale]["job"] not in targets:
+        raise SystemExit(f"bench.components: the job runs on core {SCALES[scale]['job']}: add "
+                         "it to --cores, or pass --no-job")  # fmt: skip
+    return targets, "-".join([scale, *(_short(t) for t in targets)])
+
+
+def _short(edges: int) -> str:
+    """``1000000`` -> ``1m``, ``250000`` -> ``250k`` (a results file's name)."""
+    for unit, size in (("m", 1_000_000), ("k", 1_000)):
+        if edges % size == 0:
+            return f"{edges // size}{unit}"
+    return str(edges)
 
 
 def _write(doc: dict[str, Any], out: Path, t0: float) -> None:
