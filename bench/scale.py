@@ -17,7 +17,9 @@ seconds of the job's own stage lines (``stage NAME: done ... seconds=S`` of
 :class:`spark_dp.logs.StageTimer`), and the 1-minute load average before the job. Results go to
 ``bench/results/scale/results.{json,md}``; the previous ``results.json`` is kept as
 ``previous.json`` and the Markdown compares every ratio with it (a second run of the same
-command should agree within 5%). The goals checked: Basic ≤ 1.1 × C and MAD2R ≤ 1.6 × C at 104M
+command should agree within 5%). With ``--runs N`` the sequence repeats N times and each job's
+ratio is the median of its N runs, each against the floor C of its own run (the Markdown shows
+the runs' range beside it). The goals checked: Basic ≤ 1.1 × C and MAD2R ≤ 1.6 × C at 104M
 pairs, on each line.
 """
 
@@ -27,6 +29,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import statistics
 import sys
 import time
 from dataclasses import asdict
@@ -37,7 +40,7 @@ from bench.harness import RESULTS_DIR
 from bench.lines import PAIR_JOBS, SELECTION, Job, Row, _load, run_suite
 from bench.worker import ENTROPY_KEY
 
-__all__ = ["GOALS", "JOBS", "main"]
+__all__ = ["GOALS", "JOBS", "main", "median_ratios", "ratios"]
 
 JOBS = (
     next(j for j in PAIR_JOBS if j.name == "floor-c"),
@@ -80,11 +83,18 @@ def ratios(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str, int], float]
     return out
 
 
-def _mean_ratios(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
+def _run_ratios(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], list[float]]:
+    """(line, dataset, job) -> its ratio to floor C in each run, in run order."""
     groups: dict[tuple[str, str, str], list[float]] = {}
     for (line, dataset, job, _), value in ratios(rows).items():
         groups.setdefault((line, dataset, job), []).append(value)
-    return {k: sum(v) / len(v) for k, v in groups.items()}
+    return groups
+
+
+def median_ratios(rows: list[dict[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """(line, dataset, job) -> the median over runs of its ratio to floor C (one slow run of
+    a job or of its floor moves a median of three runs less than a mean)."""
+    return {k: statistics.median(v) for k, v in _run_ratios(rows).items()}
 
 
 def _stages(row: dict[str, Any]) -> str:
@@ -126,20 +136,22 @@ def to_markdown(meta: dict[str, Any], rows: list[dict[str, Any]], previous: dict
     if previous is None:
         out.append("- (no previous run in this directory)")
     else:
-        before = _mean_ratios(previous["rows"])
-        for key, value in _mean_ratios(rows).items():
+        before = median_ratios(previous["rows"])
+        spread = _run_ratios(rows)
+        for key, value in median_ratios(rows).items():
             if key in before:
                 change = value / before[key] - 1.0
                 mark = "agrees" if abs(change) <= AGREEMENT else "DIFFERS"
+                runs = spread[key]
+                within = f"; runs {min(runs):.2f}-{max(runs):.2f}" if len(runs) > 1 else ""
                 out.append(
-                    f"- {key[0]} {key[1]} {key[2]}: {value:.2f} × C now, {before[key]:.2f} × C "
-                    f"in the run of {previous['meta']['date_utc']} ({change:+.1%}, {mark} "
-                    f"within {AGREEMENT:.0%})"
+                    f"- {key[0]} {key[1]} {key[2]}: {value:.2f} × C now{within}, "
+                    f"{before[key]:.2f} × C in the run of {previous['meta']['date_utc']} "
+                    f"({change:+.1%}, {mark} within {AGREEMENT:.0%})"
                 )
     out += ["", "## Goals at the largest size", ""]
     largest = [r for r in rows if r["dataset"] == rows[-1]["dataset"]]
-    means = _mean_ratios(largest)
-    for (line, dataset, job), value in means.items():
+    for (line, dataset, job), value in median_ratios(largest).items():
         if job in GOALS:  # the fresh-key runs
             mark = "met" if value <= GOALS[job] else "NOT met"
             out.append(f"- {line} {dataset}: {job} ≤ {GOALS[job]} × C: {value:.2f} ({mark})")
