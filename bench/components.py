@@ -14,7 +14,7 @@ line's GraphFrames jar (``make graphframes-jars``), one fresh process per measur
   (``graphx`` runs one superstep per hop; :data:`PATH_TIMEOUT_S` per method);
 * the whole distinct-count job (``jobs/distinct_count.py``, exact method, ε = 1, fixed seed) on
   the pairs of the job's core, with ``--components dataframe`` and ``--components graphframes``
-  (both at the default ``--components-min-rows``, so the core is split when it is that large).
+  (with ``--components-min-rows 0``, so that the core is split whatever its size).
 
 Every row records the load average before it (the machine may be shared: compare rows of one
 run only). Results: ``bench/results/components/results-<scale>.{json,md}``.
@@ -57,12 +57,13 @@ SCALES: dict[str, dict[str, Any]] = {
         "cores": (1_000_000, 5_000_000, 20_000_000),
         "path": 1_000,
         "job": 5_000_000,
-        "job_min_rows": None,
+        "job_min_rows": 0,
     },
 }
 """Target core edges, the vertices of the path graph (the worst case of label propagation), and
-the core whose pairs the job runs on (``job_min_rows``: its ``--components-min-rows``, None for
-the default, 5M, which that core reaches)."""
+the core whose pairs the job runs on (``job_min_rows``: its ``--components-min-rows``, 0 so that
+the job splits that core whatever its size: the core made for 5M edges has 3.7M, below the
+default 5M rows, and a job that does not split measures no components; None: the default)."""
 PATH_TIMEOUT_S = 1800
 """Seconds a method gets on the path graph (``graphx`` runs one superstep per hop)."""
 
