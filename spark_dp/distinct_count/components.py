@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 from spark_dp.caching import CacheScope
 from spark_dp.errors import ParameterError
 from spark_dp.logs import log_private
+from spark_dp.session import sql_defaults
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,6 +49,7 @@ __all__ = [
     "connected_components",
     "graphframes_components",
     "resolve_method",
+    "round_settings",
 ]
 
 METHODS = ("auto", "graphframes", "dataframe")
@@ -131,6 +133,26 @@ def connected_components(
     return _star_components(edges, max_rounds, cache)
 
 
+TASKS_PER_CORE = 2
+"""Shuffle partitions of the components' rounds per core of the session, where it leaves
+``spark.sql.shuffle.partitions`` unset (:func:`round_settings`)."""
+
+
+def round_settings(spark: SparkSession) -> dict[str, str]:
+    """SQL settings both methods' rounds run with where the session leaves them unset
+    (:func:`spark_dp.session.sql_defaults`): :data:`TASKS_PER_CORE` shuffle partitions per core
+    of the session (its default parallelism), instead of Spark's 200.
+
+    Each round is a few small shuffles over the core's edges. On Spark 3.5 adaptive execution
+    does not merge the partitions of a cached table's plan, so every round there ran at 200 or
+    400 tasks, most of them nearly empty (docs/operations/cluster.md#measured). A function of
+    the session only, never of the data: the count is a literal of the plans
+    (docs/privacy/boundary.md#plans)."""
+    from spark_dp.session import default_parallelism
+
+    return {"spark.sql.shuffle.partitions": str(TASKS_PER_CORE * default_parallelism(spark))}
+
+
 _NO_SIZE_BASED_JOINS = {
     "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.adaptive.autoBroadcastJoinThreshold": "-1",
@@ -163,14 +185,15 @@ def graphframes_components(edges: DataFrame, cache: CacheScope, algorithm: str) 
     for key, value in _NO_SIZE_BASED_JOINS.items():
         spark.conf.set(key, value)
     try:
-        labelled = cache.adopt(  # GraphFrames returns its answer persisted
-            GraphFrame(vertices, e).connectedComponents(
-                algorithm=algorithm,
-                broadcastThreshold=-1,  # AQE's skew joins; the other path turns AQE off meanwhile
-                use_local_checkpoints=not reliable,
-                max_iter=_MAX_ITER,
-            )
-        )  # -> (id, component)
+        with sql_defaults(spark, round_settings(spark)):
+            labelled = cache.adopt(  # GraphFrames returns its answer persisted
+                GraphFrame(vertices, e).connectedComponents(
+                    algorithm=algorithm,
+                    broadcastThreshold=-1,  # AQE's skew joins; its other path turns AQE off
+                    use_local_checkpoints=not reliable,
+                    max_iter=_MAX_ITER,
+                )
+            )  # -> (id, component)
     finally:
         for key, old in saved.items():
             spark.conf.unset(key) if old is None else spark.conf.set(key, old)
@@ -199,6 +222,23 @@ def _star_components(edges: DataFrame, max_rounds: int, cache: CacheScope) -> Da
     vertices = edges.select(F.col("src").alias("vertex")).unionByName(
         edges.select(F.col("dst").alias("vertex"))
     )  # -> (vertex), with repeats
+    with sql_defaults(edges.sparkSession, round_settings(edges.sparkSession)):
+        forest = _min_star_forest(edges, max_rounds, cache)
+    labels = forest.select(b.alias("vertex"), a.alias("component"))  # leaves -> centre
+    # -> (vertex, component); a centre (or a vertex with only a self loop) is its own
+    return (
+        vertices.distinct()
+        .join(labels, "vertex", "left")
+        .select("vertex", F.coalesce("component", "vertex").alias("component"))
+    )
+
+
+def _min_star_forest(edges: DataFrame, max_rounds: int, cache: CacheScope) -> DataFrame:
+    """The rounds: (a, b) edges, a < b, until they form stars centred at their minimum vertex
+    (a materialized table of the scope)."""
+    from pyspark.sql import functions as F
+
+    a, b = F.col("a"), F.col("b")
     cur = cache.materialize(
         edges.select(F.least("src", "dst").alias("a"), F.greatest("src", "dst").alias("b"))
         .where(a != b)
@@ -209,13 +249,7 @@ def _star_components(edges: DataFrame, max_rounds: int, cache: CacheScope) -> Da
         cache.drop(previous)
         if _is_min_star_forest(cur):
             log_private(log, "connected components: converged after %d rounds", round_)
-            labels = cur.select(b.alias("vertex"), a.alias("component"))  # leaves -> centre
-            # -> (vertex, component); a centre (or a vertex with only a self loop) is its own
-            return (
-                vertices.distinct()
-                .join(labels, "vertex", "left")
-                .select("vertex", F.coalesce("component", "vertex").alias("component"))
-            )
+            return cur
     raise RuntimeError(
         f"connected components did not converge in {max_rounds} rounds; raise max_rounds"
     )

@@ -43,6 +43,35 @@ def test_dataframe_fallback_agrees_with_scipy(spark: SparkSession, cache: CacheS
         assert {c for v, c in got if v in group} == {min(group)}
 
 
+def test_rounds_run_a_few_shuffle_partitions_per_core_unless_the_session_sets_them(
+    spark: SparkSession, cache: CacheScope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    per_core = comp.TASKS_PER_CORE * spark.sparkContext.defaultParallelism
+    assert comp.round_settings(spark) == {"spark.sql.shuffle.partitions": str(per_core)}
+    _, edges = _random_graph(2)
+    df = spark.createDataFrame(edges, "src long, dst long")
+    key, chosen = "spark.sql.shuffle.partitions", spark.conf.get("spark.sql.shuffle.partitions")
+    seen: list[str | None] = []
+    star = comp._min_star_forest
+
+    def spy(*args: Any) -> DataFrame:
+        seen.append(spark.conf.get(key, None))
+        return star(*args)
+
+    monkeypatch.setattr(comp, "_min_star_forest", spy)
+    try:
+        spark.conf.unset(key)
+        unset = comp.connected_components(df, cache, method="dataframe").collect()
+        assert spark.conf.get(key, None) in (None, "200")  # left as found (Spark's default)
+        spark.conf.set(key, "7")
+        kept = comp.connected_components(df, cache, method="dataframe").collect()
+    finally:
+        spark.conf.set(key, chosen)
+    assert seen == [str(per_core), "7"]  # the session's own setting wins
+    for out in (unset, kept):
+        assert partition([(r["vertex"], r["component"]) for r in out]) == scipy_partition(edges)
+
+
 def test_detection_and_dispatch(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch, cache: CacheScope
 ) -> None:
