@@ -23,6 +23,10 @@ be solved exactly on its own executor task.
   union of stars centred at their minimum vertex — an exact test, so the labels are exact,
   never a heuristic "nothing changed in one round".
 
+Both methods' rounds run with :func:`round_settings` where the session leaves them unset: a few
+shuffle partitions per core rather than Spark's 200 (Spark 3.5 does not merge them in cached
+plans).
+
 Vertex ids are longs. Callers that hash names to longs may merge two vertices on a collision;
 that can only merge components, which keeps any per-component computation that is exact on a
 union of components exact.
@@ -57,7 +61,7 @@ METHODS = ("auto", "graphframes", "dataframe")
 GRAPHFRAMES_ALGORITHM = "two_phase"
 """The GraphFrames algorithm ``graphframes`` runs: ``two_phase`` (large-star / small-star rounds,
 O(log² n) of them). ``graphx`` was faster on short-diameter cores but runs one superstep per hop
-(a 1,000-vertex path took it over 900 s), and a core's shape is the data's;
+(a long path is its worst case), and a core's shape is the data's;
 ``randomized_contraction`` is wrong in GraphFrames 0.11. Measured by ``bench.components``
 (docs/operations/cluster.md#measured)."""
 
