@@ -148,9 +148,9 @@ def round_settings(spark: SparkSession) -> dict[str, str]:
     of the session (its default parallelism), instead of Spark's 200.
 
     Each round is a few small shuffles over the core's edges. On Spark 3.5 adaptive execution
-    does not merge the partitions of a cached table's plan, so every round there ran at 200 or
-    400 tasks, most of them nearly empty (docs/operations/cluster.md#measured). A function of
-    the session only, never of the data: the count is a literal of the plans
+    does not merge the partitions of a cached table's plan, so every shuffle of a round there
+    ran Spark's 200 tasks, most of them nearly empty (docs/operations/cluster.md#measured). A
+    function of the session only, never of the data: the count is a literal of the plans
     (docs/privacy/boundary.md#plans)."""
     from spark_dp.session import default_parallelism
 
