@@ -62,8 +62,8 @@ SCALES: dict[str, dict[str, Any]] = {
 }
 """Target core edges, the vertices of the path graph (the worst case of label propagation), and
 the core whose pairs the job runs on (``job_min_rows``: its ``--components-min-rows``, 0 so that
-the job splits that core whatever its size: the core made for 5M edges has 3.7M, below the
-default 5M rows, and a job that does not split measures no components; None: the default)."""
+the job splits that core whatever its size: a core made for a target may fall below the default
+5M rows, and a job that does not split measures no components; None: the default)."""
 PATH_TIMEOUT_S = 1800
 """Seconds a method gets on the path graph (``graphx`` runs one superstep per hop)."""
 
