@@ -137,12 +137,11 @@ def to_markdown(meta: dict[str, Any], rows: list[dict[str, Any]], previous: dict
         out.append("- (no previous run in this directory)")
     else:
         before = median_ratios(previous["rows"])
-        spread = _run_ratios(rows)
-        for key, value in median_ratios(rows).items():
+        for key, runs in _run_ratios(rows).items():
             if key in before:
+                value = statistics.median(runs)
                 change = value / before[key] - 1.0
                 mark = "agrees" if abs(change) <= AGREEMENT else "DIFFERS"
-                runs = spread[key]
                 within = f"; runs {min(runs):.2f}-{max(runs):.2f}" if len(runs) > 1 else ""
                 out.append(
                     f"- {key[0]} {key[1]} {key[2]}: {value:.2f} × C now{within}, "
