@@ -25,7 +25,9 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -48,8 +50,10 @@ LINES = {
 }
 METHODS = ("dataframe", "two_phase", "graphx")
 USERS_PER_EDGE = 0.17
-"""Zipf users per core edge (measured: 13.2k users give an 84k-edge core, 55k users 312k edges,
-480k users 2.2M edges); the made core's real size is what the tables show."""
+"""Zipf users per core edge, the first guess when no core has been made yet (the core grows
+more slowly than the users: :func:`users_for` then fits the cores already made)."""
+TOLERANCE = 0.15
+"""A core made earlier whose edges are further than this from its target is made again."""
 
 SCALES: dict[str, dict[str, Any]] = {
     "quick": {"cores": (60_000, 250_000), "path": 1_000, "job": 250_000, "job_min_rows": 0},
@@ -91,12 +95,51 @@ def _run(python: Path, args: list[str], timeout: float) -> tuple[dict[str, Any] 
     return None, (done.stderr or done.stdout).strip()[-800:]
 
 
+def users_for(target: int, made: list[tuple[int, int]]) -> int:
+    """Zipf users whose peeled core has about ``target`` edges.
+
+    ``made`` holds (users, core edges) of cores made before. The core's edges grow as a power of
+    the users whose exponent falls slowly with size, so the fit is local: the line through the
+    two made cores nearest the target in log edges (extended past the largest or smallest), one
+    core scaled proportionally, none :data:`USERS_PER_EDGE`.
+    """
+    points = sorted({(e, u) for u, e in made if u > 0 and e > 0})
+    if not points:
+        return max(1_000, round(target * USERS_PER_EDGE))
+    if len(points) == 1:
+        ((e, u),) = points
+        return max(1_000, round(u * target / e))
+    near = sorted(points, key=lambda p: abs(math.log(p[0] / target)))[:2]
+    (e0, u0), (e1, u1) = sorted(near)
+    if e0 == e1 or u0 == u1:
+        return max(1_000, round(u1 * target / e1))
+    slope = math.log(u1 / u0) / math.log(e1 / e0)
+    return max(1_000, round(u0 * (target / e0) ** slope))
+
+
+def _made() -> list[tuple[int, int]]:
+    """(users, core edges) of every Zipf core under ``bench/data/components``."""
+    made = []
+    for meta in sorted((DATA_DIR / "components").glob("core-*/meta.json")):
+        doc = json.loads(meta.read_text())
+        made.append((int(doc["users"]), int(doc["core_edges"])))
+    return made
+
+
 def _core(target: int, memory: str) -> tuple[Path, dict[str, Any]]:
-    """The data of a core of about ``target`` edges (made once, by the Spark 4 line)."""
+    """The data of a core of about ``target`` edges (made once, by the Spark 4 line; made again
+    when the one made earlier is more than :data:`TOLERANCE` off the target)."""
     out = DATA_DIR / "components" / f"core-{target}"
     meta = out / "meta.json"
+    made = _made()  # before an off-target core goes: it still tells the fit about its size
+    if meta.exists():
+        edges = json.loads(meta.read_text())["core_edges"]
+        if abs(edges / target - 1) > TOLERANCE:
+            print(f"[components] core-{target} has {edges:,} edges, more than "
+                  f"{TOLERANCE:.0%} off its target: making it again", flush=True)  # fmt: skip
+            shutil.rmtree(out)
     if not meta.exists():
-        users = max(1_000, round(target * USERS_PER_EDGE))
+        users = users_for(target, made)
         print(f"[components] making a core of about {target:,} edges ({users:,} users)", flush=True)
         step = ["-m", "bench.components_worker", "core", "--users", str(users), "--out", str(out)]
         made, err = _run(LINES["4"][0], [*step, "--driver-memory", memory], 6 * 3600)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.components import SCALES, _targets
+from bench.components import SCALES, USERS_PER_EDGE, _targets, users_for
 
 
 def test_the_scale_s_cores_by_default():
@@ -20,3 +20,16 @@ def test_the_whole_job_needs_its_core():
     with pytest.raises(SystemExit, match="--no-job"):
         _targets("full", "1000000", job=True)
     assert _targets("full", "1000000,5000000", job=True)[0] == (1_000_000, 5_000_000)
+
+
+def test_a_core_s_users_are_fitted_to_the_cores_made_before():
+    assert users_for(1_000_000, []) == round(1_000_000 * USERS_PER_EDGE)
+    assert users_for(2_000, [(100, 1_000)]) == 1_000  # one core: proportional, floor of 1,000
+    assert users_for(8_000_000, [(1_000, 2_000), (1_000_000, 2_000_000)]) == 4_000_000
+    # a power law edges = users ** 0.8, known exactly: the fit inverts it from its two nearest
+    made = [(u, round(u**0.8)) for u in (10_000, 100_000, 1_000_000, 10_000_000)]
+    for users in (30_000, 3_000_000, 40_000_000):
+        assert users_for(round(users**0.8), made) == pytest.approx(users, rel=1e-3)
+    # the two nearest are used, not the first two: a far core of another slope is left out
+    bent = [(1_000, 100), (1_000_000, 1_000_000), (4_000_000, 2_000_000)]
+    assert users_for(4_000_000, bent) == 16_000_000
