@@ -263,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-job", action="store_true", help="leave out the whole-job runs")
     ap.add_argument(
         "--cores",
-        help="core sizes to run instead of the scale's (comma-separated target edges); the "
-        "results are then named results-<scale>-<sizes>",
+        help="core sizes to run instead of the scale's (comma-separated target edges; 'none' "
+        "for the path graph alone, with --no-job); the results are then named "
+        "results-<scale>-<sizes> (results-<scale>-path)",
     )
     ap.add_argument("--no-path", action="store_true", help="leave out the path graph")
     ap.add_argument("--timeout", type=float, default=2 * 3600, help="seconds per measurement")
@@ -281,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     scale = SCALES[args.scale]
     targets, tag = _targets(args.scale, args.cores, job=not args.no_job)
+    if not targets and args.no_path:
+        raise SystemExit("bench.components: --cores none --no-path leaves nothing to measure")
     doc: dict[str, Any] = {
         "scale": tag,
         "started": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -312,10 +315,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _targets(scale: str, cores: str | None, *, job: bool) -> tuple[tuple[int, ...], str]:
-    """The core sizes to run (``cores``, comma-separated, or the scale's) and the results'
-    name (``full``, or ``full-1m-5m`` for chosen sizes)."""
+    """The core sizes to run (``cores``, comma-separated, ``none``, or the scale's) and the
+    results' name (``full``, ``full-1m-5m`` for chosen sizes, ``full-path`` for none)."""
     if not cores:
         return SCALES[scale]["cores"], scale
+    if cores == "none":
+        if job:
+            raise SystemExit("bench.components: --cores none measures the path graph alone: "
+                             "pass --no-job")  # fmt: skip
+        return (), f"{scale}-path"
     targets = tuple(int(c) for c in cores.split(",") if c)
     if job and SCALES[scale]["job"] not in targets:
         raise SystemExit(f"bench.components: the job runs on core {SCALES[scale]['job']}: add "

@@ -33,3 +33,9 @@ def test_a_core_s_users_are_fitted_to_the_cores_made_before():
     # the two nearest are used, not the first two: a far core of another slope is left out
     bent = [(1_000, 100), (1_000_000, 1_000_000), (4_000_000, 2_000_000)]
     assert users_for(4_000_000, bent) == 16_000_000
+
+
+def test_no_cores_runs_the_path_alone():
+    assert _targets("full", "none", job=False) == ((), "full-path")
+    with pytest.raises(SystemExit, match="--no-job"):
+        _targets("full", "none", job=True)
