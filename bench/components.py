@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import DATA_DIR, RESULTS_DIR
+from bench.harness import DATA_DIR, RESULTS_DIR, run_worker
 
 __all__ = ["main"]
 
@@ -83,11 +83,9 @@ def _env(python: Path) -> dict[str, str]:
 def _run(python: Path, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str]:
     """Run ``python args`` with this checkout importable; (its RESULT JSON or None, log tail)."""
     env = _env(python)
-    try:
-        done = subprocess.run(
-            [str(python), *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    done = run_worker([str(python), *args], timeout, cwd=REPO, env=env, **pipes)
+    if done is None:
         return None, f"timed out after {timeout:.0f} s"
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -196,12 +194,9 @@ def _job(line: str, pairs: Path, method: str, args: argparse.Namespace) -> dict[
         cmd += ["--components-min-rows", str(SCALES[args.scale]["job_min_rows"])]
     env = _env(python)
     load, start = _load(), time.perf_counter()
-    try:
-        done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=args.timeout)  # fmt: skip
-        code = done.returncode
-    except subprocess.TimeoutExpired:
-        code = None
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    done = run_worker(cmd, args.timeout, cwd=REPO, env=env, **pipes)
+    code = None if done is None else done.returncode
     row: dict[str, Any] = {"line": line, "components": method, "exit": code, "load_before": load}
     row["seconds"] = round(time.perf_counter() - start, 1) if code == 0 else None
     if code == 0:

@@ -26,6 +26,8 @@ import os
 import pkgutil
 import platform
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -99,6 +101,34 @@ class Result:
 
 
 REGISTRY: list[Case] = []
+
+
+def run_worker(
+    cmd: list[str], timeout: float, **popen: Any
+) -> subprocess.CompletedProcess[Any] | None:
+    """Run a worker process ``cmd`` in a process group of its own and wait up to ``timeout``
+    seconds (``popen``: :class:`subprocess.Popen`'s other arguments). On a timeout, or when the
+    bench itself is stopped, the whole group is killed: a PySpark driver's JVM is its child and
+    keeps running, on the measured cores, when only the driver is killed. Returns the finished
+    process, or None on a timeout."""
+    with subprocess.Popen(cmd, start_new_session=True, **popen) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException as exc:
+            _kill_group(proc.pid)
+            proc.communicate()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                return None
+            raise
+        _kill_group(proc.pid)  # anything the worker left behind
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def register_dataset(dataset: Dataset, scales: tuple[str, ...] = ("full",)) -> None:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.datasets import REPLICATED_BASE
-from bench.harness import DATA_DIR, RESULTS_DIR, WORK_DIR, Dataset
+from bench.harness import DATA_DIR, RESULTS_DIR, WORK_DIR, Dataset, run_worker
 
 __all__ = ["PAIR_JOBS", "SELECTION", "Job", "Row", "main", "run_suite"]
 
@@ -172,13 +172,10 @@ def _run(
     log = work.parent / f"{work.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, cwd=tree, env=env, stdout=fh, stderr=subprocess.STDOUT)
-        try:
-            code = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()  # the worker we started, and only it
-            proc.wait()
-            return {"status": f"not finished in {timeout / 60:.0f} min"}
+        done = run_worker(cmd, timeout, cwd=tree, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    if done is None:
+        return {"status": f"not finished in {timeout / 60:.0f} min"}
+    code = done.returncode
     if code != 0 or not result.exists():
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
         return {"status": "failed: " + " | ".join(tail)[-300:]}
