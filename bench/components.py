@@ -90,7 +90,18 @@ def _run(python: Path, args: list[str], timeout: float) -> tuple[dict[str, Any] 
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :]), ""
-    return None, (done.stderr or done.stdout).strip()[-800:]
+    return None, _failure(done.stderr or done.stdout)
+
+
+def _failure(log: str) -> str:
+    """What a failed step said: its first two lines naming an error or exception and its first
+    cause (a JVM stack trace's cause is near its top, not at its end), then its last lines."""
+    lines = [line.strip() for line in log.strip().splitlines() if line.strip()]
+    named = [ln for ln in lines if "Error" in ln or "Exception" in ln][:2]
+    named += [ln for ln in lines if ln.startswith("Caused by:")][:1]
+    first = " / ".join(named)
+    tail = " | ".join(lines[-3:])
+    return f"{first[:300]} ... {tail[-400:]}" if first and first not in tail else tail[-700:]
 
 
 def users_for(target: int, made: list[tuple[int, int]]) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.components import SCALES, USERS_PER_EDGE, _targets, users_for
+from bench.components import SCALES, USERS_PER_EDGE, _failure, _targets, users_for
 
 
 def test_the_scale_s_cores_by_default():
@@ -39,3 +39,17 @@ def test_no_cores_runs_the_path_alone():
     assert _targets("full", "none", job=False) == ((), "full-path")
     with pytest.raises(SystemExit, match="--no-job"):
         _targets("full", "none", job=True)
+
+
+def test_a_failed_step_reports_the_error_at_the_top_of_its_trace():
+    trace = "\n".join(
+        ["WARN something", "py4j.protocol.Py4JJavaError: An error occurred while calling o81.run.",
+         ": java.lang.StackOverflowError"]
+        + [f"\tat frame{i}(Native Method)" for i in range(40)]
+    )  # fmt: skip
+    said = _failure(trace + "\nCaused by: java.lang.StackOverflowError\n\tat frame40")
+    assert said.startswith("py4j.protocol.Py4JJavaError: An error occurred")
+    assert ": java.lang.StackOverflowError / Caused by: java.lang.StackOverflowError ..." in said
+    tail = "frame39(Native Method) | Caused by: java.lang.StackOverflowError | at frame40"
+    assert said.endswith(tail)
+    assert _failure("just one line\n") == "just one line"
