@@ -233,9 +233,14 @@ def _table(rows: list[dict[str, Any]], cores: dict[str, dict[str, Any]]) -> list
             loads = "/".join(f"{r['load_before']:.1f}" for r in mine)
             out.append(
                 f"| {line} | {name} | {meta['core_edges']:,} | " + " | ".join(cells)
-                + f" | {fastest} | {'yes' if len(prints) == 1 else 'NO'} (load {loads}) |"
+                + f" | {fastest} | {_same(prints)} (load {loads}) |"
             )  # fmt: skip
     return out
+
+
+def _same(prints: set[str]) -> str:
+    """Whether the methods that finished found one partition (``-``: none finished)."""
+    return "-" if not prints else "yes" if len(prints) == 1 else "NO"
 
 
 def _markdown(doc: dict[str, Any]) -> str:

@@ -61,14 +61,16 @@ METHODS = ("auto", "graphframes", "dataframe")
 GRAPHFRAMES_ALGORITHM = "two_phase"
 """The GraphFrames algorithm ``graphframes`` runs: ``two_phase`` (large-star / small-star rounds,
 O(log² n) of them). ``graphx`` was faster on short-diameter cores but runs one superstep per hop
-(a long path is its worst case), and a core's shape is the data's;
+(on a long path it did not finish, or overflowed the stack on Spark 3.5), and a core's shape is
+the data's;
 ``randomized_contraction`` is wrong in GraphFrames 0.11. Measured by ``bench.components``
 (docs/operations/cluster.md#measured)."""
 
 AUTO_METHOD = "dataframe"
-"""What ``auto`` runs where GraphFrames is usable too: the DataFrame path, faster than
-``two_phase`` on every measured core and on the whole job (docs/operations/cluster.md#measured).
-A constant, so the choice never depends on the data."""
+"""What ``auto`` runs where GraphFrames is usable too: the DataFrame path, as fast as
+``two_phase`` on the measured cores (within the machine's noise, no crossover), faster on the
+whole job, and needing no jar (docs/operations/cluster.md#measured). A constant, so the choice
+never depends on the data."""
 
 GRAPHFRAMES_PACKAGES = {
     "4": "io.graphframes:graphframes-spark4_2.13:0.11.0",

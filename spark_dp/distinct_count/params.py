@@ -51,8 +51,8 @@ class DistinctCountParams:
     )
     components: str = param(
         "auto",
-        "connected components of a split core: DataFrames (auto, the faster measured) or "
-        "GraphFrames two_phase (graphframes: needs its jar); the values are the same",
+        "connected components of a split core: DataFrames (auto: as fast as measured, no jar) "
+        "or GraphFrames two_phase (graphframes: needs its jar); the values are the same",
         choices=COMPONENT_METHODS,
     )
     spark_rounds: int = param(8, "cap on per-ℓ peeling rounds run in Spark (exact)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.components import SCALES, USERS_PER_EDGE, _failure, _targets, users_for
+from bench.components import SCALES, USERS_PER_EDGE, _failure, _same, _targets, users_for
 
 
 def test_the_scale_s_cores_by_default():
@@ -53,3 +53,7 @@ def test_a_failed_step_reports_the_error_at_the_top_of_its_trace():
     tail = "frame39(Native Method) | Caused by: java.lang.StackOverflowError | at frame40"
     assert said.endswith(tail)
     assert _failure("just one line\n") == "just one line"
+
+
+def test_the_partitions_agree_only_among_methods_that_finished():
+    assert [_same(set()), _same({"a"}), _same({"a", "b"})] == ["-", "yes", "NO"]
