@@ -140,7 +140,7 @@ def _core(target: int, memory: str) -> tuple[Path, dict[str, Any]]:
     when the one made earlier is more than :data:`TOLERANCE` off the target)."""
     out = DATA_DIR / "components" / f"core-{target}"
     meta = out / "meta.json"
-    made = _made()  # before an off-target core goes: it still tells the fit about its size
+    known = _made()  # before an off-target core goes: it still tells the fit about its size
     if meta.exists():
         edges = json.loads(meta.read_text())["core_edges"]
         if abs(edges / target - 1) > TOLERANCE:
@@ -148,7 +148,7 @@ def _core(target: int, memory: str) -> tuple[Path, dict[str, Any]]:
                   f"{TOLERANCE:.0%} off its target: making it again", flush=True)  # fmt: skip
             shutil.rmtree(out)
     if not meta.exists():
-        users = users_for(target, made)
+        users = users_for(target, known)
         print(f"[components] making a core of about {target:,} edges ({users:,} users)", flush=True)
         step = ["-m", "bench.components_worker", "core", "--users", str(users), "--out", str(out)]
         made, err = _run(LINES["4"][0], [*step, "--driver-memory", memory], 6 * 3600)

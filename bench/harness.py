@@ -120,7 +120,9 @@ def run_worker(
             if isinstance(exc, subprocess.TimeoutExpired):
                 return None
             raise
-        _kill_group(proc.pid)  # anything the worker left behind
+        # anything the worker left behind (its group's id stays its own while a member lives:
+        # Linux reuses no pid that is a live process group's id)
+        _kill_group(proc.pid)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
