@@ -1,6 +1,6 @@
 """Connected components of the peeled core: GraphFrames (each algorithm) against DataFrames.
 
-``python -m bench.components --scale quick|full`` (``make bench-components``; issue 47). For
+``python -m bench.components --scale quick|full`` (``make bench-components``). For
 each core size of the scale it makes, once, Zipf pairs whose first-round peeled core has about
 that many edges, and the core's person–item graph as the exact curve builds it
 (:mod:`bench.components_worker`, data under ``bench/data/components/``). Then, on each Spark
