@@ -31,7 +31,7 @@ def _alive(pid: int) -> bool:
 def test_a_timed_out_worker_is_killed_with_its_children(tmp_path):
     out = tmp_path / "out"
     with out.open("w") as fh:
-        done = run_worker([sys.executable, "-c", _SPAWNER], 3, stdout=fh)
+        done = run_worker([sys.executable, "-c", _SPAWNER], 8, stdout=fh)  # time to start both
     assert done is None
     grandchild = int(out.read_text().split()[0])
     deadline = time.monotonic() + 10
