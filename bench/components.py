@@ -68,6 +68,8 @@ SCALES: dict[str, dict[str, Any]] = {
 the core whose pairs the job runs on (``job_min_rows``: its ``--components-min-rows``, 0 so that
 the job splits that core whatever its size: a core made for a target may fall below the default
 5M rows, and a job that does not split measures no components; None: the default)."""
+_CAPTURE: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+"""How a step's output is read (its RESULT line, or what it said when it failed)."""
 PATH_TIMEOUT_S = 1800
 """Seconds a method gets on the path graph (``graphx`` runs one superstep per hop)."""
 
@@ -83,8 +85,7 @@ def _env(python: Path) -> dict[str, str]:
 def _run(python: Path, args: list[str], timeout: float) -> tuple[dict[str, Any] | None, str]:
     """Run ``python args`` with this checkout importable; (its RESULT JSON or None, log tail)."""
     env = _env(python)
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    done = run_worker([str(python), *args], timeout, cwd=REPO, env=env, **pipes)
+    done = run_worker([str(python), *args], timeout, cwd=REPO, env=env, **_CAPTURE)
     if done is None:
         return None, f"timed out after {timeout:.0f} s"
     for line in done.stdout.splitlines():
@@ -205,8 +206,7 @@ def _job(line: str, pairs: Path, method: str, args: argparse.Namespace) -> dict[
         cmd += ["--components-min-rows", str(SCALES[args.scale]["job_min_rows"])]
     env = _env(python)
     load, start = _load(), time.perf_counter()
-    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    done = run_worker(cmd, args.timeout, cwd=REPO, env=env, **pipes)
+    done = run_worker(cmd, args.timeout, cwd=REPO, env=env, **_CAPTURE)
     code = None if done is None else done.returncode
     row: dict[str, Any] = {"line": line, "components": method, "exit": code, "load_before": load}
     row["seconds"] = round(time.perf_counter() - start, 1) if code == 0 else None

@@ -24,8 +24,11 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    with open(f"/proc/{pid}/stat") as fh:  # a zombie has exited: it only awaits its parent
-        return fh.read().split(")")[-1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as fh:  # a zombie has exited: it only awaits its parent
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:  # it went between the two looks
+        return False
 
 
 def test_a_timed_out_worker_is_killed_with_its_children(tmp_path):
