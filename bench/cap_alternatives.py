@@ -7,9 +7,15 @@ them). Every variant returns the same rows, so the seconds compare only how the 
 
 * ``floor_b``: read, ``repartition(user_id)``, count by item (no cap, the bench's floor B);
 * ``floor_d``: floor B with the repeated pairs dropped by a hash aggregation (no sort);
+* ``floor_c``: the bench's floor C, the Δ0 first rows of each user by ``row_number()`` over the
+  salted hash: a repeated pair takes two of them (exact only for input without repeats), and
+  Spark limits each user's rows before the window (``WindowGroupLimit``);
 * ``sortcap``: spark_dp's cap (:func:`spark_dp.partition_selection.capping.cap_user_items`);
 * ``wholeset``: the same sort, with the degree as the largest rank over the user's whole set
   (spark_dp's cap until 2026-11-26) instead of a count over the user's kept pairs;
+* ``rankcap``: ``sortcap`` with a repeat found as ``rank() != row_number()`` instead of by
+  ``lag``: three rank-like functions of one frame, so that Spark limits each user's rows
+  before the window, as in floor C;
 * ``setcap``: ``collect_set(item)`` per user, then the Δ0 smallest (salted hash, item) by
   ``sort_array``, exploded (every user's set is one JVM object);
 * ``hashcap``: dedupe by hash aggregation, degrees by a shuffled hash join, the window only
@@ -31,7 +37,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_dp.caching import storage_level
-from spark_dp.partition_selection.capping import cap_user_items
+from spark_dp.partition_selection.capping import cap_user_items, with_degree
 from spark_dp.partition_selection.columns import DEGREE, ITEM, USER_ID
 from spark_dp.partition_selection.layout import by_user
 from spark_dp.randomness import Randomness
@@ -52,6 +58,28 @@ def floor_d(pairs: DataFrame) -> DataFrame:
 
 def sortcap(pairs: DataFrame) -> DataFrame:
     return cap_user_items(pairs, CAP, RANDOMNESS)
+
+
+def floor_c(pairs: DataFrame) -> DataFrame:
+    by_hash = Window.partitionBy(USER_ID).orderBy(_rank_key(F.col(USER_ID), F.col(ITEM)))
+    first = by_user(pairs).withColumn("_r", F.row_number().over(by_hash))
+    return first.where(F.col("_r") <= CAP).drop("_r")
+
+
+def rankcap(pairs: DataFrame) -> DataFrame:
+    by_rank = Window.partitionBy(USER_ID).orderBy(F.col("_h"), F.col(ITEM))
+    ranked = by_user(pairs).select(
+        USER_ID, ITEM, _rank_key(F.col(USER_ID), F.col(ITEM)).alias("_h")
+    )
+    ranked = ranked.select(
+        USER_ID,
+        ITEM,
+        F.dense_rank().over(by_rank).alias("_rank"),
+        (F.rank().over(by_rank) == F.row_number().over(by_rank)).alias("_first"),
+    )
+    return with_degree(
+        ranked.where(F.col("_first") & (F.col("_rank") <= CAP)).select(USER_ID, ITEM)
+    )
 
 
 def wholeset(pairs: DataFrame) -> DataFrame:
@@ -138,7 +166,9 @@ def minbycap(pairs: DataFrame) -> DataFrame:
 VARIANTS: dict[str, Callable[[DataFrame], DataFrame]] = {
     "floor_b": lambda pairs: pairs.repartition(USER_ID),
     "floor_d": floor_d,
+    "floor_c": floor_c,
     "sortcap": sortcap,
+    "rankcap": rankcap,
     "wholeset": wholeset,
     "setcap": setcap,
     "hashcap": hashcap,

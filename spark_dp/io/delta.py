@@ -13,6 +13,11 @@ so a version is immutable (docs/operations/tables.md#delta-lake).
   commit number. The job pins the version it reads (``--input-version N``, else the latest when
   the request is made), so the request's input identity (:func:`delta_identity`) and the rows
   read are the same version even when another writer commits meanwhile.
+* **Snapshot.** :func:`snapshot` describes the rows a read at a pinned version holds (the
+  version, its data files, the columns read) from metadata only: a job with a key that can
+  come back (a key file, a seed) binds its release to the keyed digest of that description
+  instead of a pass over the rows (:func:`spark_dp.io.digest.snapshot_digest`;
+  docs/privacy/keys.md#snapshot).
 * **Write.** A release is written as a new Delta table in one commit (version 0) at a staged
   sibling and moved into place by the job's commit protocol (:mod:`spark_dp.io.staging`), as a
   Parquet output: no reader ever sees half a table, and a run killed before its commit point
@@ -42,6 +47,7 @@ __all__ = [
     "delta_read_error",
     "latest_version",
     "read_delta",
+    "snapshot",
 ]
 
 DELTA_LOG = "_delta_log"
@@ -153,3 +159,15 @@ def delta_read_error(msg: str, path: str, flag: str) -> str | None:
             "(older ones were cleaned up); pass one of them"
         )
     return None
+
+
+def snapshot(df: DataFrame, version: int, columns: dict[str, str]) -> str:
+    """What fixes the rows of ``df``, a Delta table read at ``version``: the version, the data
+    files of that version (``inputFiles``: names the writer made fresh, never rewritten, listed
+    from the log without reading a row) and the columns read (canonical name = source column).
+
+    Deletion vectors are part of a version: another set of deleted rows is another commit.
+    """
+    files = sorted(df.inputFiles())
+    read = ",".join(f"{canon}={src}" for canon, src in columns.items())
+    return "\n".join([f"delta@v{int(version)}", f"columns {read}", *files])

@@ -19,6 +19,13 @@ aggregation validation runs anyway: no extra pass. The salts reach that aggregat
 columns of a broadcast one-row table (:func:`spark_dp.randomness.with_secrets`), never as
 literals of its plan, which Spark's UI and event log show (docs/privacy/boundary.md#plans).
 
+A **Delta table read at a pinned version** needs no pass over its rows: a version is immutable
+(each commit adds files under fresh names and never rewrites one, docs/operations/tables.md),
+so the version, the files it is made of and the columns read fix the rows read exactly. Its
+digest is HMAC-SHA-256 under the salts of that description (:func:`snapshot_digest`), made on
+the driver from the table's metadata (``DataFrame.inputFiles``) without reading a row
+(docs/privacy/keys.md#snapshot).
+
 What it protects against: someone who cannot read the key cannot compute the digest of a
 candidate table (the release id, which is public, reveals nothing about the rows), nor aim for a
 collision. xxhash64 is not a cryptographic PRF, so the digest is a guard against accidental and
@@ -47,10 +54,12 @@ __all__ = [
     "digested",
     "finish_digest",
     "needs_digest",
+    "snapshot_digest",
     "values_digest",
 ]
 
 _DOMAIN = b"spark_dp/v2/content-digest\x00"
+_SNAPSHOT_DOMAIN = b"spark_dp/v2/snapshot-digest\x00"
 _SUMS = ("_digest_0", "_digest_1")
 _SALTS = ("_digest_salt_0", "_digest_salt_1")
 _MOD = 1 << 64
@@ -91,6 +100,9 @@ class ReadGate:
             object, which binds once, so no other release can ever share its noise and its
             release needs no digest of the rows (:func:`needs_digest`); a validation with
             nothing else to check then runs no pass of its own.
+        snapshot: with ``digest``, the description of an immutable snapshot the rows come
+            from (a Delta version: :func:`spark_dp.io.delta.snapshot`): the digest is then
+            :func:`snapshot_digest` of it, and the rows are read without a pass of their own.
     """
 
     salts: tuple[int, int] = field(repr=False)
@@ -98,6 +110,7 @@ class ReadGate:
     before_read: Callable[[], None] = lambda: None
     on_digest: Callable[[ContentDigest | None], None] = lambda digest: None
     digest: bool = True
+    snapshot: str | None = field(default=None, repr=False)
 
     @classmethod
     def keyed_by(cls, randomness: Randomness) -> ReadGate:
@@ -107,10 +120,28 @@ class ReadGate:
             randomness.digest_salts(), randomness.fingerprint, digest=needs_digest(randomness)
         )
 
-    def read_undigested(self) -> None:
-        """The rows are read without a digest: the charge, then ``on_digest(None)``."""
+    def of_snapshot(self, snapshot: str) -> ReadGate:
+        """This gate for rows of the immutable snapshot ``snapshot`` (see ``snapshot``)."""
+        return replace(self, snapshot=snapshot)
+
+    @property
+    def digests_rows(self) -> bool:
+        """Whether the digest is made from the rows (a pass over them), not from a snapshot."""
+        return self.digest and self.snapshot is None
+
+    def read_without_pass(self, table: str) -> ContentDigest | None:
+        """The rows are read by the algorithm alone: the charge, then ``on_digest`` with the
+        snapshot's digest (None without a snapshot or when no digest is wanted)."""
         self.before_read()
-        self.on_digest(None)
+        return self.snapshot_read(table)
+
+    def snapshot_read(self, table: str) -> ContentDigest | None:
+        """``on_digest`` with the snapshot's digest of ``table`` (None without a snapshot or
+        when no digest is wanted), after the charge; returns it."""
+        if not self.digest or self.snapshot is None:
+            self.on_digest(None)
+            return None
+        return snapshot_digest(table, self.snapshot, self)
 
 
 def needs_digest(key: Randomness) -> bool:
@@ -162,9 +193,21 @@ def finish_digest(table: str, rows: int, stats: Any, gate: ReadGate) -> ContentD
 def values_digest(table: str, values: Sequence[int], gate: ReadGate) -> ContentDigest:
     """The keyed digest of a small in-memory sequence of integers (the distinct count's curve):
     HMAC-SHA-256 under the salts of the ordered values, first 16 bytes."""
-    key = b"".join(x.to_bytes(8, "big", signed=True) for x in gate.salts)
     text = ",".join(str(int(v)) for v in values).encode("ascii")
-    value = hmac.new(key, _DOMAIN + table.encode("utf-8") + b"\x00" + text, hashlib.sha256)
+    return _keyed(_DOMAIN, table, text, gate)
+
+
+def snapshot_digest(table: str, snapshot: str, gate: ReadGate) -> ContentDigest:
+    """The keyed digest of rows read from an immutable snapshot, from its description
+    ``snapshot`` (the version, its files and the columns read; module docstring):
+    HMAC-SHA-256 under the salts, first 16 bytes, in a domain of its own."""
+    return _keyed(_SNAPSHOT_DOMAIN, table, snapshot.encode("utf-8"), gate)
+
+
+def _keyed(domain: bytes, table: str, text: bytes, gate: ReadGate) -> ContentDigest:
+    """HMAC-SHA-256 under ``gate``'s salts of (domain, table, text); handed to ``on_digest``."""
+    key = b"".join(x.to_bytes(8, "big", signed=True) for x in gate.salts)
+    value = hmac.new(key, domain + table.encode("utf-8") + b"\x00" + text, hashlib.sha256)
     digest = ContentDigest(table, gate.key_fingerprint, value.hexdigest()[:32])
     gate.on_digest(digest)
     return digest

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_dp.errors import InputContractError
 from spark_dp.io.columns import ITEM, RECORD_ID, USER_ID, quoted
-from spark_dp.io.delta import read_delta
+from spark_dp.io.delta import read_delta, snapshot
 from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private, unsafe_debug_enabled
@@ -236,8 +236,10 @@ def validate_edges(
             key's, ``ReadGate.digest``), and neither ``strict`` nor the unsafe-debug counts, it
             does not run. Nothing is counted then (the summary's counts are None), the null
             rows are dropped by a filter in the plan, and the gate is charged right away
-            (``ReadGate.read_undigested``): the rows are read once, by the algorithm. Without
-            a gate the rows are counted, for the summary.
+            (``ReadGate.read_without_pass``): the rows are read once, by the algorithm. A gate
+            of a snapshot (a Delta version: ``ReadGate.snapshot``) digests the snapshot's
+            description, not the rows, so it needs no pass either. Without a gate the rows are
+            counted, for the summary.
         table: the digest's table name (``pairs`` or ``incidences``).
 
     Returns:
@@ -261,20 +263,26 @@ def validate_edges(
     null_any = F.lit(False)
     for canon in columns:
         null_any = null_any | F.col(canon).isNull()
-    if gate is not None and not (gate.digest or strict or unsafe_debug_enabled()):
-        gate.read_undigested()  # charged now; the rows are read once, by the algorithm
-        return _normalized(typed.where(~null_any), list(columns), dedupe, persist, path)
+    if gate is not None and not (gate.digests_rows or strict or unsafe_debug_enabled()):
+        digest = gate.read_without_pass(table)  # charged now; read once, by the algorithm
+        clean = typed.where(~null_any)
+        return _normalized(clean, list(columns), dedupe, persist, path, digest)
     aggs = [F.count(F.lit(1)).alias("_rows")]
     aggs += [F.sum(F.col(c).isNull().cast("long")).alias(f"_null_{c}") for c in columns]
     aggs.append(F.sum(null_any.cast("long")).alias("_null_any"))
     checked = typed
-    if gate is not None:
+    if gate is not None and gate.snapshot is None:
         checked, sums = digested(typed, [F.col(c) for c in columns], gate)
         aggs += sums
+    if gate is not None:
         gate.before_read()
     stats = checked.agg(*aggs).collect()[0]
     rows_read = int(stats["_rows"])
-    digest = None if gate is None else finish_digest(table, rows_read, stats, gate)
+    digest = None
+    if gate is not None and gate.snapshot is not None:
+        digest = gate.snapshot_read(table)  # the snapshot's digest, not the rows'
+    elif gate is not None:
+        digest = finish_digest(table, rows_read, stats, gate)
     null_rows = int(stats["_null_any"] or 0)
     if strict:
         _strict_edges(path, columns, rows_read, null_rows, stats)
@@ -306,16 +314,22 @@ def validate_edges(
 
 
 def _normalized(
-    clean: DataFrame, columns: list[str], dedupe: bool, persist: bool, path: str
+    clean: DataFrame,
+    columns: list[str],
+    dedupe: bool,
+    persist: bool,
+    path: str,
+    digest: ContentDigest | None,
 ) -> tuple[DataFrame, InputSummary]:
-    """:func:`validate_edges` when nothing is counted: deduplicated and cached as asked."""
+    """:func:`validate_edges` when nothing is counted: deduplicated and cached as asked (a
+    snapshot's ``digest`` kept in the summary)."""
     from spark_dp.caching import fill, storage_level
 
     out = clean.dropDuplicates(columns) if dedupe else clean
     if persist:
         out = out.persist(storage_level())
         fill(out)  # computed now, as the counted path computes it, without reading a count
-    return out, InputSummary(path, None, None, None, None)
+    return out, InputSummary(path, None, None, None, None, digest)
 
 
 def _strict_edges(
@@ -348,8 +362,14 @@ def _read_edges(
     **options: Any,
 ) -> tuple[DataFrame, InputSummary]:
     """:func:`read_table` (a Delta table at ``version``) then :func:`validate_edges` with
-    ``options`` (strict, dedupe, persist, gate, table)."""
+    ``options`` (strict, dedupe, persist, gate, table). A gate that wants a digest of a Delta
+    table read at a pinned version digests its snapshot (:func:`spark_dp.io.delta.snapshot`),
+    not its rows."""
     df = read_table(spark, path, fmt, version=version)
+    gate = options.get("gate")
+    delta = input_format(str(path), fmt) == "delta"
+    if gate is not None and gate.digest and delta and version is not None:
+        options["gate"] = gate.of_snapshot(snapshot(df, version, columns))
     return validate_edges(df, columns, path=str(path), **options)
 
 
@@ -370,7 +390,8 @@ def load_pairs(
 
     ``strict``, ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
     ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`; ``version``: the version of
-    a Delta input (``fmt="delta"``).
+    a Delta input (``fmt="delta"``). Pin it for a key-file or seeded gate: the digest is then
+    the version's (no pass over the rows), else the rows'.
 
     Returns:
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).

@@ -135,6 +135,41 @@ def test_the_same_key_on_a_new_version_is_a_new_release_and_a_new_charge(
         assert [r.shown_state for r in s.runs("words")] == ["committed"] * 3
 
 
+def test_a_key_file_read_at_a_version_digests_its_snapshot_without_a_pass(
+    spark: SparkSession, table: Path, tmp_path: Path
+) -> None:
+    """A key that can come back, a pinned version: the digest is the version's (the same at
+    the same version, another at another version or with another key), and the rows are not
+    read for it (nothing counted); unpinned, the rows are digested as for Parquet."""
+    from spark_dp.io import ReadGate, load_pairs
+    from spark_dp.randomness import Randomness
+
+    key = Randomness.from_key_file(_key(tmp_path))
+
+    def read(version: int | None, gate_key: Randomness = key):
+        gate = ReadGate.keyed_by(gate_key)
+        return load_pairs(spark, str(table), fmt="delta", version=version, gate=gate)
+
+    pairs, first = read(1)
+    _, again = read(1)
+    _, older = read(0)
+    _, other_key = read(1, Randomness.create(7))
+    _, unpinned = read(None)
+    assert first.digest is not None and first.rows_read is None  # no pass of its own
+    assert again.digest == first.digest
+    assert len({d.value for d in (first.digest, older.digest, other_key.digest)}) == 3
+    assert unpinned.rows_read == 12 * 200 + 200 and unpinned.digest != first.digest
+    expected = read_delta_rows(spark, table, 1)
+    assert_df_equality(pairs, expected, ignore_row_order=True)
+    pairs.unpersist()
+
+
+def read_delta_rows(spark: SparkSession, table: Path, version: int) -> DataFrame:
+    """Version ``version`` of ``table`` read by Delta itself, distinct."""
+    reader = spark.read.format("delta").option("versionAsOf", version)
+    return reader.load(str(table)).select("user_id", "item").distinct()
+
+
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(err) == 1 and "Traceback" not in err[0]

@@ -34,7 +34,8 @@ def pairs(spark):
 
 
 @pytest.mark.parametrize(
-    "variant", ["wholeset", "setcap", "hashcap", pytest.param("minbycap", marks=needs_min_by_k)]
+    "variant",
+    ["wholeset", "rankcap", "setcap", "hashcap", pytest.param("minbycap", marks=needs_min_by_k)],
 )
 def test_every_variant_returns_the_sorted_caps_rows(spark, pairs, variant):
     expected = alternatives.sortcap(pairs).select(*COLUMNS)
@@ -50,4 +51,14 @@ def test_min_by_without_its_second_pass_is_right_only_without_repeats(spark, pai
     assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
     # With repeats it keeps a repeated pair twice: the second pass is what makes it exact.
     repeated = alternatives.minby_lower_bound(pairs)
+    assert repeated.count() > repeated.dropDuplicates().count()
+
+
+def test_floor_c_keeps_a_repeated_pair_twice(spark, pairs):
+    """Floor C is the cap only for input without repeats: with them, a repeat takes a slot."""
+    distinct = pairs.dropDuplicates()
+    expected = alternatives.sortcap(distinct).select("user_id", "item")
+    got = alternatives.floor_c(distinct).select("user_id", "item")
+    assert_df_equality(got, expected, ignore_row_order=True, ignore_nullable=True)
+    repeated = alternatives.floor_c(pairs)
     assert repeated.count() > repeated.dropDuplicates().count()

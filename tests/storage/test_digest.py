@@ -118,15 +118,20 @@ def test_no_extra_pass_over_the_data(spark, tmp_path):
     assert plain == digested >= 1
 
 
-def test_the_gate_charges_before_the_read_and_hands_the_digest_over_before_the_checks(spark):
-    events: list[str] = []
+def _recording_gate(events: list[str]) -> ReadGate:
+    """A seeded key's gate that records its charge and the table it digests in ``events``."""
     key = Randomness.create(1)
-    gate = ReadGate(
+    return ReadGate(
         key.digest_salts(),
         key.fingerprint,
         before_read=lambda: events.append("charge"),
         on_digest=lambda d: events.append(f"digest {d.table}"),
     )
+
+
+def test_the_gate_charges_before_the_read_and_hands_the_digest_over_before_the_checks(spark):
+    events: list[str] = []
+    gate = _recording_gate(events)
     df = spark.createDataFrame([*ROWS, (None, "w1")], SCHEMA)
     from spark_dp.errors import InputContractError
 
@@ -206,7 +211,53 @@ def test_a_binding_with_an_entropy_key_binds_without_digests():
         bind=lambda digests: seen.append([d.table for d in digests]) or "release-x",
     )
     assert not binding.gate("input").digest
-    binding.gate("input").read_undigested()
+    binding.gate("input").read_without_pass("pairs")
     capacities = ContentDigest("capacities", "f", "0" * 32)
     binding.gate("capacities").on_digest(capacities)  # a small table digested anyway
     assert seen == ["charge", ["capacities"]] and binding.randomness.release == "release-x"
+
+
+def test_a_snapshot_gate_digests_the_snapshot_not_the_rows(spark):
+    """A gate of an immutable snapshot (a Delta version) hands over the keyed digest of its
+    description with no Spark job over the rows, the same with other rows and another with
+    another snapshot or key; a strict read still counts, and keeps the snapshot's digest."""
+    from spark_dp.errors import InputContractError
+    from spark_dp.io.digest import snapshot_digest
+
+    events: list[str] = []
+    key = Randomness.create(1)
+    gate = _recording_gate(events).of_snapshot(
+        "delta@v3\ncolumns user_id=user_id,item=item\nfile-a"
+    )
+    assert gate.digest and not gate.digests_rows
+    tracker = spark.sparkContext.statusTracker()
+    before = tracker.getJobIdsForGroup()
+    df = spark.createDataFrame([*ROWS, (None, "w1")], SCHEMA)
+    checked, summary = validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate)
+    assert tracker.getJobIdsForGroup() == before  # no pass over the rows
+    assert events == ["charge", "digest pairs"]
+    assert summary.rows_read is None and summary.digest is not None
+    assert sorted(map(tuple, checked.collect())) == sorted(ROWS)  # null rows dropped
+    other_rows = spark.createDataFrame(ROWS[3:], SCHEMA)
+    _, again = validate_edges(other_rows, COLUMNS, dedupe=False, persist=False, gate=gate)
+    assert again.digest == summary.digest  # the snapshot, not the rows, decides
+    assert summary.digest.value != _digest(spark, ROWS).value  # not the rows' digest
+    quiet = ReadGate.keyed_by(key)
+    others = {
+        snapshot_digest("pairs", "delta@v4\ncolumns user_id=user_id,item=item\nfile-a", quiet),
+        snapshot_digest("pairs", "delta@v3\ncolumns user_id=user_id,item=word\nfile-a", quiet),
+        snapshot_digest("pairs", gate.snapshot or "", ReadGate.keyed_by(Randomness.create(2))),
+    }
+    assert len({d.value for d in others} | {summary.digest.value}) == 4
+    assert gate.snapshot not in repr(gate)
+    events.clear()
+    with pytest.raises(InputContractError, match="null ids"):
+        validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate, strict=True)
+    assert events == ["charge", "digest pairs"]
+
+
+def test_an_entropy_gate_ignores_a_snapshot(spark):
+    gate = ReadGate.keyed_by(Randomness.create()).of_snapshot("delta@v0\nfile-a")
+    df = spark.createDataFrame(ROWS, SCHEMA)
+    _, summary = validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate)
+    assert summary.digest is None and summary.rows_read is None
