@@ -161,13 +161,20 @@ def delta_read_error(msg: str, path: str, flag: str) -> str | None:
     return None
 
 
-def snapshot(df: DataFrame, version: int, columns: dict[str, str]) -> str:
-    """What fixes the rows of ``df``, a Delta table read at ``version``: the version, the data
-    files of that version (``inputFiles``: names the writer made fresh, never rewritten, listed
-    from the log without reading a row) and the columns read (canonical name = source column).
+def snapshot(df: DataFrame, path: str, version: int, columns: dict[str, str]) -> str:
+    """What fixes the rows of ``df``, the Delta table at ``path`` read at ``version``: the
+    version, a hash of that version's commit file, the data files of that version
+    (``inputFiles``: names the writer made fresh, never rewritten) and the columns read
+    (canonical name = source column). Metadata only: no row is read.
 
-    Deletion vectors are part of a version: another set of deleted rows is another commit.
+    The commit file tells apart two tables whose version lists the same files with other
+    deletion vectors (a shallow clone of another version, a table made again at the path): its
+    actions and time are those of one commit. It is read through Spark, as the rows are (the
+    same path resolution, classic or Connect), and hashed line by line in sorted order.
     """
+    commit = f"{str(path).rstrip('/')}/{DELTA_LOG}/{int(version):020d}.json"
+    lines = sorted(r[0] for r in df.sparkSession.read.text(commit).collect())
+    h = hashlib.sha256(_IDENTITY_DOMAIN + "\n".join(lines).encode("utf-8")).hexdigest()
     files = sorted(df.inputFiles())
     read = ",".join(f"{canon}={src}" for canon, src in columns.items())
-    return "\n".join([f"delta@v{int(version)}", f"columns {read}", *files])
+    return "\n".join([f"delta@v{int(version)}#{h}", f"columns {read}", *files])

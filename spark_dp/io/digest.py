@@ -21,10 +21,10 @@ literals of its plan, which Spark's UI and event log show (docs/privacy/boundary
 
 A **Delta table read at a pinned version** needs no pass over its rows: a version is immutable
 (each commit adds files under fresh names and never rewrites one, docs/operations/tables.md),
-so the version, the files it is made of and the columns read fix the rows read exactly. Its
-digest is HMAC-SHA-256 under the salts of that description (:func:`snapshot_digest`), made on
-the driver from the table's metadata (``DataFrame.inputFiles``) without reading a row
-(docs/privacy/keys.md#snapshot).
+so the version, its commit file, the files it is made of and the columns read fix the rows read
+exactly. Its digest is HMAC-SHA-256 under the salts of that description
+(:func:`snapshot_digest`), made on the driver from the table's log
+(:func:`spark_dp.io.delta.snapshot`) without reading a row (docs/privacy/keys.md#snapshot).
 
 What it protects against: someone who cannot read the key cannot compute the digest of a
 candidate table (the release id, which is public, reveals nothing about the rows), nor aim for a

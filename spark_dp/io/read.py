@@ -369,7 +369,7 @@ def _read_edges(
     gate = options.get("gate")
     delta = input_format(str(path), fmt) == "delta"
     if gate is not None and gate.digest and delta and version is not None:
-        options["gate"] = gate.of_snapshot(snapshot(df, version, columns))
+        options["gate"] = gate.of_snapshot(snapshot(df, str(path), version, columns))
     return validate_edges(df, columns, path=str(path), **options)
 
 

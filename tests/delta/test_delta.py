@@ -159,6 +159,15 @@ def test_a_key_file_read_at_a_version_digests_its_snapshot_without_a_pass(
     assert again.digest == first.digest
     assert len({d.value for d in (first.digest, older.digest, other_key.digest)}) == 3
     assert unpinned.rows_read == 12 * 200 + 200 and unpinned.digest != first.digest
+    # the same files under another commit (a clone of another version, a table made again):
+    # the commit file is part of the snapshot
+    commit = table / "_delta_log" / f"{1:020d}.json"
+    text = commit.read_text()
+    commit.write_text(text.replace('"timestamp":', '"timestamp":1', 1))
+    (commit.parent / f".{commit.name}.crc").unlink(missing_ok=True)  # the local FS's checksum
+    _, recommitted = read(1)
+    assert recommitted.digest != first.digest and recommitted.rows_read is None
+    commit.write_text(text)
     expected = read_delta_rows(spark, table, 1)
     assert_df_equality(pairs, expected, ignore_row_order=True)
     pairs.unpersist()
