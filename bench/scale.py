@@ -9,8 +9,9 @@ warmed up on a small dataset first):
 * **floor C**: read, shuffle by user, a per-user top-100 by a hash (a full per-user sort), count
   by item, write: the cheapest exact cap;
 * spark_dp's **Basic** and **MAD2R** jobs (ε = 1, δ = 1e-5, Δ0 = 100) with a fresh key, as a
-  production run makes them, and Basic with a test seed (a key that can come back: it pays the
-  content digest's pass, as a key file does; docs/privacy/keys.md#digest).
+  production run makes them, and Basic with a test seed (a key that can come back: it binds to
+  the content digest, as a key file does, here the SHA-256 of the input's local files, hashed on
+  the driver; docs/privacy/keys.md#files).
 
 Each row has the wall seconds, the ratio to floor C of the same dataset, line and run, the
 seconds of the job's own stage lines (``stage NAME: done ... seconds=S`` of
@@ -58,9 +59,9 @@ JOBS = (
         "basic-seeded-key", "spark_dp", ("partition_selection", "--algorithm", "basic", *SELECTION)
     ),
 )
-"""Floor C, then Basic and MAD2R as a production run makes them (a fresh key: no digest pass,
-docs/privacy/keys.md#digest), and Basic with a test seed (a key that can come back pays the
-digest's pass, as a key file does)."""
+"""Floor C, then Basic and MAD2R as a production run makes them (a fresh key: no digest,
+docs/privacy/keys.md#digest), and Basic with a test seed (a key that can come back binds to
+the digest of its input's files, as a key file does: docs/privacy/keys.md#files)."""
 SCALES = ("full", "xl")
 GOALS = {"basic": 1.1, "mad2r": 1.6}
 """The largest ratio to floor C each job may take at the largest size."""

@@ -25,6 +25,10 @@ so the version, its commit file, the files it is made of and the columns read fi
 exactly. Its digest is HMAC-SHA-256 under the salts of that description
 (:func:`snapshot_digest`), made on the driver from the table's log
 (:func:`spark_dp.io.delta.snapshot`) without reading a row (docs/privacy/keys.md#snapshot).
+A **Parquet or CSV input read by path from local files** needs none either: the files' bytes fix
+its rows, and the digest is the same HMAC of the format, the columns and each file's name, size
+and SHA-256 (:func:`spark_dp.io.file_snapshot.snapshot`), a stream of bytes on the driver after
+the charge, with no decoding and no Spark job (docs/privacy/keys.md#files).
 
 What it protects against: someone who cannot read the key cannot compute the digest of a
 candidate table (the release id, which is public, reveals nothing about the rows), nor aim for a
@@ -100,8 +104,10 @@ class ReadGate:
             object, which binds once, so no other release can ever share its noise and its
             release needs no digest of the rows (:func:`needs_digest`); a validation with
             nothing else to check then runs no pass of its own.
-        snapshot: with ``digest``, the description of an immutable snapshot the rows come
-            from (a Delta version: :func:`spark_dp.io.delta.snapshot`): the digest is then
+        snapshot: with ``digest``, the description of what fixes the rows read, or a
+            function that makes it (called after the charge, as it may read the input's
+            bytes): a Delta version (:func:`spark_dp.io.delta.snapshot`) or a Parquet or CSV
+            input's files (:func:`spark_dp.io.file_snapshot.snapshot`). The digest is then
             :func:`snapshot_digest` of it, and the rows are read without a pass of their own.
     """
 
@@ -110,7 +116,7 @@ class ReadGate:
     before_read: Callable[[], None] = lambda: None
     on_digest: Callable[[ContentDigest | None], None] = lambda digest: None
     digest: bool = True
-    snapshot: str | None = field(default=None, repr=False)
+    snapshot: str | Callable[[], str] | None = field(default=None, repr=False)
 
     @classmethod
     def keyed_by(cls, randomness: Randomness) -> ReadGate:
@@ -120,7 +126,7 @@ class ReadGate:
             randomness.digest_salts(), randomness.fingerprint, digest=needs_digest(randomness)
         )
 
-    def of_snapshot(self, snapshot: str) -> ReadGate:
+    def of_snapshot(self, snapshot: str | Callable[[], str]) -> ReadGate:
         """This gate for rows of the immutable snapshot ``snapshot`` (see ``snapshot``)."""
         return replace(self, snapshot=snapshot)
 
@@ -141,7 +147,8 @@ class ReadGate:
         if not self.digest or self.snapshot is None:
             self.on_digest(None)
             return None
-        return snapshot_digest(table, self.snapshot, self)
+        text = self.snapshot() if callable(self.snapshot) else self.snapshot
+        return snapshot_digest(table, text, self)
 
 
 def needs_digest(key: Randomness) -> bool:

@@ -16,7 +16,7 @@ import difflib
 import logging
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from spark_dp.errors import InputContractError
 from spark_dp.io.columns import ITEM, RECORD_ID, USER_ID, quoted
 from spark_dp.io.delta import read_delta, snapshot
 from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
+from spark_dp.io.file_snapshot import snapshot as file_snapshot
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private, unsafe_debug_enabled
 
@@ -362,14 +363,21 @@ def _read_edges(
     **options: Any,
 ) -> tuple[DataFrame, InputSummary]:
     """:func:`read_table` (a Delta table at ``version``) then :func:`validate_edges` with
-    ``options`` (strict, dedupe, persist, gate, table). A gate that wants a digest of a Delta
-    table read at a pinned version digests its snapshot (:func:`spark_dp.io.delta.snapshot`),
-    not its rows."""
+    ``options`` (strict, dedupe, persist, gate, table). A gate that wants a digest digests a
+    snapshot, not the rows, where one fixes them: a Delta table read at a pinned version
+    (:func:`spark_dp.io.delta.snapshot`), a Parquet or CSV input of local files
+    (:func:`spark_dp.io.file_snapshot.snapshot`)."""
     df = read_table(spark, path, fmt, version=version)
     gate = options.get("gate")
-    delta = input_format(str(path), fmt) == "delta"
-    if gate is not None and gate.digest and delta and version is not None:
-        options["gate"] = gate.of_snapshot(snapshot(df, str(path), version, columns))
+    if gate is not None and gate.digest:
+        fmt = input_format(str(path), fmt)
+        fixed: str | Callable[[], str] | None = None
+        if fmt == "delta":
+            fixed = None if version is None else snapshot(df, str(path), version, columns)
+        else:
+            fixed = file_snapshot(df, fmt, columns)
+        if fixed is not None:
+            options["gate"] = gate.of_snapshot(fixed)
     return validate_edges(df, columns, path=str(path), **options)
 
 
@@ -390,8 +398,8 @@ def load_pairs(
 
     ``strict``, ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
     ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`; ``version``: the version of
-    a Delta input (``fmt="delta"``). Pin it for a key-file or seeded gate: the digest is then
-    the version's (no pass over the rows), else the rows'.
+    a Delta input (``fmt="delta"``). A key-file or seeded gate digests no rows for a Delta
+    version or for local Parquet or CSV files (their snapshot), else the rows (a pass).
 
     Returns:
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).

@@ -11,6 +11,7 @@ import pytest
 from spark_dp.io import ITEM, USER_ID, ReadGate, load_capacities, validate_edges
 from spark_dp.io.digest import ContentDigest
 from spark_dp.randomness import Randomness
+from tests.support.gates import recording_gate
 from tests.support.query_plans import plans_of
 
 SCHEMA = "user_id string, item string"
@@ -118,20 +119,9 @@ def test_no_extra_pass_over_the_data(spark, tmp_path):
     assert plain == digested >= 1
 
 
-def _recording_gate(events: list[str]) -> ReadGate:
-    """A seeded key's gate that records its charge and the table it digests in ``events``."""
-    key = Randomness.create(1)
-    return ReadGate(
-        key.digest_salts(),
-        key.fingerprint,
-        before_read=lambda: events.append("charge"),
-        on_digest=lambda d: events.append(f"digest {d.table}"),
-    )
-
-
 def test_the_gate_charges_before_the_read_and_hands_the_digest_over_before_the_checks(spark):
     events: list[str] = []
-    gate = _recording_gate(events)
+    gate = recording_gate(events)
     df = spark.createDataFrame([*ROWS, (None, "w1")], SCHEMA)
     from spark_dp.errors import InputContractError
 
@@ -226,9 +216,7 @@ def test_a_snapshot_gate_digests_the_snapshot_not_the_rows(spark):
 
     events: list[str] = []
     key = Randomness.create(1)
-    gate = _recording_gate(events).of_snapshot(
-        "delta@v3\ncolumns user_id=user_id,item=item\nfile-a"
-    )
+    gate = recording_gate(events).of_snapshot("delta@v3\ncolumns user_id=user_id,item=item\nfile-a")
     assert gate.digest and not gate.digests_rows
     tracker = spark.sparkContext.statusTracker()
     before = tracker.getJobIdsForGroup()
