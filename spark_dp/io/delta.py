@@ -31,6 +31,7 @@ import re
 from typing import TYPE_CHECKING
 
 from spark_dp.errors import ConfigError, InputContractError
+from spark_dp.io.digest import columns_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -176,5 +177,4 @@ def snapshot(df: DataFrame, path: str, version: int, columns: dict[str, str]) ->
     lines = sorted(r[0] for r in df.sparkSession.read.text(commit).collect())
     h = hashlib.sha256(_IDENTITY_DOMAIN + "\n".join(lines).encode("utf-8")).hexdigest()
     files = sorted(df.inputFiles())
-    read = ",".join(f"{canon}={src}" for canon, src in columns.items())
-    return "\n".join([f"delta@v{int(version)}#{h}", f"columns {read}", *files])
+    return "\n".join([f"delta@v{int(version)}#{h}", columns_line(columns), *files])

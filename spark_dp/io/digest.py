@@ -55,6 +55,7 @@ __all__ = [
     "ContentDigest",
     "ReadGate",
     "ReleaseBinding",
+    "columns_line",
     "digested",
     "finish_digest",
     "needs_digest",
@@ -202,6 +203,12 @@ def values_digest(table: str, values: Sequence[int], gate: ReadGate) -> ContentD
     HMAC-SHA-256 under the salts of the ordered values, first 16 bytes."""
     text = ",".join(str(int(v)) for v in values).encode("ascii")
     return _keyed(_DOMAIN, table, text, gate)
+
+
+def columns_line(columns: dict[str, str]) -> str:
+    """The line of a snapshot's description that names the columns read: ``columns`` followed
+    by ``canonical=source`` pairs, in the reader's order."""
+    return "columns " + ",".join(f"{canon}={src}" for canon, src in columns.items())
 
 
 def snapshot_digest(table: str, snapshot: str, gate: ReadGate) -> ContentDigest:

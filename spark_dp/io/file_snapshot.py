@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from spark_dp.errors import InputContractError
+from spark_dp.io.digest import columns_line
 from spark_dp.io.fs import is_connect
 
 if TYPE_CHECKING:
@@ -39,9 +40,11 @@ SCAN_SETTINGS = (
     "spark.sql.caseSensitive",
     "spark.sql.files.ignoreCorruptFiles",
     "spark.sql.files.ignoreMissingFiles",
+    "spark.sql.csv.parser.columnPruning.enabled",
 )
 """Session settings under which the same files can read as other rows (which column a name
-picks; a corrupt or vanished file skipped instead of failing the read)."""
+picks; a corrupt or vanished file skipped instead of failing the read; a malformed CSV line
+parsed in the columns read only or in all of them)."""
 
 _BLOCK = 1 << 20
 _THREADS = 4
@@ -65,9 +68,8 @@ def snapshot(df: DataFrame, fmt: str, columns: dict[str, str]) -> Callable[[], s
     if any(p is None for p in paths):
         return None
     local = [p for p in paths if p is not None]
-    read = ",".join(f"{canon}={src}" for canon, src in columns.items())
     settings = ",".join(f"{k}={_setting(spark, k)}" for k in SCAN_SETTINGS)
-    head = [f"{fmt} files sha-256", f"columns {read}", f"spark {spark.version} {settings}"]
+    head = [f"{fmt} files sha-256", columns_line(columns), f"spark {spark.version} {settings}"]
 
     def describe() -> str:
         try:
