@@ -30,7 +30,8 @@ SPARK35_TESTS_CI := tests/partition_selection/test_api.py tests/partition_select
                  tests/contribution_bounding/test_proposal_spark.py \
                  tests/contribution_bounding/test_passes_spark.py \
                  tests/distinct_count/test_spark_curves.py tests/distinct_count/test_api.py \
-                 tests/storage/test_readers_and_writers.py tests/runtime/test_generators.py \
+                 tests/storage/test_readers_and_writers.py tests/storage/test_file_snapshot.py \
+                 tests/runtime/test_generators.py \
                  tests/runtime/test_tracking.py
 SPARK35_TESTS := $(SPARK35_TESTS_CI) tests/partition_selection/test_layout.py \
                  tests/runtime/test_nothing_persisted.py
