@@ -75,9 +75,21 @@ GRAPHFRAMES_JARS_DIR := .cache/jars/graphframes-$(GRAPHFRAMES_BUILD)
 GRAPHFRAMES_JAR4     := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark4_2.13-$(GRAPHFRAMES_BUILD).jar
 GRAPHFRAMES_JAR35    := $(GRAPHFRAMES_JARS_DIR)/graphframes-spark3_2.12-$(GRAPHFRAMES_BUILD).jar
 
+# HDFS: a real one for the files' digest on hdfs:// inputs (tests/storage/test_file_snapshot.py),
+# Hadoop's MiniDFSCluster in a JVM of its own (tests/support/mini_dfs.py): the shaded
+# hadoop-client-minicluster with the Hadoop client and the few jars its command-line manager
+# loads, fetched once from Maven Central into .cache/jars (a second run is offline). One namenode
+# serves the Hadoop clients of both Spark lines.
+HADOOP_VERSION := 3.5.0
+HDFS_JARS_DIR  := .cache/jars/hadoop-minicluster-$(HADOOP_VERSION)
+HDFS_ARTIFACTS := $(foreach a,minicluster api runtime,org.apache.hadoop:hadoop-client-$(a):$(HADOOP_VERSION)) \
+                  org.junit.jupiter:junit-jupiter-api:5.10.2 org.junit.platform:junit-platform-commons:1.10.2 \
+                  org.opentest4j:opentest4j:1.3.0 org.slf4j:slf4j-api:1.7.36 commons-logging:commons-logging:1.3.5
+export SPARK_DP_HDFS_JARS := $(abspath $(HDFS_JARS_DIR))
+
 .PHONY: help setup docs bench-setup bench-scale bench-lines airflow-venv connect-setup spark35-setup test lint format demo \
         bench bench-quick bench-compare audit package clean airflow-test test-connect test-spark35 test-pythons \
-        pythons-setup compat-setup \
+        pythons-setup compat-setup hdfs-jars \
         test-compat sweep delta-jars test-delta delta4-setup graphframes-jars test-graphframes \
         bench-components
 
@@ -104,7 +116,7 @@ airflow-venv: .venv-airflow/.installed ## Airflow in its own venv (for the DAG t
 
 # The Airflow DAG run, Spark Connect and the sweep run side by side after the suite (separate
 # processes and directories; each one's output printed whole when it ends).
-test: setup airflow-venv connect-setup lint ## lint, the whole suite, the Airflow DAG run, Spark Connect, the sweep
+test: setup hdfs-jars airflow-venv connect-setup lint ## lint, the whole suite, the Airflow DAG run, Spark Connect, the sweep
 	$(PY) -m pytest $(XDIST) $(ARGS)
 	$(MAKE) --no-print-directory -j3 --output-sync=target airflow-test test-connect sweep
 
@@ -133,10 +145,16 @@ $(SPARK35_VENV)/.installed: setup.py pyproject.toml
 	$(SPARK35_VENV)/bin/python -m pip install --quiet -e ".[test]" "pyspark>=3.5,<3.6"
 	touch $@
 
-test-spark35: spark35-setup ## each family's Spark tests on pyspark 3.5
+test-spark35: spark35-setup hdfs-jars ## each family's Spark tests on pyspark 3.5
 	PYSPARK_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
 	PYSPARK_DRIVER_PYTHON=$(abspath $(SPARK35_VENV)/bin/python) \
 	    $(SPARK35_VENV)/bin/python -m pytest -q $(XDIST) $(call subset,$(SPARK35_TESTS_CI),$(SPARK35_TESTS))
+
+hdfs-jars: $(HDFS_JARS_DIR)/.fetched ## fetch Hadoop's MiniDFSCluster jars into .cache/jars (once)
+
+$(HDFS_JARS_DIR)/.fetched:
+	$(PYTHON) .ci/fetch-jars $(HDFS_JARS_DIR) $(HDFS_ARTIFACTS)
+	touch $@
 
 delta-jars: $(DELTA_JARS_DIR)/.fetched ## fetch Delta Lake's jars into .cache/jars (once)
 

@@ -28,7 +28,9 @@ exactly. Its digest is HMAC-SHA-256 under the salts of that description
 A **Parquet or CSV input read by path from local files** needs none either: the files' bytes fix
 its rows, and the digest is the same HMAC of the format, the columns and each file's name, size
 and SHA-256 (:func:`spark_dp.io.file_snapshot.snapshot`), a stream of bytes on the driver after
-the charge, with no decoding and no Spark job (docs/privacy/keys.md#files).
+the charge, with no decoding and no Spark job (docs/privacy/keys.md#files). On **HDFS** a
+file's line holds its length, modification time, inode id and HDFS file checksum instead, read
+from the namenode and the datanodes' stored block checksums (docs/privacy/keys.md#hdfs).
 
 What it protects against: someone who cannot read the key cannot compute the digest of a
 candidate table (the release id, which is public, reveals nothing about the rows), nor aim for a

@@ -12,10 +12,22 @@ stream of their bytes with no Parquet decoding, no Spark job and no row, and the
 to the keyed digest of the description (:func:`spark_dp.io.digest.snapshot_digest`;
 docs/privacy/keys.md#files).
 
-Local files only (a plain path or a ``file:`` URI, which Spark's executors read at the same
-path): a classic session with every listed file local gets a snapshot; any other input (an
-``hdfs://`` or object-store URI, Spark Connect, whose client may not see the server's disk) gets
-None, and its rows are digested in validation's aggregation, as before.
+Two kinds of files get one, in a classic session (Spark Connect's client may not see the
+server's files, so it gets None):
+
+* **Local files** (a plain path or a ``file:`` URI, which Spark's executors read at the same
+  path): each file's URI, size and SHA-256.
+* **Files on HDFS** (``hdfs://``): each file's URI, length, modification time and inode id from
+  the namenode, and its HDFS file checksum (an MD5 of its blocks' MD5s of the CRC32C of each
+  512-byte chunk, as the client's ``dfs.checksum.combine.mode`` says), which the datanodes
+  combine from the checksums they keep beside each block: no read of the data. HDFS writes a
+  file once (a rewrite is a new inode), and the checksum follows every byte, so this fixes the
+  bytes as a Delta version's log does; it is a CRC, not a cryptographic hash, and the guard is
+  the same: against reusing a key on other data by accident, not against someone with write
+  access to the input who forges a file to the same length, time, inode and CRCs.
+
+Any other input (an object store, a mix of file systems) gets None, and its rows are digested
+in validation's aggregation, as before.
 """
 
 from __future__ import annotations
@@ -24,12 +36,12 @@ import hashlib
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from spark_dp.errors import InputContractError
 from spark_dp.io.digest import columns_line
-from spark_dp.io.fs import is_connect
+from spark_dp.io.fs import HadoopFS, is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,6 +58,8 @@ SCAN_SETTINGS = (
 picks; a corrupt or vanished file skipped instead of failing the read; a malformed CSV line
 parsed in the columns read only or in all of them)."""
 
+T = TypeVar("T")
+
 _BLOCK = 1 << 20
 _THREADS = 4
 
@@ -53,46 +67,76 @@ _THREADS = 4
 def snapshot(df: DataFrame, fmt: str, columns: dict[str, str]) -> Callable[[], str] | None:
     """What fixes the rows of ``df``, a ``fmt`` (``parquet`` or ``csv``) table read by path:
     a function giving the format, the columns read (canonical name = source column), the Spark
-    version and :data:`SCAN_SETTINGS`, and every data file's URI, size and SHA-256, one per line
-    in URI order; None when a file is not local or the session is Spark Connect (module
-    docstring).
+    version and :data:`SCAN_SETTINGS`, then one line per data file in URI order: its URI, size
+    and SHA-256 (local files), or its URI, length, modification time, inode id and HDFS file
+    checksum (files on HDFS); None when the files are neither all local nor all on HDFS, or the
+    session is Spark Connect (module docstring).
 
-    Listing the files reads metadata only (Spark lists them for the read anyway); the bytes are
-    read when the function is called, after the charge.
+    Listing the files reads metadata only (Spark lists them for the read anyway); the bytes (or
+    the datanodes' checksums) are read when the function is called, after the charge.
     """
     spark = df.sparkSession
     if fmt not in ("parquet", "csv") or is_connect(spark):
         return None
     uris = sorted(df.inputFiles())
-    paths = [_local(uri) for uri in uris]
-    if any(p is None for p in paths):
+    files = _fingerprints(spark, uris)
+    if files is None:
         return None
-    local = [p for p in paths if p is not None]
+    kind, fingerprints = files
     settings = ",".join(f"{k}={_setting(spark, k)}" for k in SCAN_SETTINGS)
-    head = [f"{fmt} files sha-256", columns_line(columns), f"spark {spark.version} {settings}"]
+    head = [f"{fmt} files {kind}", columns_line(columns), f"spark {spark.version} {settings}"]
 
     def describe() -> str:
         try:
-            hashes = file_hashes(local)
+            lines = fingerprints()
         except OSError as exc:  # removed or made unreadable after Spark listed it
             raise InputContractError(
                 f"input file {exc.filename} could not be read for the release's content digest "
                 f"({exc.strerror or type(exc).__name__}); make sure the input does not change "
                 "while the job runs (or read a pinned Delta version), then run the job again"
             ) from None
-        files = [f"{uri} {size} {h}" for uri, (size, h) in zip(uris, hashes, strict=True)]
-        return "\n".join([*head, *files])
+        return "\n".join([*head, *lines])
 
     return describe
+
+
+def _fingerprints(
+    spark: SparkSession, uris: list[str]
+) -> tuple[str, Callable[[], list[str]]] | None:
+    """(what the lines hold, a function giving one line per file) for files all local or all
+    on HDFS; None for any other mix."""
+    paths = [_local(uri) for uri in uris]
+    local = [p for p in paths if p is not None]
+    if len(local) == len(uris):
+
+        def hashed() -> list[str]:
+            sums = file_hashes(local)
+            return [f"{uri} {size} {h}" for uri, (size, h) in zip(uris, sums, strict=True)]
+
+        return "sha-256", hashed
+    if all(urlsplit(uri).scheme.lower() == "hdfs" for uri in uris):
+        hdfs = HadoopFS(spark)
+
+        def checked() -> list[str]:
+            sums = _pooled(hdfs.checksum, uris)
+            return [" ".join(map(str, (uri, *s))) for uri, s in zip(uris, sums, strict=True)]
+
+        return "hdfs checksum", checked
+    return None
 
 
 def file_hashes(paths: Sequence[str]) -> list[tuple[int, str]]:
     """(size in bytes, SHA-256 hex) of each local file, in order, hashed by a few threads
     (``hashlib`` releases the GIL on large blocks)."""
+    return _pooled(_hash_file, paths)
+
+
+def _pooled(fn: Callable[[str], T], paths: Sequence[str]) -> list[T]:
+    """``fn`` of each path, in order, by a few threads."""
     if not paths:
         return []
     with ThreadPoolExecutor(max_workers=min(_THREADS, len(paths))) as pool:
-        return list(pool.map(_hash_file, paths))
+        return list(pool.map(fn, paths))
 
 
 def _hash_file(path: str) -> tuple[int, str]:

@@ -319,6 +319,37 @@ class HadoopFS:
     def identity(self, path: str) -> str | None:
         return None
 
+    def checksum(self, path: str) -> tuple[int, int, int, str, str]:
+        """A file's length, modification time (ms), HDFS inode id and file checksum (algorithm,
+        hex bytes), from the file system's metadata: HDFS combines the CRCs each datanode keeps
+        beside its blocks, without reading the data (docs/privacy/keys.md#files).
+
+        Raises:
+            OSError: the file is gone or unreadable (``filename`` set), or its file system is
+                not HDFS or keeps no checksum for it.
+        """
+        from py4j.protocol import Py4JJavaError
+
+        fs, jpath = self._fs(path)
+        try:
+            if str(fs.getScheme()) != "hdfs":
+                raise OSError(0, f"not an HDFS file ({fs.getScheme()})", path)
+            st = fs.getFileStatus(jpath)
+            sum_ = fs.getFileChecksum(jpath)
+        except Py4JJavaError as exc:
+            reason = str(exc.java_exception.getClass().getSimpleName())
+            raise OSError(0, reason, path) from None
+        if sum_ is None:
+            raise OSError(0, "the file system keeps no checksum for it", path)
+        algorithm = str(sum_.getAlgorithmName())
+        return (
+            int(st.getLen()),
+            int(st.getModificationTime()),
+            int(st.getFileId()),
+            algorithm,
+            bytes(sum_.getBytes()).hex(),
+        )
+
     def list_files(self, directory: str) -> list[str]:
         """Every file under ``directory``, recursively, as paths relative to it."""
         fs, jpath = self._fs(directory)

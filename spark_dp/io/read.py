@@ -365,8 +365,8 @@ def _read_edges(
     """:func:`read_table` (a Delta table at ``version``) then :func:`validate_edges` with
     ``options`` (strict, dedupe, persist, gate, table). A gate that wants a digest digests a
     snapshot, not the rows, where one fixes them: a Delta table read at a pinned version
-    (:func:`spark_dp.io.delta.snapshot`), a Parquet or CSV input of local files
-    (:func:`spark_dp.io.file_snapshot.snapshot`)."""
+    (:func:`spark_dp.io.delta.snapshot`), a Parquet or CSV input of local files or files on
+    HDFS (:func:`spark_dp.io.file_snapshot.snapshot`)."""
     df = read_table(spark, path, fmt, version=version)
     gate = options.get("gate")
     if gate is not None and gate.digest:
@@ -399,7 +399,8 @@ def load_pairs(
     ``strict``, ``dedupe``, ``persist`` and ``gate`` (the keyed content digest, e.g.
     ``ReadGate.keyed_by(randomness)``) as in :func:`validate_edges`; ``version``: the version of
     a Delta input (``fmt="delta"``). A key-file or seeded gate digests no rows for a Delta
-    version or for local Parquet or CSV files (their snapshot), else the rows (a pass).
+    version or for Parquet or CSV files local or on HDFS (their snapshot), else the rows (a
+    pass).
 
     Returns:
         ((user_id, item) strings, deduplicated and cached by default; :class:`InputSummary`).

@@ -1,6 +1,7 @@
 """A key that can come back (a key file, a seed) on a Parquet or CSV input of local files binds to
-the keyed digest of its files' bytes (spark_dp/io/file_snapshot.py), hashed after the charge,
-with no Spark pass over the rows; other inputs keep the rows' digest."""
+the keyed digest of its files' bytes, and on HDFS (a real MiniDFSCluster) to the namenode's
+record of its files and their HDFS checksums (spark_dp/io/file_snapshot.py), read after the
+charge, with no Spark pass over the rows; other inputs keep the rows' digest."""
 
 from __future__ import annotations
 
@@ -8,14 +9,23 @@ import hashlib
 import os
 import re
 
+import pyarrow.parquet as pq
 import pytest
 from chispa import assert_df_equality
 
+import spark_dp.io.read
+import spark_dp.release_ids
+from spark_dp.budget import BudgetStore
 from spark_dp.errors import InputContractError
 from spark_dp.io import ITEM, USER_ID, ReadGate, load_pairs, validate_edges
 from spark_dp.io.file_snapshot import _local, file_hashes, snapshot
+from spark_dp.io.fs import HadoopFS
+from spark_dp.jobs import partition_selection
+from spark_dp.jobs.runner import run_job
 from spark_dp.randomness import Randomness
+from spark_dp.randomness.key_file import write_key_file
 from tests.support.gates import recording_gate
+from tests.support.mini_dfs import MiniDFS, jars_dir
 
 SCHEMA = "user_id string, item string"
 COLUMNS = {USER_ID: USER_ID, ITEM: ITEM}
@@ -35,26 +45,31 @@ def _load(spark, path, gate, **kw):
     return load_pairs(spark, path, dedupe=False, persist=False, gate=gate, **kw)
 
 
-def test_a_key_file_read_of_local_parquet_digests_its_files_not_its_rows(spark, tmp_path):
-    """The same files give the same digest, read with no Spark job beyond an entropy key's read;
-    other rows, other columns, another scan setting or another key give another; the rows
-    returned are the input's."""
-    path = _parquet(spark, [*ROWS, (None, "w1")], tmp_path / "a b%c")  # a URI-escaped name
+def _read_once(spark, path):
+    """A seeded key's read of ``ROWS`` (and a null row) at ``path``: no Spark job beyond an
+    entropy key's read, the charge before the digest, nothing counted, the rows returned the
+    input's, the same digest on a retry; (its summary, another key's digest)."""
     events: list[str] = []
-    gate = recording_gate(events)
     before = _jobs(spark)
     _load(spark, path, ReadGate.keyed_by(Randomness.create()))  # no digest: the floor
     floor = _jobs(spark) - before
     before = _jobs(spark)
-    pairs, summary = _load(spark, path, gate)
+    pairs, summary = _load(spark, path, recording_gate(events))
     assert _jobs(spark) - before == floor  # the digest ran no Spark job of its own
     assert events == ["charge", "digest pairs"]
     assert summary.rows_read is None and summary.digest is not None  # nothing counted
     expected = spark.createDataFrame(ROWS, SCHEMA)
     assert_df_equality(pairs, expected, ignore_row_order=True, ignore_nullable=True)
-
     assert _load(spark, path, recording_gate([]))[1].digest == summary.digest  # a retry
-    other = _load(spark, path, ReadGate.keyed_by(Randomness.create(2)))[1].digest
+    return summary, _load(spark, path, ReadGate.keyed_by(Randomness.create(2)))[1].digest
+
+
+def test_a_key_file_read_of_local_parquet_digests_its_files_not_its_rows(spark, tmp_path):
+    """The same files give the same digest, read with no Spark job beyond an entropy key's read;
+    other rows, other columns, another scan setting or another key give another; the rows
+    returned are the input's."""
+    path = _parquet(spark, [*ROWS, (None, "w1")], tmp_path / "a b%c")  # a URI-escaped name
+    summary, other = _read_once(spark, path)
     swapped = _load(spark, path, recording_gate([]), user_col=ITEM, item_col=USER_ID)[1]
     edited = _parquet(spark, [("u0", "w39"), *ROWS[1:], (None, "w1")], tmp_path / "edited")
     spark.conf.set("spark.sql.files.ignoreCorruptFiles", "true")  # a setting a scan obeys
@@ -132,3 +147,118 @@ def test_only_local_files_get_a_snapshot():
     for uri in ("hdfs://nn:8020/t/part-0", "s3a://bucket/t/part-0", "file://other/tmp/x"):
         assert _local(uri) is None
     assert file_hashes([]) == []
+
+
+@pytest.fixture(scope="module")
+def hdfs(tmp_path_factory):
+    """A real HDFS (tests/support/mini_dfs.py): its ``hdfs://127.0.0.1:<port>`` URL."""
+    jars = jars_dir()
+    if jars is None:
+        pytest.skip("no HDFS minicluster jars: run `make hdfs-jars` (make test fetches them)")
+    with MiniDFS(tmp_path_factory.mktemp("dfs"), jars) as dfs:
+        yield dfs.url
+
+
+def _rewrite_in_place(spark, uri: str, data: bytes) -> None:
+    """Other bytes of the same length into the same HDFS file (the same inode, truncated and
+    appended to), its modification time set back: only the checksum can tell."""
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    fs = path.getFileSystem(conf)
+    st = fs.getFileStatus(path)
+    assert st.getLen() == len(data) and fs.truncate(path, 0)
+    out = fs.append(path)
+    out.write(bytearray(data))
+    out.close()
+    fs.setTimes(path, st.getModificationTime(), -1)
+
+
+def test_a_key_file_read_on_hdfs_digests_its_files_checksums_not_its_rows(spark, hdfs):
+    """The same files give the same digest, with no Spark job beyond an entropy key's read;
+    another key, other rows, or one file's bytes changed in place (same inode, length and
+    modification time) give another; the rows returned are the input's."""
+    path = _parquet(spark, [*ROWS, (None, "w1")], f"{hdfs}/pairs")
+    summary, other = _read_once(spark, path)
+
+    csv = f"{hdfs}/pairs.csv"
+    rows = "user_id,item\n" + "".join(f"{u},{i}\n" for u, i in ROWS)
+    HadoopFS(spark).write_text(csv, rows)
+    first = _load(spark, csv, recording_gate([]))[1]
+    _rewrite_in_place(spark, csv, rows.replace("u10,", "u99,", 1).encode())
+    second = _load(spark, csv, recording_gate([]))[1]
+    assert first.rows_read is None and second.rows_read is None
+    digests = {summary.digest.value, other.value, first.digest.value, second.digest.value}
+    assert len(digests) == 4
+
+
+def test_the_hdfs_description_holds_each_files_record_and_checksum(spark, hdfs, tmp_path):
+    """One line per file: its URI, length, modification time, inode id and HDFS checksum, read
+    when the description is made; a file gone after the listing is a clear error."""
+    path = _parquet(spark, ROWS, f"{hdfs}/described")
+    df = spark.read.parquet(path)
+    describe = snapshot(df, "parquet", COLUMNS)
+    assert describe is not None
+    text = describe()
+    lines = text.splitlines()
+    assert lines[:2] == ["parquet files hdfs checksum", "columns user_id=user_id,item=item"]
+    files = sorted(df.inputFiles())
+    assert [line.split()[0] for line in lines[3:]] == files and len(files) == 2
+    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+    first = jvm.org.apache.hadoop.fs.Path(files[0])
+    fs = first.getFileSystem(conf)
+    st, checksum = fs.getFileStatus(first), fs.getFileChecksum(first)
+    assert lines[3].split()[1:] == [
+        str(st.getLen()),
+        str(st.getModificationTime()),
+        str(st.getFileId()),
+        str(checksum.getAlgorithmName()),
+        bytes(checksum.getBytes()).hex(),
+    ]
+    assert re.fullmatch(r"MD5-of-\d+MD5-of-512CRC32C", str(checksum.getAlgorithmName()))
+    assert describe() == text
+    fs.delete(first, False)
+    with pytest.raises(InputContractError, match=re.escape(files[0]) + ".*while the job runs"):
+        describe()
+    local = _parquet(spark, ROWS, f"file:{tmp_path / 'local'}")
+    mixed = spark.read.parquet(_parquet(spark, ROWS, f"{hdfs}/mixed"), local)
+    assert snapshot(mixed, "parquet", COLUMNS) is None  # HDFS and local: the rows' digest
+
+
+def test_a_job_on_hdfs_with_a_key_file_binds_to_its_files(spark, hdfs, tmp_path, monkeypatch):
+    """spark-submit's code path in this process: a Parquet input on HDFS and a key file; the
+    rows are never digested; a retry is the same release (the same rows, one charge); one file
+    of the input replaced is another release, charged again."""
+
+    def no_rows_digest(*args, **kwargs):
+        raise AssertionError("the rows were digested")
+
+    monkeypatch.setattr(spark_dp.io.read, "digested", no_rows_digest)
+    seen: list[str] = []
+    real = spark_dp.release_ids.release_id
+    monkeypatch.setattr(
+        spark_dp.release_ids, "release_id", lambda **kw: seen.append(real(**kw)) or seen[-1]
+    )
+    monkeypatch.chdir(tmp_path)
+    write_key_file(tmp_path / "key")
+    with BudgetStore.open(f"sqlite:///{tmp_path / 'budget.db'}") as store:
+        store.set_cap("words", 10.0, 1e-3)
+    many = [(f"u{u}", f"w{k}") for u in range(400) for k in range(3)]
+    source = _parquet(spark, many, f"{hdfs}/words")
+
+    def run(out: str, *extra: str) -> list:
+        argv = [
+            *("--input", source, "--output", out, "--epsilon", "1"),
+            *("--algorithm", "basic", "--noise-key-file", "key", "--dataset-id", "words"),
+            *("--budget-store", "sqlite:///budget.db", "--log-level", "WARNING", *extra),
+        ]
+        assert run_job(partition_selection.SPEC, argv) == 0
+        return sorted(pq.read_table(tmp_path / out).to_pylist(), key=str)
+
+    released = run("a")
+    assert released  # 400 users on each of 3 items: released at ε = 1
+    assert run("a", "--overwrite") == released and len(set(seen)) == 1  # a retry
+    _parquet(spark, [*many, ("u400", "w0")], source)  # the input rewritten: other files
+    run("b")
+    with BudgetStore.open(f"sqlite:///{tmp_path / 'budget.db'}") as store:
+        (row,) = store.summary()
+    assert len(set(seen)) == 2 and row.releases == 2
