@@ -33,10 +33,11 @@ in validation's aggregation, as before.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 from spark_dp.errors import InputContractError
@@ -46,7 +47,7 @@ from spark_dp.io.fs import HadoopFS, is_connect
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SCAN_SETTINGS", "file_hashes", "snapshot"]
+__all__ = ["SCAN_SETTINGS", "file_hashes", "frame_snapshot", "snapshot"]
 
 SCAN_SETTINGS = (
     "spark.sql.caseSensitive",
@@ -60,17 +61,22 @@ parsed in the columns read only or in all of them)."""
 
 T = TypeVar("T")
 
+_FORMATS = {"ParquetFileFormat": "parquet", "CSVFileFormat": "csv"}
+
 _BLOCK = 1 << 20
 _THREADS = 4
 
 
-def snapshot(df: DataFrame, fmt: str, columns: dict[str, str]) -> Callable[[], str] | None:
+def snapshot(
+    df: DataFrame, fmt: str, columns: dict[str, str], *, reader: str | None = None
+) -> Callable[[], str] | None:
     """What fixes the rows of ``df``, a ``fmt`` (``parquet`` or ``csv``) table read by path:
     a function giving the format, the columns read (canonical name = source column), the Spark
     version and :data:`SCAN_SETTINGS`, then one line per data file in URI order: its URI, size
     and SHA-256 (local files), or its URI, length, modification time, inode id and HDFS file
     checksum (files on HDFS); None when the files are neither all local nor all on HDFS, or the
-    session is Spark Connect (module docstring).
+    session is Spark Connect (module docstring). ``reader``: a line naming the reader's
+    options and schemas, where they are not the fixed ones of :func:`~.read.read_table`.
 
     Listing the files reads metadata only (Spark lists them for the read anyway); the bytes (or
     the datanodes' checksums) are read when the function is called, after the charge.
@@ -85,6 +91,7 @@ def snapshot(df: DataFrame, fmt: str, columns: dict[str, str]) -> Callable[[], s
     kind, fingerprints = files
     settings = ",".join(f"{k}={_setting(spark, k)}" for k in SCAN_SETTINGS)
     head = [f"{fmt} files {kind}", columns_line(columns), f"spark {spark.version} {settings}"]
+    head += [reader] if reader is not None else []
 
     def describe() -> str:
         try:
@@ -98,6 +105,63 @@ def snapshot(df: DataFrame, fmt: str, columns: dict[str, str]) -> Callable[[], s
         return "\n".join([*head, *lines])
 
     return describe
+
+
+def frame_snapshot(df: DataFrame, columns: dict[str, str]) -> Callable[[], str] | None:
+    """:func:`snapshot` of a DataFrame handed to the library when it is a plain read of
+    Parquet or CSV files: its analyzed plan is one file relation, under at most a choice of its
+    columns (``select`` of columns, no expression) and the name of a catalog table; None for
+    any other plan (a filter, a join, a rename, rows made in Python, Spark Connect) and for a
+    cached one, whose rows may be older than its files' bytes.
+
+    The reader's options and its data and partition schemas join the description: the same
+    bytes read with another separator, schema or mode are other rows.
+    """
+    if is_connect(df.sparkSession) or df.storageLevel.useMemory or df.storageLevel.useDisk:
+        return None  # cached: its rows may be older than its files' bytes
+    from py4j.protocol import Py4JError
+
+    try:
+        relation = _file_relation(df._jdf.queryExecution().analyzed())
+        fmt = None if relation is None else _FORMATS.get(_class(relation.fileFormat()))
+        if fmt is None:
+            return None
+        options = relation.options().iterator()
+        pairs = []
+        while options.hasNext():
+            option = options.next()
+            pairs.append([str(option._1()), str(option._2())])
+        read = {
+            "options": sorted(pairs),
+            "data": json.loads(str(relation.dataSchema().json())),
+            "partitions": json.loads(str(relation.partitionSchema().json())),
+            "buckets": str(relation.bucketSpec()),
+        }
+    except Py4JError:  # a plan of another shape than this Spark's file relations
+        return None
+    return snapshot(df, fmt, columns, reader="reader " + json.dumps(read, sort_keys=True))
+
+
+def _file_relation(plan: Any) -> Any:
+    """The ``HadoopFsRelation`` of an analyzed plan that only reads one (catalog names and a
+    projection of plain columns above it), else None."""
+    while _class(plan) == "SubqueryAlias":
+        plan = plan.child()
+    if _class(plan) == "Project":
+        exprs = plan.projectList()
+        if any(_class(exprs.apply(i)) != "AttributeReference" for i in range(exprs.size())):
+            return None
+        plan = plan.child()
+        while _class(plan) == "SubqueryAlias":
+            plan = plan.child()
+    if _class(plan) != "LogicalRelation" or _class(plan.relation()) != "HadoopFsRelation":
+        return None
+    return plan.relation()
+
+
+def _class(obj: Any) -> str:
+    """The simple name of a JVM object's class."""
+    return str(obj.getClass().getSimpleName())
 
 
 def _fingerprints(

@@ -24,6 +24,7 @@ from spark_dp.errors import InputContractError
 from spark_dp.io.columns import ITEM, RECORD_ID, USER_ID, quoted
 from spark_dp.io.delta import read_delta, snapshot
 from spark_dp.io.digest import ContentDigest, ReadGate, digested, finish_digest
+from spark_dp.io.file_snapshot import frame_snapshot
 from spark_dp.io.file_snapshot import snapshot as file_snapshot
 from spark_dp.io.probe import input_format, spark_read_error
 from spark_dp.logs import log_private, private, unsafe_debug_enabled
@@ -239,7 +240,9 @@ def validate_edges(
             rows are dropped by a filter in the plan, and the gate is charged right away
             (``ReadGate.read_without_pass``): the rows are read once, by the algorithm. A gate
             of a snapshot (a Delta version: ``ReadGate.snapshot``) digests the snapshot's
-            description, not the rows, so it needs no pass either. Without a gate the rows are
+            description, not the rows, so it needs no pass either; a ``df`` that only reads
+            Parquet or CSV files gets its files' snapshot here
+            (:func:`~spark_dp.io.file_snapshot.frame_snapshot`). Without a gate the rows are
             counted, for the summary.
         table: the digest's table name (``pairs`` or ``incidences``).
 
@@ -255,6 +258,9 @@ def validate_edges(
 
     from spark_dp.caching import storage_level
 
+    if gate is not None and gate.digests_rows:
+        fixed = frame_snapshot(df, columns)  # a plain read of files: their snapshot
+        gate = gate if fixed is None else gate.of_snapshot(fixed)
     sources = list(columns.values())
     exprs = [
         id_column(df, src, canon, path, taken=[s for s in sources if s != src]).alias(canon)

@@ -361,20 +361,33 @@ def _items(pairs, key: Randomness) -> set[str]:
         return {r["item"] for r in selection.items.collect()}
 
 
-def test_one_key_file_on_neighbours_draws_independent_noise(spark, borderline, tmp_path):
+@pytest.mark.parametrize("form", ["rows", "files"])
+def test_one_key_file_on_neighbours_draws_independent_noise(
+    spark, borderline, tmp_path, monkeypatch, form
+):
     """The same key, read twice (a key file given to two runs), on D and on D + u where u's item
     is never released: each read binds to the digest of its rows, so the two releases draw
     independent noise: each borderline item is in one release only with probability
     2p(1 − p) ≈ 0.5, so about 75 differ (at most 30 with probability 3·10⁻¹⁴). With the noise
     shared (both calls bound by hand to one id, what an entropy key without a digest did) the
-    releases are identical: the only possible difference would be u's own item."""
+    releases are identical: the only possible difference would be u's own item. ``files``: D
+    and D + u written as Parquet and read back, bound to their files (never to their rows), and
+    the same files read again are the same release."""
+    import spark_dp.io.read
     from spark_dp.randomness.key_file import write_key_file
 
     d, d_plus_u = borderline
     path = str(tmp_path / "key")
     write_key_file(path)
+    if form == "files":
+        for name, df in (("d", d), ("d_plus_u", d_plus_u)):
+            df.write.parquet(str(tmp_path / name))
+        d, d_plus_u = (spark.read.parquet(str(tmp_path / n)) for n in ("d", "d_plus_u"))
+        monkeypatch.setattr(spark_dp.io.read, "digested", None)  # the rows' digest: a TypeError
     a = _items(d, Randomness.from_key_file(path))
     b = _items(d_plus_u, Randomness.from_key_file(path))
+    if form == "files":
+        assert _items(d, Randomness.from_key_file(path)) == a  # the same files: a retry
     assert "u's own" not in a | b
     assert 20 < len(a) < 130 and 20 < len(b) < 130  # borderline: the noise decides
     assert len(a ^ b) > 30, len(a ^ b)

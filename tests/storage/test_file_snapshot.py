@@ -45,23 +45,32 @@ def _load(spark, path, gate, **kw):
     return load_pairs(spark, path, dedupe=False, persist=False, gate=gate, **kw)
 
 
-def _read_once(spark, path):
-    """A seeded key's read of ``ROWS`` (and a null row) at ``path``: no Spark job beyond an
-    entropy key's read, the charge before the digest, nothing counted, the rows returned the
-    input's, the same digest on a retry; (its summary, another key's digest)."""
+def _read_once(spark, path, load=None):
+    """A seeded key's read of ``ROWS`` (and a null row) at ``path`` (by ``load(gate)``, else
+    ``load_pairs``): no Spark job beyond an entropy key's read, the charge before the digest,
+    nothing counted, the rows returned the input's, the same digest on a retry; (its summary,
+    another key's digest)."""
+    load = load or (lambda gate: _load(spark, path, gate))
     events: list[str] = []
     before = _jobs(spark)
-    _load(spark, path, ReadGate.keyed_by(Randomness.create()))  # no digest: the floor
+    load(ReadGate.keyed_by(Randomness.create()))  # no digest: the floor
     floor = _jobs(spark) - before
     before = _jobs(spark)
-    pairs, summary = _load(spark, path, recording_gate(events))
+    pairs, summary = load(recording_gate(events))
     assert _jobs(spark) - before == floor  # the digest ran no Spark job of its own
     assert events == ["charge", "digest pairs"]
     assert summary.rows_read is None and summary.digest is not None  # nothing counted
     expected = spark.createDataFrame(ROWS, SCHEMA)
     assert_df_equality(pairs, expected, ignore_row_order=True, ignore_nullable=True)
-    assert _load(spark, path, recording_gate([]))[1].digest == summary.digest  # a retry
-    return summary, _load(spark, path, ReadGate.keyed_by(Randomness.create(2)))[1].digest
+    assert load(recording_gate([]))[1].digest == summary.digest  # a retry
+    return summary, load(ReadGate.keyed_by(Randomness.create(2)))[1].digest
+
+
+def _validated(df, gate=None):
+    """The library's validation of a DataFrame ``df`` of (user_id, item) under ``gate`` (a
+    seeded key's by default)."""
+    gate = gate or recording_gate([])
+    return validate_edges(df, COLUMNS, dedupe=False, persist=False, gate=gate)
 
 
 def test_a_key_file_read_of_local_parquet_digests_its_files_not_its_rows(spark, tmp_path):
@@ -89,6 +98,37 @@ def test_a_key_file_read_of_local_parquet_digests_its_files_not_its_rows(spark, 
         lenient.value,
     }
     assert len(digests) == 5
+
+
+def test_a_dataframe_read_from_files_binds_to_them(spark, tmp_path):
+    """A DataFrame handed to the library that only reads Parquet or CSV files (columns chosen,
+    at most) is digested from its files and its reader, with no pass: the same files give the
+    same digest; a reader option that reads other rows gives another. A filtered, cached or
+    Python-made DataFrame is digested from its rows (counted)."""
+    path = _parquet(spark, [*ROWS, (None, "w1")], tmp_path / "pairs")
+    read = lambda gate: _validated(spark.read.parquet(path), gate)
+    summary, other = _read_once(spark, path, read)
+    chosen = spark.read.parquet(path).select(ITEM, USER_ID)
+    assert _validated(chosen)[1].digest == summary.digest
+    assert other != summary.digest
+    filtered = spark.read.parquet(path).where("item != 'w1'")
+    cached = spark.read.parquet(path).cache()
+    try:
+        for df in (filtered, cached, spark.createDataFrame(ROWS, SCHEMA)):
+            counted = _validated(df)[1]
+            assert counted.rows_read is not None and counted.digest != summary.digest
+    finally:
+        cached.unpersist()
+
+    csv = tmp_path / "pairs.csv"
+    csv.write_text("user_id,item\n" + "".join(f"{u}, {i}\n" for u, i in ROWS))
+    reader = spark.read.option("header", True)
+    plain = _validated(reader.csv(str(csv)))
+    trimmed = _validated(reader.option("ignoreLeadingWhiteSpace", True).csv(str(csv)))
+    assert plain[1].rows_read is None and trimmed[1].rows_read is None
+    assert plain[1].digest != trimmed[1].digest
+    assert plain[0].where("item = 'w1'").count() == 0  # " w1": other rows
+    assert trimmed[0].where("item = 'w1'").count() > 0
 
 
 def test_an_edit_that_keeps_the_size_gives_another_digest(spark, tmp_path):
