@@ -26,8 +26,10 @@ server's files, so it gets None):
   the same: against reusing a key on other data by accident, not against someone with write
   access to the input who forges a file to the same length, time, inode and CRCs.
 
-Any other input (an object store, a mix of file systems) gets None, and its rows are digested
-in validation's aggregation, as before.
+A DataFrame handed to the library whose plan only reads such files (:func:`frame_snapshot`)
+gets the same, with its reader's options and schemas in the description
+(docs/privacy/keys.md#frames). Any other input (an object store, a mix of file systems, a
+DataFrame of another plan) gets None, and its rows are digested in validation's aggregation.
 """
 
 from __future__ import annotations
