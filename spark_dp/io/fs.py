@@ -322,7 +322,7 @@ class HadoopFS:
     def checksum(self, path: str) -> tuple[int, int, int, str, str]:
         """A file's length, modification time (ms), HDFS inode id and file checksum (algorithm,
         hex bytes), from the file system's metadata: HDFS combines the CRCs each datanode keeps
-        beside its blocks, without reading the data (docs/privacy/keys.md#files).
+        beside its blocks, without reading the data (docs/privacy/keys.md#hdfs).
 
         Raises:
             OSError: the file is gone or unreadable (``filename`` set), or its file system is
