@@ -74,7 +74,7 @@ def release(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--input", required=True, help="a Parquet table of (user_id, item) pairs")
-    ap.add_argument("--runs", type=int, default=3, help="rounds of the three modes, rotated")
+    ap.add_argument("--runs", type=int, default=3, help="rounds of the modes, rotated")
     ap.add_argument("--out", help="also write the JSON here")
     ap.add_argument("--read-only", action="store_true", help="time the reads alone")
     ap.add_argument("--hdfs", help="an HDFS URL (hdfs://host:port): time a copy there too")

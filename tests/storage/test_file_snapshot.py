@@ -199,12 +199,16 @@ def hdfs(tmp_path_factory):
         yield dfs.url
 
 
+def _hadoop(spark, uri: str):
+    """(Hadoop FileSystem, Path) of ``uri`` through the session's JVM."""
+    path = spark._jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
+
+
 def _rewrite_in_place(spark, uri: str, data: bytes) -> None:
     """Other bytes of the same length into the same HDFS file (the same inode, truncated and
     appended to), its modification time set back: only the checksum can tell."""
-    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
-    path = jvm.org.apache.hadoop.fs.Path(uri)
-    fs = path.getFileSystem(conf)
+    fs, path = _hadoop(spark, uri)
     st = fs.getFileStatus(path)
     assert st.getLen() == len(data) and fs.truncate(path, 0)
     out = fs.append(path)
@@ -243,9 +247,7 @@ def test_the_hdfs_description_holds_each_files_record_and_checksum(spark, hdfs, 
     assert lines[:2] == ["parquet files hdfs checksum", "columns user_id=user_id,item=item"]
     files = sorted(df.inputFiles())
     assert [line.split()[0] for line in lines[3:]] == files and len(files) == 2
-    jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
-    first = jvm.org.apache.hadoop.fs.Path(files[0])
-    fs = first.getFileSystem(conf)
+    fs, first = _hadoop(spark, files[0])
     st, checksum = fs.getFileStatus(first), fs.getFileChecksum(first)
     assert lines[3].split()[1:] == [
         str(st.getLen()),

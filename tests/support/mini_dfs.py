@@ -2,7 +2,7 @@
 JVM of its own, started by Hadoop's command-line manager from the jars ``make hdfs-jars``
 fetches (hadoop-client-minicluster and the few jars its manager loads).
 
-    with MiniDFS(tmp_dir) as dfs:
+    with MiniDFS(tmp_dir, jars_dir()) as dfs:
         spark.range(3).write.parquet(f"{dfs.url}/t")
 
 The folder of jars is ``$SPARK_DP_HDFS_JARS`` (the Makefile sets it), else the one under
